@@ -1,0 +1,218 @@
+"""Elementwise ops: unary, binary (NumPy broadcasting), select and cast.
+
+Each row is its semantics (a NumPy reference) and, for composite ops, a scalar expansion into
+primitive ops that fusing backends lower (tinygrad-style decomposition). Rows without `expand`
+are primitives every backend must lower itself.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..dtypes import BY_NAME
+from ..errors import OpTypeError, Trap
+from ..types import TensorType
+from . import mathref
+from .opdef import AttrKind, AttrSpec, Family, OpDef
+from .shapes import (broadcast_shapes, is_float, is_int_or_bool, is_numeric, is_signed_or_float,
+                     require_dtype, same_dtype)
+
+BOOL = BY_NAME["bool"]
+
+
+# ---- type rules shared by the family -------------------------------------------------------
+
+def unary_rule(ok=None, what: str = "", result_dtype=None, check=None):
+    def rule(types: list[TensorType], attrs) -> list[TensorType]:
+        (t,) = types
+        if check is not None:
+            check(attrs)
+        if ok is not None:
+            require_dtype(rule.op, t, ok, what)
+        return [t.with_dtype(result_dtype) if result_dtype else t]
+    return rule
+
+
+def binary_rule(ok=None, what: str = "", result_dtype=None):
+    def rule(types: list[TensorType], attrs) -> list[TensorType]:
+        dt = same_dtype(rule.op, types)
+        if ok is not None:
+            require_dtype(rule.op, types[0], ok, what)
+        shape = broadcast_shapes([t.shape for t in types], rule.op)
+        return [TensorType(result_dtype or dt, shape)]
+    return rule
+
+
+def select_rule(types: list[TensorType], attrs) -> list[TensorType]:
+    c, a, b = types
+    if c.dtype is not BOOL:
+        raise OpTypeError(f"select condition must be bool, got {c.dtype}")
+    dt = same_dtype("select", [a, b])
+    return [TensorType(dt, broadcast_shapes([c.shape, a.shape, b.shape], "select"))]
+
+
+def cast_rule(types: list[TensorType], attrs) -> list[TensorType]:
+    return [types[0].with_dtype(attrs["to"])]
+
+
+# ---- references with dlvm semantics where NumPy's differ or are undefined ------------------
+
+def _int_zero_check(b, what: str) -> None:
+    if np.any(np.asarray(b) == 0):
+        raise Trap(f"integer {what} by zero")
+
+
+def div_ref(attrs, a, b):
+    if a.dtype.kind in "iu":
+        _int_zero_check(b, "division")
+        if a.dtype.kind == "i":
+            # truncate toward zero (C, LLVM sdiv, WebAssembly), not NumPy's floor
+            q = np.floor_divide(a, b)
+            fix = (np.remainder(a, b) != 0) & ((a < 0) != (b < 0))
+            return (q + fix.astype(q.dtype)).astype(a.dtype)
+        return np.floor_divide(a, b)
+    return np.divide(a, b)
+
+
+def mod_ref(attrs, a, b):
+    if a.dtype.kind in "iu":
+        _int_zero_check(b, "modulo")
+    return np.mod(a, b)          # the result takes the divisor's sign (NumPy, Python)
+
+
+def pow_ref(attrs, a, b):
+    if a.dtype.kind in "iu" and np.any(np.asarray(b) < 0):
+        raise Trap("integer pow with a negative exponent")
+    return np.power(a, b)
+
+
+def gelu_ref(attrs, x):
+    if attrs["approximate"] == "tanh":
+        inner = np.asarray(0.7978845608028654 * (x + 0.044715 * x * x * x), dtype=x.dtype)
+        return (0.5 * x * (1 + np.tanh(inner))).astype(x.dtype)
+    return (0.5 * x * (1 + mathref.erf(x / np.asarray(math.sqrt(2.0), x.dtype)))).astype(x.dtype)
+
+
+def gelu_expand(s, attrs, x):
+    half, one = s.const(0.5, x), s.const(1.0, x)
+    if attrs["approximate"] == "tanh":
+        x3 = s.mul(s.mul(x, x), x)
+        inner = s.mul(s.add(x, s.mul(s.const(0.044715, x), x3)), s.const(0.7978845608028654, x))
+        return s.mul(s.mul(half, x), s.add(one, s.tanh(inner)))
+    return s.mul(s.mul(half, x), s.add(one, s.erf(s.mul(x, s.const(1 / math.sqrt(2.0), x)))))
+
+
+def check_gelu_attrs(attrs) -> None:
+    if attrs["approximate"] not in ("none", "tanh"):
+        raise OpTypeError(f'gelu approximate must be "none" or "tanh", got "{attrs["approximate"]}"')
+
+
+def sign_expand(s, attrs, x):
+    zero = s.const(0, x)
+    neg = s.select(s.lt(x, zero), s.const(-1, x), x)     # keeps 0, -0 and NaN as they are
+    return s.select(s.gt(x, zero), s.const(1, x), neg)
+
+
+def logical_not_ref(attrs, a):
+    return np.logical_not(a) if a.dtype == np.bool_ else np.invert(a)
+
+
+def cast_ref(attrs, a):
+    to = attrs["to"].np
+    if a.dtype.kind == "f" and to.kind in "iub" and to.kind != "b":
+        a = np.trunc(a)   # toward zero; NaN/Inf/out-of-range give an unspecified value
+    return a.astype(to)
+
+
+def _u(name, code, ref, doc, ok=None, what="", result=None, expand=None, attrs=(), check=None):
+    rule = unary_rule(ok, what, result, check)
+    rule.op = name
+    return OpDef(name, code, Family.UNARY, (1, 1), rule, ref, doc, attrs=attrs, expand=expand,
+                 dtypes=what or "any")
+
+
+def _b(name, code, ref, doc, ok=None, what="", result=None, expand=None):
+    rule = binary_rule(ok, what, result)
+    rule.op = name
+    return OpDef(name, code, Family.BINARY, (2, 2), rule, ref, doc, expand=expand,
+                 dtypes=what or "any")
+
+
+def _np1(f):
+    return lambda attrs, a: f(a)
+
+
+def _np2(f):
+    return lambda attrs, a, b: f(a, b)
+
+
+FLT = (is_float, "float")
+NUM = (is_numeric, "numeric")
+SGN = (is_signed_or_float, "signed or float")
+LOG = (is_int_or_bool, "bool or integer")
+
+OPS = [
+    # -- unary --------------------------------------------------------------------------------
+    _u("neg", 1, _np1(np.negative), "r := -a (integers wrap)", *SGN),
+    _u("abs", 2, _np1(np.abs), "r := |a| (integers wrap at the minimum)", *NUM),
+    _u("exp", 3, _np1(np.exp), "r := e^a", *FLT),
+    _u("log", 4, _np1(np.log), "r := ln a (log 0 = -inf, log of a negative = NaN)", *FLT),
+    _u("sqrt", 5, _np1(np.sqrt), "r := sqrt a (NaN for a < 0)", *FLT),
+    _u("rsqrt", 6, lambda attrs, a: (1 / np.sqrt(a)).astype(a.dtype), "r := 1 / sqrt a", *FLT,
+       expand=lambda s, attrs, x: s.div(s.const(1.0, x), s.sqrt(x))),
+    _u("reciprocal", 7, lambda attrs, a: (1 / a).astype(a.dtype), "r := 1 / a", *FLT,
+       expand=lambda s, attrs, x: s.div(s.const(1.0, x), x)),
+    _u("tanh", 8, _np1(np.tanh), "r := tanh a", *FLT),
+    _u("sigmoid", 9, lambda attrs, a: (1 / (1 + np.exp(-a))).astype(a.dtype),
+       "r := 1 / (1 + e^-a)", *FLT,
+       expand=lambda s, attrs, x: s.div(s.const(1.0, x), s.add(s.const(1.0, x), s.exp(s.neg(x))))),
+    _u("relu", 10, lambda attrs, a: np.maximum(a, a.dtype.type(0)), "r := max(a, 0) (NaN stays NaN)",
+       *NUM, expand=lambda s, attrs, x: s.max(x, s.const(0, x))),
+    _u("gelu", 11, gelu_ref, "r := a/2 * (1 + erf(a / sqrt 2)); approximate = \"tanh\": "
+       "a/2 * (1 + tanh(sqrt(2/pi) * (a + 0.044715 a^3)))", *FLT, expand=gelu_expand,
+       attrs=(AttrSpec("approximate", AttrKind.STR, "none", 'one of "none", "tanh"'),),
+       check=check_gelu_attrs),
+    _u("erf", 12, lambda attrs, a: mathref.erf(a), "r := erf a", *FLT),
+    _u("sin", 13, _np1(np.sin), "r := sin a", *FLT),
+    _u("cos", 14, _np1(np.cos), "r := cos a", *FLT),
+    _u("floor", 15, _np1(np.floor), "r := the largest integer <= a", *FLT),
+    _u("ceil", 16, _np1(np.ceil), "r := the smallest integer >= a", *FLT),
+    _u("round", 17, _np1(np.rint), "r := a rounded to the nearest integer, halves to even", *FLT),
+    _u("sign", 18, _np1(np.sign), "r := -1, 0 or 1 by the sign of a (NaN stays NaN)", *NUM,
+       expand=sign_expand),
+    _u("not", 19, logical_not_ref, "r := logical not (bool), bitwise not (integers)", *LOG),
+    _u("isnan", 20, _np1(np.isnan), "r := a is NaN (bool result)", *FLT, result=BOOL,
+       expand=lambda s, attrs, x: s.ne(x, x)),
+    # -- binary (NumPy broadcasting; both operands of one dtype) ------------------------------
+    _b("add", 32, _np2(np.add), "r := a + b (integers wrap)"),
+    _b("sub", 33, _np2(np.subtract), "r := a - b (integers wrap)", *NUM),
+    _b("mul", 34, _np2(np.multiply), "r := a * b (integers wrap)"),
+    _b("div", 35, div_ref, "r := a / b; integers truncate toward zero and trap on a zero divisor",
+       *NUM),
+    _b("pow", 36, pow_ref, "r := a ^ b; integers trap on a negative exponent", *NUM),
+    _b("max", 37, _np2(np.maximum), "r := the larger of a, b (NaN if either is NaN)"),
+    _b("min", 38, _np2(np.minimum), "r := the smaller of a, b (NaN if either is NaN)"),
+    _b("mod", 39, mod_ref, "r := a - floor(a / b) * b, the sign of b (NumPy); integers trap on "
+       "a zero divisor", *NUM),
+    _b("and", 40, _np2(np.bitwise_and), "r := a and b (logical for bool, bitwise for integers)",
+       *LOG),
+    _b("or", 41, _np2(np.bitwise_or), "r := a or b (logical for bool, bitwise for integers)", *LOG),
+    _b("xor", 42, _np2(np.bitwise_xor), "r := a xor b (logical for bool, bitwise for integers)",
+       *LOG),
+    _b("eq", 43, _np2(np.equal), "r := a == b (bool result)", result=BOOL),
+    _b("ne", 44, _np2(np.not_equal), "r := a != b (bool result; NaN != NaN)", result=BOOL),
+    _b("lt", 45, _np2(np.less), "r := a < b (bool result)", *NUM, result=BOOL),
+    _b("le", 46, _np2(np.less_equal), "r := a <= b (bool result)", *NUM, result=BOOL),
+    _b("gt", 47, _np2(np.greater), "r := a > b (bool result)", *NUM, result=BOOL),
+    _b("ge", 48, _np2(np.greater_equal), "r := a >= b (bool result)", *NUM, result=BOOL),
+    # -- select and cast ----------------------------------------------------------------------
+    OpDef("select", 56, Family.SELECT, (3, 3), select_rule,
+          lambda attrs, c, a, b: np.where(c, a, b),
+          "r := c ? a : b elementwise, the three broadcast together", dtypes="c: bool; a, b: any"),
+    OpDef("cast", 57, Family.CAST, (1, 1), cast_rule, cast_ref,
+          "r := a converted to dtype `to`; float to integer truncates toward zero (NaN, Inf and "
+          "out-of-range values give an unspecified value); to bool is a != 0",
+          attrs=(AttrSpec("to", AttrKind.DTYPE, doc="the result dtype"),), dtypes="any"),
+]
+

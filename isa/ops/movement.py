@@ -1,0 +1,2 @@
+"""Placeholder until the movement rows land."""
+OPS = []

@@ -1,0 +1,121 @@
+"""The op record: everything any stage knows about one opcode, defined once.
+
+The assembler, printer, bytecode codec, verifier, interpreter, JIT, REPL completion and
+`specs/ops.md` all read these records (see ARCHITECTURE.md, principle 1). A family carries the
+shared rules (broadcasting, immediates, fusion eligibility, syntax), so an elementwise op is one
+row plus its reference.
+"""
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from ..types import TensorType
+
+
+class Family(enum.Enum):
+    UNARY = "elementwise unary"
+    BINARY = "elementwise binary"
+    SELECT = "select"
+    CAST = "cast"
+    REDUCE = "reduction"
+    ARGREDUCE = "arg-reduction"
+    CONTRACTION = "contraction"
+    NN = "neural network"
+    MOVEMENT = "movement"
+    MISC = "value"          # const, mov, shape_of, iota
+    CONTROL = "control"     # jmp, br, ret, call, assert
+
+    @property
+    def elementwise(self) -> bool:
+        return self in (Family.UNARY, Family.BINARY, Family.SELECT, Family.CAST)
+
+
+class Syntax(enum.Enum):
+    """How an instruction is written in text; the parser and printer switch on this, not on
+    op names."""
+    PLAIN = "%r = op %a, %b {attrs}"
+    CONST = "%r = const VALUE : TYPE"
+    JMP = "jmp LABEL"
+    BR = "br %c, LABEL, LABEL"
+    RET = "ret %a, %b"
+    CALL = "%r, %s = call @f(%a, %b)"
+    ASSERT = 'assert %c, "message"'
+
+
+class AttrKind(enum.Enum):
+    INT = "int"
+    INTS = "int list"
+    FLOAT = "float"
+    BOOL = "bool"
+    DTYPE = "dtype"
+    STR = "string"
+    SHAPE = "shape"        # list of dims (ints or dim names), resolved against named dims at run time
+    TYPE = "type"          # a tensor type, e.g. the type of a const
+    LABEL = "label"        # control flow targets, carried as attributes
+    FUNC = "function"      # call target
+    TENSOR = "tensor"      # const literal (numpy array)
+
+
+REQUIRED = object()   # default of an attribute that must be given
+
+
+@dataclass(frozen=True)
+class AttrSpec:
+    name: str
+    kind: AttrKind
+    default: Any = REQUIRED
+    doc: str = ""
+
+    @property
+    def required(self) -> bool:
+        return self.default is REQUIRED
+
+
+# type rule: (operand types, attrs) -> result types; raises OpTypeError with a user message
+TypeRule = Callable[[list[TensorType], dict[str, Any]], list[TensorType]]
+# NumPy reference: (attrs, *arrays) -> array or tuple of arrays; raises isa.errors.Trap
+Reference = Callable[..., Any]
+# scalar expansion for fusing backends: (scalar_ops, attrs, *values) -> value. None means the op
+# is a primitive that each backend lowers itself (see isa/scalar.py for the primitive set).
+Expansion = Callable[..., Any]
+
+
+@dataclass(frozen=True)
+class OpDef:
+    name: str
+    code: int                       # bytecode number: stable forever, never reused
+    family: Family
+    arity: tuple[int, int | None]   # (min, max) operands; max None = variadic
+    infer: TypeRule | None
+    reference: Reference | None
+    doc: str                        # one-line semantics, in the notation of specs/ops.md
+    attrs: tuple[AttrSpec, ...] = ()
+    syntax: Syntax = Syntax.PLAIN
+    n_results: int | None = 1       # None: decided by the instruction (call)
+    terminator: bool = False
+    expand: Expansion | None = None
+    dtypes: str = ""                # which operand dtypes are accepted, in words (for the spec)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def attr(self, name: str) -> AttrSpec | None:
+        for a in self.attrs:
+            if a.name == name:
+                return a
+        return None
+
+    @property
+    def arity_text(self) -> str:
+        lo, hi = self.arity
+        if hi is None:
+            return f"at least {lo} operand{'s' if lo != 1 else ''}"
+        if lo == hi:
+            return f"{lo} operand{'s' if lo != 1 else ''}"
+        return f"{lo} to {hi} operands"
+
+    def with_defaults(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        """The attributes an instruction means: the given ones plus every default."""
+        full = {a.name: a.default for a in self.attrs if not a.required}
+        full.update(attrs)
+        return full

@@ -1,0 +1,108 @@
+"""Reductions over axes and arg-reductions.
+
+`axes` absent means every axis; `axes = []` reduces nothing (NumPy). `keepdims` defaults to false
+(NumPy), not ONNX's true.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..dtypes import BY_NAME
+from ..errors import OpTypeError, Trap
+from ..types import TensorType
+from .opdef import AttrKind, AttrSpec, Family, OpDef
+from .shapes import is_float, is_numeric, normalize_axes, normalize_axis, require_dtype
+
+I64 = BY_NAME["i64"]
+
+REDUCE_ATTRS = (
+    AttrSpec("axes", AttrKind.INTS, None, "axes to reduce; absent: all axes"),
+    AttrSpec("keepdims", AttrKind.BOOL, False, "keep reduced axes as size 1"),
+)
+ARG_ATTRS = (
+    AttrSpec("axis", AttrKind.INT, 0, "the axis to search"),
+    AttrSpec("keepdims", AttrKind.BOOL, False, "keep the axis as size 1"),
+)
+
+
+def reduced_axes(op: str, attrs, rank: int) -> list[int]:
+    axes = attrs["axes"]
+    return list(range(rank)) if axes is None else normalize_axes(op, axes, rank)
+
+
+def reduce_rule(op: str, ok, what: str):
+    def rule(types: list[TensorType], attrs) -> list[TensorType]:
+        (t,) = types
+        require_dtype(op, t, ok, what)
+        axes = reduced_axes(op, attrs, t.rank)
+        if attrs["keepdims"]:
+            shape = tuple(1 if i in axes else d for i, d in enumerate(t.shape))
+        else:
+            shape = tuple(d for i, d in enumerate(t.shape) if i not in axes)
+        return [t.with_shape(shape)]
+    return rule
+
+
+def _axes_arg(attrs, a):
+    axes = attrs["axes"]
+    return None if axes is None else tuple(ax % a.ndim for ax in axes) if a.ndim else ()
+
+
+def _extremum(f, name):
+    def ref(attrs, a):
+        axes = _axes_arg(attrs, a)
+        reduced = a.shape if axes is None else [a.shape[i] for i in axes]
+        if any(n == 0 for n in reduced):
+            raise Trap(f"{name} over an empty axis")
+        return f(a, axis=axes, keepdims=attrs["keepdims"])
+    return ref
+
+
+def _sum_like(f):
+    def ref(attrs, a):
+        return f(a, axis=_axes_arg(attrs, a), keepdims=attrs["keepdims"], dtype=a.dtype)
+    return ref
+
+
+def arg_rule(op: str):
+    def rule(types: list[TensorType], attrs) -> list[TensorType]:
+        (t,) = types
+        require_dtype(op, t, is_numeric, "numeric")
+        if t.rank == 0:
+            raise OpTypeError(f"{op} needs an operand of rank 1 or more")
+        ax = normalize_axis(op, attrs["axis"], t.rank)
+        shape = tuple(1 if i == ax else d for i, d in enumerate(t.shape)) if attrs["keepdims"] \
+            else tuple(d for i, d in enumerate(t.shape) if i != ax)
+        return [TensorType(I64, shape)]
+    return rule
+
+
+def _arg(f, name):
+    def ref(attrs, a):
+        ax = attrs["axis"] % a.ndim
+        if a.shape[ax] == 0:
+            raise Trap(f"{name} over an empty axis")
+        return f(a, axis=ax, keepdims=attrs["keepdims"]).astype(np.int64)
+    return ref
+
+
+def _reduce(name, code, ref, doc, ok=is_numeric, what="numeric"):
+    return OpDef(name, code, Family.REDUCE, (1, 1), reduce_rule(name, ok, what), ref, doc,
+                 attrs=REDUCE_ATTRS, dtypes=what)
+
+
+OPS = [
+    _reduce("reduce_sum", 64, _sum_like(np.sum), "r := sum of a over axes (integers wrap)"),
+    _reduce("reduce_mean", 65, _sum_like(np.mean), "r := mean of a over axes", is_float, "float"),
+    _reduce("reduce_max", 66, _extremum(np.max, "reduce_max"),
+            "r := maximum of a over axes (NaN if any is NaN); traps on an empty axis"),
+    _reduce("reduce_min", 67, _extremum(np.min, "reduce_min"),
+            "r := minimum of a over axes (NaN if any is NaN); traps on an empty axis"),
+    _reduce("reduce_prod", 68, _sum_like(np.prod), "r := product of a over axes (integers wrap)"),
+    OpDef("argmax", 69, Family.ARGREDUCE, (1, 1), arg_rule("argmax"), _arg(np.argmax, "argmax"),
+          "r := i64 index of the first maximum along axis (a NaN counts as the maximum)",
+          attrs=ARG_ATTRS, dtypes="numeric"),
+    OpDef("argmin", 70, Family.ARGREDUCE, (1, 1), arg_rule("argmin"), _arg(np.argmin, "argmin"),
+          "r := i64 index of the first minimum along axis (a NaN counts as the minimum)",
+          attrs=ARG_ATTRS, dtypes="numeric"),
+]

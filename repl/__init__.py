@@ -1,0 +1,1 @@
+"""repl package."""
