@@ -77,6 +77,10 @@ class AttrSpec:
 TypeRule = Callable[[list[TensorType], dict[str, Any]], list[TensorType]]
 # NumPy reference: (attrs, *arrays) -> array or tuple of arrays; raises isa.errors.Trap
 Reference = Callable[..., Any]
+# instruction-level decomposition into other ops of the table, for backends that lack the op:
+# (emit, operands, attrs, operand_types) -> result operand(s), where emit(op, operands, attrs)
+# appends one instruction and returns its result register.
+Decomposition = Callable[..., Any]
 # scalar expansion for fusing backends: (scalar_ops, attrs, *values) -> value. None means the op
 # is a primitive that each backend lowers itself (see isa/scalar.py for the primitive set).
 Expansion = Callable[..., Any]
@@ -96,6 +100,7 @@ class OpDef:
     n_results: int | None = 1       # None: decided by the instruction (call)
     terminator: bool = False
     expand: Expansion | None = None
+    decompose: Decomposition | None = None
     dtypes: str = ""                # which operand dtypes are accepted, in words (for the spec)
     extra: dict[str, Any] = field(default_factory=dict)
 
