@@ -140,11 +140,17 @@ def _b(name, code, ref, doc, ok=None, what="", result=None, expand=None):
 
 
 def _np1(f):
-    return lambda attrs, a: f(a)
+    def ref(attrs, a):
+        return f(a)
+    ref.ufunc = f   # the reference IS this ufunc: the interpreter may call it directly
+    return ref
 
 
 def _np2(f):
-    return lambda attrs, a, b: f(a, b)
+    def ref(attrs, a, b):
+        return f(a, b)
+    ref.ufunc = f
+    return ref
 
 
 FLT = (is_float, "float")
