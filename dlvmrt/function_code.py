@@ -1,0 +1,159 @@
+"""One function prepared for the interpreter: blocks of steps, a terminator per block, and the
+loop that runs them.
+
+Traps are located without cost on the fast path: when a step raises, the loop variable still
+holds that step, and each step carries its (block, instruction) position.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable
+
+import numpy as np
+
+from isa.errors import DlvmError, InternalError, ResourceExhausted, Trap
+from isa.module import Function
+
+from . import steps as S
+from .binding import bind_arguments, check_results
+from .frame_layout import BINDINGS_SLOT, FrameLayout
+
+if TYPE_CHECKING:
+    from .vm import VM
+
+_USER_ERRORS = (ValueError, IndexError, FloatingPointError, OverflowError, ZeroDivisionError)
+
+
+class BlockCode:
+    __slots__ = ("label", "index", "steps", "interp_steps", "term", "ret_slots", "count",
+                 "back_edges", "tiered")
+
+    def __init__(self, label: str, index: int):
+        self.label = label
+        self.index = index
+        self.steps: list[Callable] = []
+        self.interp_steps: list[Callable] = []   # the steps before any tier-up replaced them
+        self.term: Callable[[list], int] = lambda r: -1
+        self.ret_slots: list[int] = []
+        self.count = 0
+        self.back_edges = 0
+        self.tiered = False
+
+
+class FunctionCode:
+    def __init__(self, vm: VM, func: Function):
+        self.vm = vm
+        self.func = func
+        program = vm.program
+        self.types = program.types[func.name]
+        self.layout = FrameLayout(program.module, func, self.types, vm.constants)
+        labels = {b.label: i for i, b in enumerate(func.blocks)}
+        self.blocks = [self._block(bi, b, labels) for bi, b in enumerate(func.blocks)]
+
+    # -- preparation ------------------------------------------------------------------------
+
+    def _block(self, bi: int, block, labels: dict[str, int]) -> BlockCode:
+        code = BlockCode(block.label, bi)
+        for ii, ins in enumerate(block.instrs):
+            ins_slots, out_slots = S.frame_slots(self.layout, bi, ii, ins)
+            if ins.op == "jmp":
+                target = labels[ins.attrs["target"]]
+                code.term = lambda r, t=target: t
+            elif ins.op == "br":
+                t, f, c = labels[ins.attrs["if_true"]], labels[ins.attrs["if_false"]], ins_slots[0]
+                code.term = lambda r, t=t, f=f, c=c: t if r[c] else f
+            elif ins.op == "ret":
+                code.ret_slots = ins_slots
+            else:
+                self._add_steps(code, bi, ii, ins, ins_slots, out_slots)
+        code.interp_steps = list(code.steps)
+        return code
+
+    def _add_steps(self, code: BlockCode, bi: int, ii: int, ins, ins_slots, out_slots) -> None:
+        if ins.op == "assert":
+            step = S.make_assert(ins, ins_slots[0])
+        elif ins.op == "call":
+            callee = ins.attrs["callee"]
+            step = S.make_call(lambda: self.vm.code(callee), ins_slots, out_slots)
+        else:
+            step = S.make_step(ins, ins_slots, out_slots)
+        step.where = (bi, ii)
+        code.steps.append(self.vm.profiler.wrap(self, bi, ii, step) if self.vm.profiler else step)
+        if ins.result_type is not None and ins.op != "const":
+            check = S.make_type_check(ins.result_type, out_slots[0])
+            check.where = (bi, ii)
+            code.steps.append(check)
+
+    # -- running ----------------------------------------------------------------------------
+
+    def call(self, args: list, check_dtype: bool = False) -> list:
+        vm = self.vm
+        bindings = bind_arguments(self.func, args, check_dtype)
+        r = self.layout.new_frame()
+        r[BINDINGS_SLOT] = bindings
+        for slot, a in zip(self.layout.param_slots, args):
+            r[slot] = a
+        vm.depth += 1
+        if vm.depth > vm.max_call_depth:
+            vm.depth -= 1
+            raise ResourceExhausted(f"call depth exceeds {vm.max_call_depth} (in @{self.func.name})")
+        blocks = self.blocks
+        blk = blocks[0]
+        step = None
+        try:
+            while True:
+                blk.count += 1
+                if blk.count == vm.hot_threshold and not blk.tiered:
+                    vm.tier_up(self, blk)
+                vm.budget -= 1
+                if vm.budget < 0:
+                    raise ResourceExhausted(f"the program ran more than {vm.max_steps} blocks "
+                                            f"(raise max_steps / --max-steps if that is expected)")
+                step = None
+                for step in blk.steps:
+                    step(r)
+                nxt = blk.term(r)
+                if nxt < 0:
+                    break
+                if nxt <= blk.index:
+                    blk.back_edges += 1
+                blk = blocks[nxt]
+        except BaseException as e:
+            raise self.locate(e, blk, step) from (None if isinstance(e, DlvmError) else e)
+        finally:
+            vm.depth -= 1
+        outs = [r[i] for i in blk.ret_slots]
+        check_results(self.func, outs, bindings)
+        return outs
+
+    def locate(self, e: BaseException, blk: BlockCode, step) -> BaseException:
+        """Turn whatever a step raised into a dlvm error that names function, block, instruction
+        and source line."""
+        if isinstance(e, KeyboardInterrupt):
+            return e
+        where = getattr(e, "dlvm_where", None) or getattr(step, "where", None)
+        ins = self.func.blocks[where[0]].instrs[where[1]] if where else None
+        ctx = f"in @{self.func.name}, block {blk.label}"
+        if where:
+            ctx += f", instruction {where[1]} ({ins.op})"
+        if isinstance(e, DlvmError):
+            if e.context:     # raised in a callee: add this frame as a caller
+                e.context += f"; called from @{self.func.name}, block {blk.label}" + (
+                    f", instruction {where[1]}" + (f" at line {ins.loc.line}" if ins.loc else "")
+                    if where else "")
+                return e
+            e.context = ctx
+            e.loc = e.loc or (ins.loc if ins else None)
+            return e
+        loc = ins.loc if ins else None
+        if isinstance(e, MemoryError):
+            return ResourceExhausted(f"out of memory in {ins.op if ins else 'the program'}", loc,
+                                     context=ctx)
+        if isinstance(e, RecursionError):
+            return ResourceExhausted("call depth exceeds Python's recursion limit", loc, context=ctx)
+        if isinstance(e, _USER_ERRORS):
+            return Trap(f"{ins.op if ins else 'instruction'}: {e}", loc, context=ctx)
+        return InternalError(f"{type(e).__name__}: {e}", loc, context=ctx)
+
+
+def as_array(value: Any) -> np.ndarray:
+    return value if isinstance(value, np.ndarray) else np.asarray(value)

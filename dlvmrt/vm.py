@@ -1,0 +1,174 @@
+"""The dlvm virtual machine: runs a verified program on the NumPy reference interpreter and tiers
+hot blocks up to fused JIT kernels.
+
+    vm = dlvmrt.VM(dlvmrt.load("examples/mlp.dlasm"), jit="auto")
+    (y,) = vm.run("main", x)
+
+Tiering: every block counts its executions; when a block reaches `hot_threshold` (jit="auto") or
+on its first execution (jit="always"), the JIT's regions inside it are replaced by compiled
+runners. A runner that cannot run some arguments (guard mismatch, too many variants) returns None
+and the block's original interpreted steps run instead, so the interpreter is always the fallback.
+"""
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numpy as np
+
+from isa.errors import DlvmError, Trap
+
+from .devices import resolve_device
+from .function_code import BlockCode, FunctionCode
+from .loader import ProgramSource, load
+from .profiler import Profiler
+
+JIT_MODES = ("off", "auto", "always")
+DEFAULT_HOT_THRESHOLD = 2
+DEFAULT_MAX_STEPS = 5_000_000
+DEFAULT_MAX_CALL_DEPTH = 200
+
+
+def _env_int(name: str, default: int) -> int:
+    try:
+        return int(os.environ.get(name, default))
+    except ValueError:
+        return default
+
+
+class VM:
+    def __init__(self, program: ProgramSource, jit: str | None = None, device: str = "auto", *,
+                 hot_threshold: int | None = None, max_steps: int | None = None,
+                 max_call_depth: int = DEFAULT_MAX_CALL_DEPTH, profile: bool = False,
+                 trace: bool = False, jit_options: dict[str, Any] | None = None):
+        self.program = load(program)
+        jit = jit or os.environ.get("DLVM_JIT", "off")
+        if jit not in JIT_MODES:
+            raise ValueError(f"jit must be one of {', '.join(JIT_MODES)}, got {jit!r}")
+        self.jit_mode = jit
+        self.device = resolve_device(device)
+        threshold = hot_threshold or _env_int("DLVM_JIT_THRESHOLD", DEFAULT_HOT_THRESHOLD)
+        self.hot_threshold = {"off": -1, "auto": max(threshold, 1), "always": 1}[jit]
+        self.max_steps = max_steps or _env_int("DLVM_MAX_STEPS", DEFAULT_MAX_STEPS)
+        self.max_call_depth = max_call_depth
+        self.budget = self.max_steps
+        self.depth = 0
+        self.profiler = Profiler(trace=trace) if (profile or trace) else None
+        self.constants = {name: _readonly(c.value) for name, c in
+                          self.program.module.constants.items()}
+        self._codes: dict[str, FunctionCode] = {}
+        self._jit = None
+        self._jit_options = jit_options or {}
+        self._regions: dict[str, list] = {}
+        self.runners: list = []          # every installed region runner, for profile / REPL
+
+    @property
+    def module(self):
+        return self.program.module
+
+    def code(self, name: str) -> FunctionCode:
+        code = self._codes.get(name)
+        if code is None:
+            code = self._codes[name] = FunctionCode(self, self.module.functions[name])
+        return code
+
+    # -- running ----------------------------------------------------------------------------
+
+    def run(self, entry: str = "main", *args: Any, **named: Any) -> tuple[np.ndarray, ...]:
+        """Run function `entry` on positional and/or named arguments (parameter names without
+        %); returns its results as a tuple of NumPy arrays in return order."""
+        func = self.module.functions.get(entry)
+        if func is None:
+            known = ", ".join("@" + f for f in self.module.functions) or "none"
+            raise Trap(f"no function @{entry} in module {self.module.name} (it has: {known})")
+        values = list(args)
+        params = func.params
+        if len(values) > len(params):
+            raise Trap(f"@{entry} takes {len(params)} arguments, got {len(values)}")
+        for p in params[len(values):]:
+            if p.name not in named:
+                missing = [q.name for q in params[len(values):] if q.name not in named]
+                raise Trap(f"@{entry}: missing argument{'s' if len(missing) > 1 else ''} "
+                           + ", ".join("%" + m for m in missing))
+            values.append(named.pop(p.name))
+        if named:
+            raise Trap(f"@{entry} has no parameter{'s' if len(named) > 1 else ''} "
+                       + ", ".join("%" + k for k in named))
+        values = [_as_input(v, p.type) for v, p in zip(values, params)]
+        self.budget = self.max_steps
+        self.depth = 0
+        with np.errstate(all="ignore"):
+            outs = self.code(entry).call(values, check_dtype=True)
+        return tuple(o if isinstance(o, np.ndarray) else np.asarray(o) for o in outs)
+
+    # -- tier-up ----------------------------------------------------------------------------
+
+    @property
+    def jit(self):
+        if self._jit is None:
+            import jit as jit_pkg   # lazily: the interpreter alone never loads llvmlite
+            self._jit = jit_pkg.Jit(**self._jit_options)
+        return self._jit
+
+    def regions(self, fcode: FunctionCode) -> list:
+        name = fcode.func.name
+        if name not in self._regions:
+            import jit as jit_pkg
+            self._regions[name] = jit_pkg.form_regions(self.module, name, fcode.types)
+        return self._regions[name]
+
+    def tier_up(self, fcode: FunctionCode, blk: BlockCode) -> None:
+        """Replace the JIT regions of a hot block by compiled runners (with fallback)."""
+        blk.tiered = True
+        if self.jit_mode == "off":
+            return
+        try:
+            regions = [r for r in self.regions(fcode) if r.block == blk.index]
+        except DlvmError:
+            raise
+        except NotImplementedError:
+            return
+        for region in sorted(regions, key=lambda r: -r.start):
+            runner = self.jit.runner(self.module, region)
+            self.runners.append((fcode.func.name, blk.label, region, runner))
+            blk.steps = _splice_region(fcode, blk, region, runner, self.profiler)
+
+
+def _splice_region(fcode: FunctionCode, blk: BlockCode, region, runner, profiler) -> list:
+    inside = [s for s in blk.steps if region.start <= s.where[1] < region.end]
+    in_slots = [fcode.layout.operand_slot_of(o) for o in region.inputs]
+    out_slots = [fcode.layout.reg(n) for n in region.outputs]
+
+    def fused(r):
+        outs = runner([r[i] for i in in_slots])
+        if outs is None:
+            for s in inside:
+                try:
+                    s(r)
+                except BaseException as e:
+                    e.dlvm_where = s.where
+                    raise
+        else:
+            for s, v in zip(out_slots, outs):
+                r[s] = v
+    fused.where = (blk.index, region.start)
+    step = profiler.wrap_region(fcode, blk.index, region, runner, fused) if profiler else fused
+    before = [s for s in blk.steps if s.where[1] < region.start]
+    after = [s for s in blk.steps if s.where[1] >= region.end]
+    return before + [step] + after
+
+
+def _readonly(a: np.ndarray) -> np.ndarray:
+    from .frame_layout import readonly
+    return readonly(a)
+
+
+def _as_input(value: Any, t) -> Any:
+    """Arrays are taken as they are (their dtype is checked at entry); Python numbers and lists
+    are converted to the parameter's dtype."""
+    if isinstance(value, (np.ndarray, np.generic)):
+        return value
+    try:
+        return np.asarray(value, dtype=t.dtype.np)
+    except (TypeError, ValueError, OverflowError) as e:
+        raise Trap(f"cannot convert an argument to {t}: {e}") from None
