@@ -65,6 +65,8 @@ def _unpack(body: bytes, lim: Limits) -> Any:
     except msgpack.StackError:
         raise exhausted("", "msgpack data nested too deeply") from None
     except ValueError as e:    # msgpack's over-limit and format errors, bad UTF-8
+        if "max_ext_len" in str(e):
+            raise MalformedError("bytecode: msgpack ext types are not part of the format") from None
         if "exceeds max" in str(e):
             raise exhausted("", f"msgpack: {e}") from None
         raise MalformedError(f"bytecode: the sections are not valid msgpack ({e})") from None
