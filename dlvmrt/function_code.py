@@ -114,9 +114,10 @@ class FunctionCode:
                 nxt = blk.term(r)
                 if nxt < 0:
                     break
-                if nxt <= blk.index:
-                    blk.back_edges += 1
+                back = nxt <= blk.index
                 blk = blocks[nxt]
+                if back:            # counted at the loop header the edge enters
+                    blk.back_edges += 1
         except BaseException as e:
             raise self.locate(e, blk, step) from (None if isinstance(e, DlvmError) else e)
         finally:

@@ -98,7 +98,11 @@ class FunctionBuilder:
                 return name
 
     def label(self, name: str) -> None:
-        """Start a new block called `name`; following instructions go there."""
+        """Start a new block called `name`; following instructions go there. A label before any
+        instruction names the entry block itself."""
+        if self.block is self.func.blocks[0] and not self.block.instrs:
+            self.block.label = name
+            return
         self.block = Block(name)
         self.func.blocks.append(self.block)
 
