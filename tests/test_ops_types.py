@@ -221,6 +221,7 @@ def test_softmax_and_norms():
     assert infer("log_softmax", "f16[2, 3]", axis=0) == ["f16[2, 3]"]
     assert "float" in type_error("softmax", "i32[2, 3]")
     assert "out of range" in type_error("softmax", "f32[2, 3]", axis=2)
+    assert "rank 1 or more" in type_error("log_softmax", "f32[]")
     assert infer("layer_norm", "f32[N, T, D]", "f32[D]", "f32[D]") == ["f32[N, T, D]"]
     assert infer("layer_norm", "f32[N, 4, 8]", "f32[4, 8]", axis=1) == ["f32[N, 4, 8]"]
     assert type_error("layer_norm", "f32[N, 8]", "f32[4]") == \

@@ -160,14 +160,16 @@ def float_same_rule(op: str):
     def rule(types: list[TensorType], attrs) -> list[TensorType]:
         (x,) = types
         require_dtype(op, x, is_float, "float")
+        if x.rank == 0:
+            raise OpTypeError(f"{op} needs an operand of rank 1 or more")
         normalize_axis(op, attrs["axis"], x.rank)
         return [x]
     return rule
 
 
 def _softmax_parts(op: str, attrs, x: np.ndarray):
-    axis = attrs["axis"] % x.ndim if x.ndim else ()
-    if x.ndim and x.shape[axis] == 0:
+    axis = attrs["axis"] % x.ndim
+    if x.shape[axis] == 0:
         raise Trap(f"{op} over an empty axis")   # as its decomposition's reduce_max traps
     m = np.max(x, axis=axis, keepdims=True)
     d = x - m                                   # the largest exponent is 0: no overflow
