@@ -215,7 +215,8 @@ OPS = [
     # -- select and cast ----------------------------------------------------------------------
     OpDef("select", 56, Family.SELECT, (3, 3), select_rule,
           lambda attrs, c, a, b: np.where(c, a, b),
-          "r := c ? a : b elementwise, the three broadcast together", dtypes="c: bool; a, b: any"),
+          "r := c ? a : b elementwise, the three broadcast together", dtypes="c: bool; a, b: any",
+          extra={"operands": ("c", "a", "b")}),  # named as in the doc line, for specs/ops.md
     OpDef("cast", 57, Family.CAST, (1, 1), cast_rule, cast_ref,
           "r := a converted to dtype `to`; float to integer truncates toward zero (NaN, Inf and "
           "out-of-range values give an unspecified value); to bool is a != 0",
