@@ -205,6 +205,11 @@ class _ModuleDecoder:
             if slot is None:
                 continue    # absent: the op's default applies
             (v,) = r.fixed(slot, 1, where, f"attribute '{spec.name}'")
+            if v is None and spec.default is not None:
+                # None is a value only where it is the default (`axes` absent = all axes); the
+                # type rules of other attributes do not expect it
+                raise malformed(where, f"attribute '{spec.name}' is nil, but {op.name} gives it no "
+                                       f"such default")
             out.attrs[spec.name] = None if v is None else \
                 self.attr(spec, v, where, f"attribute '{spec.name}'")
         if rtype is not None:
@@ -215,7 +220,7 @@ class _ModuleDecoder:
         r = self.r
         what = f"operand {k}"
         tag, payload = r.fixed(o, 2, where, what)
-        if isinstance(tag, bool) or tag not in fmt.OPERAND_TAGS:
+        if isinstance(tag, bool) or not isinstance(tag, int) or tag not in fmt.OPERAND_TAGS:
             known = ", ".join(f"{t} {n}" for t, n in fmt.OPERAND_TAGS.items())
             raise malformed(where, f"{what} has an unknown tag {tag!r} (known: {known})")
         if tag == fmt.TAG_REG:

@@ -132,6 +132,9 @@ def _instr(ins: Instr, s: _Strings, what: str) -> list:
     for spec in op.attrs:
         if spec.name in ins.attrs:
             v = ins.attrs[spec.name]
+            if v is None and spec.default is not None:
+                raise InvalidError(f"bytecode: {what}: attribute '{spec.name}' is None, but "
+                                   f"{op.name} gives it no such default")
             attrs.append([None if v is None else _attr(spec, v, s, f"{what}, attribute '{spec.name}'")])
         else:
             attrs.append(None)

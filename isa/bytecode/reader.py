@@ -166,9 +166,13 @@ class Reader:
         dtype = self.dtype(code, where, what)
         shape = self.static_shape(dims, where, what)
         n = math.prod(shape)
+        # numpy refuses shapes whose nonzero dims multiply past its index range even when a zero
+        # dim makes the array empty, so the limit applies to that product
+        span = math.prod(d for d in shape if d)
         lim = self.limits
-        if n > lim.max_constant_elements:
-            raise exhausted(where, f"{what} declares {n} elements, more than the limit "
+        if span > lim.max_constant_elements:
+            count = f"{n} elements" if n else f"an empty shape spanning {span} elements"
+            raise exhausted(where, f"{what} declares {count}, more than the limit "
                                    f"max_constant_elements = {lim.max_constant_elements}")
         size = n * dtype.itemsize
         if self.payload_bytes + size > lim.max_constant_bytes:
