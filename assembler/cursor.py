@@ -18,7 +18,7 @@ from .literals import INT64, LiteralError, LiteralTree, is_scalar_token, scalar_
 
 
 def did_you_mean(word: str, choices) -> str:
-    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.7)
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.65)
     return f"; did you mean '{close[0]}'?" if close else ""
 
 
