@@ -1,0 +1,91 @@
+"""The module optimizer: module -> module passes run before tier-up, and `dlvm opt PROG`.
+
+    from jit.passes import optimize, plan_memory
+    smaller = optimize(module)                       # the default pipeline, to a fixed point
+    only = optimize(module, ["fold", "dce"])         # chosen passes, once each, in that order
+
+Every pass rewrites a private copy in place and reports whether it changed anything; `optimize`
+never mutates its input and returns a verified module that computes exactly what the input
+computes, traps included (specs/passes.md says why each pass is safe).
+
+Default pipeline, repeated until nothing changes (at most MAX_ROUNDS rounds):
+  simplify  - algebraic identities first, so folding and CSE see the simpler forms
+  fold      - constant folding/propagation (turns known branches into jumps)
+  cse       - reuse earlier identical computations (leaves movs)
+  copyprop  - read through movs, so the copies become unused
+  dce       - drop unreachable blocks, unused trap-free instructions, unused constants
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from isa.errors import InternalError, InvalidError
+from isa.module import Module
+from isa.verify import verify_module
+
+from .common import copy_module
+from .constfold import fold_constants
+from .copyprop import propagate_copies
+from .cse import eliminate_common_subexpressions
+from .dce import eliminate_dead_code
+from .memplan import MemoryPlan, PlannedValue, plan_memory
+from .simplify import simplify
+
+Pass = Callable[[Module], bool]
+
+# name -> (pass, one-line description)
+PASSES: dict[str, tuple[Pass, str]] = {
+    "simplify": (simplify, "algebraic identities (x*1, neg(neg x), transpose of transpose, ...)"),
+    "fold": (fold_constants, "evaluate instructions on known constants; known br -> jmp"),
+    "cse": (eliminate_common_subexpressions, "reuse an earlier identical computation"),
+    "copyprop": (propagate_copies, "read the source of a mov instead of its copy"),
+    "dce": (eliminate_dead_code, "remove unreachable blocks and unused, trap-free instructions"),
+}
+DEFAULT_PIPELINE: tuple[str, ...] = ("simplify", "fold", "cse", "copyprop", "dce")
+MAX_ROUNDS = 8
+
+
+def optimize(module: Module, passes: list[str] | None = None) -> Module:
+    """A new, verified module computing what `module` computes, optimized.
+
+    `passes` None runs DEFAULT_PIPELINE until a round changes nothing; a list runs those passes
+    once each, in order. Raises ValueError for an unknown pass name, InvalidError when `module`
+    itself is not valid, InternalError when a pass breaks the module (a bug in the pass).
+    """
+    unknown = [p for p in (passes or []) if p not in PASSES]
+    if unknown:
+        raise ValueError(f"unknown pass{'es' if len(unknown) > 1 else ''} {', '.join(unknown)}; "
+                         f"known: {', '.join(PASSES)}")
+    verify_module(module)
+    out = copy_module(module)
+    rounds = [list(passes)] if passes is not None else [list(DEFAULT_PIPELINE)] * MAX_ROUNDS
+    for names in rounds:
+        changed = False
+        for name in names:
+            changed |= PASSES[name][0](out)
+            _check(out, name)
+        if not changed:
+            break
+    return out
+
+
+def _check(module: Module, name: str) -> None:
+    try:
+        verify_module(module)
+    except InvalidError as e:
+        raise InternalError(f"optimizer pass '{name}' produced an invalid module: {e.message}",
+                            context=e.context) from e
+
+
+def describe() -> str:
+    """Help text: the passes and the default order."""
+    width = max(len(n) for n in PASSES)
+    lines = ["passes (default order: " + " -> ".join(DEFAULT_PIPELINE) + ", repeated until "
+             "nothing changes):"]
+    lines += [f"  {name:<{width}}  {doc}" for name, (_, doc) in PASSES.items()]
+    lines.append("plan_memory(module, function) lists which results can share a buffer.")
+    return "\n".join(lines)
+
+
+__all__ = ["optimize", "describe", "PASSES", "DEFAULT_PIPELINE", "MemoryPlan", "PlannedValue",
+           "plan_memory"]

@@ -1,0 +1,72 @@
+"""Dead-code elimination.
+
+- Blocks no path from the entry reaches are dropped (they can never run).
+- An instruction is dropped when no path from it reads any of its results before they are
+  reassigned (liveness over the CFG, so a register reassigned in a loop is handled) and it cannot
+  trap (see effects.py: a trap is observable, so a possibly-trapping instruction stays even when
+  unused; control flow, asserts and calls always stay).
+- Module constants that no instruction names any more are dropped (typically literals left over
+  from folding); nothing else can observe them.
+
+Removing one instruction can make the instructions feeding it dead, so it repeats to a fixed
+point.
+"""
+from __future__ import annotations
+
+from isa.module import ConstRef, Function, Module
+from isa.verify import FunctionTypes, verify_module
+
+from .cfg import live_after_each, liveness, reachable
+from .common import instr_types_or_none
+from .effects import removable_if_unused
+
+
+def remove_unreachable_blocks(func: Function) -> bool:
+    keep = reachable(func)
+    if len(keep) == len(func.blocks):
+        return False
+    func.blocks = [b for bi, b in enumerate(func.blocks) if bi in keep]
+    return True
+
+
+def remove_dead_instructions(func: Function, types: FunctionTypes) -> bool:
+    """One sweep over `func` (blocks must all be reachable and `types` current)."""
+    _, live_out = liveness(func)
+    changed = False
+    for bi, block in enumerate(func.blocks):
+        after = live_after_each(block, live_out[bi])
+        kept = []
+        for ii, ins in enumerate(block.instrs):
+            unused = not (set(ins.results) & after[ii])
+            if unused and removable_if_unused(ins, instr_types_or_none(types, bi, ii)):
+                changed = True
+                continue
+            kept.append(ins)
+        block.instrs = kept
+    return changed
+
+
+def remove_unused_constants(module: Module) -> bool:
+    named = {o.name for f in module.functions.values() for b in f.blocks for ins in b.instrs
+             for o in ins.operands if isinstance(o, ConstRef)}
+    unused = [name for name in module.constants if name not in named]
+    for name in unused:
+        del module.constants[name]
+    return bool(unused)
+
+
+def eliminate_dead_code(module: Module) -> bool:
+    """Remove unreachable blocks, unused instructions and constants in place; return whether
+    anything changed."""
+    changed = False
+    for func in module.functions.values():
+        changed |= remove_unreachable_blocks(func)
+    while True:
+        table = verify_module(module)
+        swept = False
+        for func in module.functions.values():
+            swept |= remove_dead_instructions(func, table[func.name])
+        if not swept:
+            break
+        changed = True
+    return remove_unused_constants(module) or changed

@@ -1,0 +1,104 @@
+"""Which instructions may be deleted when their results are never read.
+
+A trap is observable (a program that traps must still trap after optimization), so an unused
+instruction may go only when it cannot trap. Control flow, `assert` and `call` always stay.
+
+What can trap is derived, not listed:
+- `const` and `mov` cannot fail (a literal, a copy).
+- Elementwise ops (unary, binary, select, cast) trap in two ways: operand shapes that do not
+  broadcast at run time (possible only when dims are named or unknown), and values their
+  reference rejects (integer division by zero, negative integer exponents). The first is read
+  off the verifier's operand types; the second is found by running the op's own reference on
+  probe values of the operand dtype: zero, one, minus one, the extremes, NaN and infinities,
+  every pair of them for binary ops. The references trap only on such boundary values, and
+  `tests/test_passes_effects.py` checks that every op whose doc mentions a trap is caught.
+- Everything else (reductions, contractions, movement, nn ops) is kept unless all its operands
+  are known literals and the reference runs cleanly (constant folding then replaces it anyway).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from isa.dtypes import DType
+from isa.errors import Trap
+from isa.module import Instr
+from isa.ops import OPS, Family
+from isa.types import Dim, TensorType
+from isa.verify import InstrTypes
+
+from .common import attr_key
+
+_ELEMENTWISE = (Family.UNARY, Family.BINARY, Family.SELECT, Family.CAST)
+
+
+def probe_values(dtype: DType) -> np.ndarray:
+    """Boundary values of a dtype: the inputs on which references trap, if they ever do."""
+    if dtype.is_bool:
+        return np.array([False, True])
+    if dtype.is_int:
+        info = np.iinfo(dtype.np)
+        vals = [0, 1, 2, info.min, info.max] + ([-1, -2] if dtype.is_signed else [])
+        return np.array(vals, dtype=dtype.np)
+    info = np.finfo(dtype.np)
+    return np.array([0.0, -0.0, 1.0, -1.0, 0.5, 2.0, np.nan, np.inf, -np.inf, info.max, info.min,
+                     info.tiny], dtype=dtype.np)
+
+
+_PROBE_CACHE: dict[tuple, bool] = {}
+
+
+def value_traps(ins: Instr, dtypes: tuple[DType, ...]) -> bool:
+    """Whether the op's reference traps on some combination of probe values of `dtypes`."""
+    key = (ins.op, dtypes, tuple(sorted((k, attr_key(v)) for k, v in ins.attrs.items())))
+    hit = _PROBE_CACHE.get(key)
+    if hit is None:
+        hit = _PROBE_CACHE[key] = _probe(ins, dtypes)
+    return hit
+
+
+def _probe(ins: Instr, dtypes: tuple[DType, ...]) -> bool:
+    op = OPS[ins.op]
+    probes = [probe_values(d) for d in dtypes]
+    n = len(probes)
+    # every combination of probe values: operand k varies along axis k
+    args = [p.reshape((1,) * k + (-1,) + (1,) * (n - k - 1)) for k, p in enumerate(probes)]
+    try:
+        with np.errstate(all="ignore"):
+            op.reference(op.with_defaults(ins.attrs), *args)
+    except Trap:
+        return True
+    except Exception:    # noqa: BLE001 - anything unexpected: assume it may fail at run time
+        return True
+    return False
+
+
+def broadcast_is_safe(shapes: list[tuple[Dim, ...]]) -> bool:
+    """Whether shapes that passed the verifier surely broadcast at run time: aligned from the
+    right, every position holds at most one dim other than a literal 1, and it is not unknown."""
+    rank = max((len(s) for s in shapes), default=0)
+    for pos in range(1, rank + 1):
+        dims = {s[-pos] for s in shapes if len(s) >= pos and s[-pos] != 1}
+        if len(dims) > 1 or None in dims:
+            return False
+    return True
+
+
+def may_trap(ins: Instr, types: InstrTypes | None) -> bool:
+    """Whether executing `ins` may trap (conservative: True when unsure)."""
+    op = OPS[ins.op]
+    if ins.op in ("const", "mov"):
+        return False
+    if types is None or op.family not in _ELEMENTWISE:
+        return True
+    operand_types: list[TensorType] = types.operands
+    if not broadcast_is_safe([t.shape for t in operand_types]):
+        return True
+    return value_traps(ins, tuple(t.dtype for t in operand_types))
+
+
+def removable_if_unused(ins: Instr, types: InstrTypes | None) -> bool:
+    """Whether `ins` may be deleted when none of its results is read."""
+    op = OPS[ins.op]
+    if op.family is Family.CONTROL:
+        return False             # jumps, returns, asserts and calls (which may trap inside)
+    return not may_trap(ins, types)

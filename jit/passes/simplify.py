@@ -1,0 +1,227 @@
+"""Algebraic simplification: rewrite an instruction into a cheaper one with the same value,
+bit for bit (floats included: NaN, infinities and the sign of zero).
+
+Rules (each exact; see specs/passes.md):
+- identities of binary ops, keyed by op (IDENTITIES): x*1, 1*x, x/1, x**1, x-0, integer x+0,
+  float x+(-0.0), x|0, x^0, x&~0 -> x. Float x+0.0 is *not* x (-0.0 + 0.0 is +0.0). x*0 is never
+  rewritten (NaN*0 and Inf*0 are NaN).
+- involutions, keyed by op (INVOLUTIONS): neg(neg x), not(not x) -> x (also exact for wrapping
+  integers: -(-MIN) wraps back to MIN).
+- a cast to the operand's own dtype -> x.
+- transpose(transpose(x, p), q) -> transpose(x, p∘q), or x when that is the identity; a
+  transpose by the identity permutation -> x.
+- reshape(reshape(x, s), t) -> reshape(x, t) (both keep row-major element order); reshape to
+  x's own shape -> x.
+- select with a known all-true / all-false condition -> the chosen operand; select(c, a, a) -> a.
+
+A rewrite to x happens only when the instruction's result is surely x's dtype and shape at run
+time: every other operand must be broadcast-neutral (rank no larger, each dim 1 or the very
+same dim as x), so dropping it cannot drop a broadcast, nor a broadcast that would trap.
+The inner instruction of a composed pair is left in place (dead-code elimination removes it
+when unused and unable to trap). Facts about which instruction defined a register come from a
+forward must-analysis, so a register reassigned in between blocks the rule.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from isa.dtypes import DType
+from isa.module import ConstRef, Imm, Instr, Module, Operand, Reg
+from isa.ops import OPS, Family
+from isa.types import Dim, TensorType
+from isa.verify import FunctionTypes, InstrTypes, verify_module
+
+from .cfg import Fact, Facts, forward_facts, kill
+from .common import const_fill, instr_types_or_none, regs_of
+
+
+def _zero(d: DType) -> object:
+    # x + 0 is exact for integers and bool (logical or); for floats only -0.0 is neutral
+    return -0.0 if d.is_float else 0
+
+
+def _plus_zero(d: DType) -> object:
+    return 0.0 if d.is_float else 0     # x - (+0.0) == x for every float x, -0.0 included
+
+
+def _one(d: DType) -> object:
+    return True if d.is_bool else 1
+
+
+def _all_ones(d: DType) -> object:
+    if d.is_bool:
+        return True
+    return np.iinfo(d.np).max if not d.is_signed else -1
+
+
+LEFT, RIGHT = "left", "right"
+# op -> (sides where the neutral element may stand, the neutral element of a dtype)
+IDENTITIES: dict[str, tuple[tuple[str, ...], Callable[[DType], object]]] = {
+    "add": ((LEFT, RIGHT), _zero),
+    "sub": ((RIGHT,), _plus_zero),
+    "mul": ((LEFT, RIGHT), _one),
+    "div": ((RIGHT,), _one),
+    "pow": ((RIGHT,), _one),
+    "or": ((LEFT, RIGHT), _zero),
+    "xor": ((LEFT, RIGHT), _zero),
+    "and": ((LEFT, RIGHT), _all_ones),
+}
+INVOLUTIONS = frozenset({"neg", "not"})
+
+
+def neutral(other: tuple[Dim, ...], x: tuple[Dim, ...]) -> bool:
+    """Whether broadcasting a value of shape `other` against one of shape `x` surely gives x's
+    shape: no larger rank, and each dim a literal 1 or the same (known) dim as x's."""
+    if len(other) > len(x):
+        return False
+    return all(o == 1 or (o == d and o is not None) for o, d in zip(reversed(other), reversed(x)))
+
+
+class Simplifier:
+    def __init__(self, module: Module, types: FunctionTypes):
+        self.module = module
+        self.types = types
+
+    # -- what is known about an operand --------------------------------------------------
+
+    def fill_value(self, o: Operand, t: TensorType, facts: Facts) -> np.ndarray | None:
+        """The single value every element of the operand has, when known (0-d array)."""
+        if isinstance(o, Imm):
+            return np.asarray(o.value, dtype=t.dtype.np)
+        if isinstance(o, ConstRef):
+            v = self.module.constants[o.name].value
+            if v.size and np.full_like(v, v.reshape(-1)[0]).tobytes() == v.tobytes():
+                return np.asarray(v.reshape(-1)[0])
+            return None
+        fact = facts.get(o.name)
+        return const_fill(fact.value) if fact is not None else None
+
+    @staticmethod
+    def definition(o: Operand, facts: Facts) -> Instr | None:
+        if not isinstance(o, Reg):
+            return None
+        fact = facts.get(o.name)
+        return fact.value if fact is not None else None
+
+    # -- the rules -----------------------------------------------------------------------
+
+    def rewrite(self, ins: Instr, t: InstrTypes, facts: Facts) -> Instr | None:
+        op = OPS[ins.op]
+        if op.family is Family.BINARY and ins.op in IDENTITIES:
+            return self.identity(ins, t, facts)
+        if op.family is Family.UNARY and ins.op in INVOLUTIONS:
+            inner = self.definition(ins.operands[0], facts)
+            if inner is not None and inner.op == ins.op:
+                return self.copy_of(ins, inner.operands[0])
+            return None
+        if op.family is Family.CAST:
+            same = ins.attrs["to"] == t.operands[0].dtype
+            return self.copy_of(ins, ins.operands[0]) if same else None
+        if op.family is Family.SELECT:
+            return self.select(ins, t, facts)
+        if ins.op == "transpose":
+            return self.transpose(ins, t, facts)
+        if ins.op == "reshape":
+            return self.reshape(ins, t, facts)
+        return None
+
+    @staticmethod
+    def copy_of(ins: Instr, src: Operand) -> Instr | None:
+        if isinstance(src, Imm):
+            return None          # mov takes no immediates
+        return Instr("mov", list(ins.results), [src], {}, ins.result_type, ins.loc)
+
+    def identity(self, ins: Instr, t: InstrTypes, facts: Facts) -> Instr | None:
+        sides, unit = IDENTITIES[ins.op]
+        dtype = t.operands[0].dtype
+        want = np.asarray(unit(dtype), dtype=dtype.np).tobytes()
+        for side in sides:
+            k = 1 if side == RIGHT else 0          # the operand that must be the neutral element
+            x, c = ins.operands[1 - k], ins.operands[k]
+            v = self.fill_value(c, t.operands[k], facts)
+            if v is None or v.astype(dtype.np).tobytes() != want:
+                continue
+            if neutral(t.operands[k].shape, t.operands[1 - k].shape):
+                return self.copy_of(ins, x)
+        return None
+
+    def select(self, ins: Instr, t: InstrTypes, facts: Facts) -> Instr | None:
+        c, a, b = ins.operands
+        if a == b and not isinstance(a, Imm):
+            pick = 1
+        else:
+            v = self.fill_value(c, t.operands[0], facts)
+            if v is None:
+                return None
+            pick = 1 if bool(v) else 2
+        shape = t.operands[pick].shape
+        if all(neutral(t.operands[k].shape, shape) for k in range(3) if k != pick):
+            return self.copy_of(ins, ins.operands[pick])
+        return None
+
+    def transpose(self, ins: Instr, t: InstrTypes, facts: Facts) -> Instr | None:
+        rank = t.operands[0].rank
+        outer = _perm(ins.attrs.get("perm"), rank)
+        inner_ins = self.definition(ins.operands[0], facts)
+        src = ins.operands[0]
+        perm = outer
+        if inner_ins is not None and inner_ins.op == "transpose":
+            inner = _perm(inner_ins.attrs.get("perm"), rank)
+            perm = [inner[p] for p in outer]       # r[i] = t[outer[i]] = x[inner[outer[i]]]
+            src = inner_ins.operands[0]
+        if perm == list(range(rank)):
+            return self.copy_of(ins, src)
+        if src is ins.operands[0]:
+            return None
+        return Instr("transpose", list(ins.results), [src], {"perm": perm}, ins.result_type, ins.loc)
+
+    def reshape(self, ins: Instr, t: InstrTypes, facts: Facts) -> Instr | None:
+        target = list(ins.attrs["shape"])
+        if -1 not in target and tuple(target) == t.operands[0].shape:
+            return self.copy_of(ins, ins.operands[0])
+        inner = self.definition(ins.operands[0], facts)
+        if inner is not None and inner.op == "reshape":
+            return Instr("reshape", list(ins.results), [inner.operands[0]], dict(ins.attrs),
+                         ins.result_type, ins.loc)
+        return None
+
+
+def _perm(perm: list[int] | None, rank: int) -> list[int]:
+    return list(range(rank - 1, -1, -1)) if perm is None else list(perm)
+
+
+def _step(bi: int, ii: int, ins: Instr, facts: Facts) -> None:
+    kill(facts, ins.results)
+    if len(ins.results) == 1 and not (set(ins.results) & regs_of(ins)):
+        # "%r was computed by this instruction": true until %r or an operand is reassigned
+        facts[ins.results[0]] = Fact(ins, frozenset(regs_of(ins) | set(ins.results)))
+
+
+def simplify_function(module: Module, fname: str, types: FunctionTypes) -> bool:
+    func = module.functions[fname]
+    simp = Simplifier(module, types)
+    entries = forward_facts(func, _step, lambda a, b: a is b)
+    changed = False
+    for bi, block in enumerate(func.blocks):
+        if entries[bi] is None:
+            continue
+        facts = dict(entries[bi])
+        for ii, ins in enumerate(block.instrs):
+            t = instr_types_or_none(types, bi, ii)
+            new = simp.rewrite(ins, t, facts) if t is not None else None
+            _step(bi, ii, ins, facts)
+            if new is not None and new != ins:
+                block.instrs[ii] = new
+                changed = True
+    return changed
+
+
+def simplify(module: Module) -> bool:
+    """Apply the algebraic rules to every function in place; return whether anything changed."""
+    table = verify_module(module)
+    changed = False
+    for name in module.functions:
+        changed |= simplify_function(module, name, table[name])
+    return changed
