@@ -12,8 +12,11 @@ What can trap is derived, not listed:
   probe values of the operand dtype: zero, one, minus one, the extremes, NaN and infinities,
   every pair of them for binary ops. The references trap only on such boundary values, and
   `tests/test_passes_effects.py` checks that every op whose doc mentions a trap is caught.
-- Everything else (reductions, contractions, movement, nn ops) is kept unless all its operands
-  are known literals and the reference runs cleanly (constant folding then replaces it anyway).
+- Everything else (reductions, contractions, movement, nn ops): when every operand has a
+  static shape (so the verifier already checked the shapes), the reference is run once on
+  operands of exactly those shapes filled with the probe values; it may go when that runs
+  cleanly (an index op fed the extremes does trap, so gathers stay). With named or unknown
+  dims it is kept: a size bound at run time may make it trap.
 """
 from __future__ import annotations
 
@@ -45,6 +48,7 @@ def probe_values(dtype: DType) -> np.ndarray:
 
 
 _PROBE_CACHE: dict[tuple, bool] = {}
+STATIC_PROBE_MAX_ELEMENTS = 1 << 14     # larger operands: assume the op may trap
 
 
 def value_traps(ins: Instr, dtypes: tuple[DType, ...]) -> bool:
@@ -72,6 +76,28 @@ def _probe(ins: Instr, dtypes: tuple[DType, ...]) -> bool:
     return False
 
 
+def static_shape_traps(ins: Instr, operand_types: list[TensorType]) -> bool:
+    """Whether the reference traps on operands of these static shapes holding probe values."""
+    key = (ins.op, tuple(operand_types), tuple(sorted((k, attr_key(v)) for k, v in ins.attrs.items())))
+    hit = _PROBE_CACHE.get(key)
+    if hit is None:
+        hit = _PROBE_CACHE[key] = _probe_static(ins, operand_types)
+    return hit
+
+
+def _probe_static(ins: Instr, operand_types: list[TensorType]) -> bool:
+    if sum(int(np.prod(t.shape)) for t in operand_types) > STATIC_PROBE_MAX_ELEMENTS:
+        return True
+    op = OPS[ins.op]
+    args = [np.resize(probe_values(t.dtype), t.shape) for t in operand_types]
+    try:
+        with np.errstate(all="ignore"):
+            op.reference(op.with_defaults(ins.attrs), *args)
+    except Exception:    # noqa: BLE001 - a Trap, or anything unexpected: it may fail
+        return True
+    return False
+
+
 def broadcast_is_safe(shapes: list[tuple[Dim, ...]]) -> bool:
     """Whether shapes that passed the verifier surely broadcast at run time: aligned from the
     right, every position holds at most one dim other than a literal 1, and it is not unknown."""
@@ -88,9 +114,13 @@ def may_trap(ins: Instr, types: InstrTypes | None) -> bool:
     op = OPS[ins.op]
     if ins.op in ("const", "mov"):
         return False
-    if types is None or op.family not in _ELEMENTWISE:
+    if types is None or not ins.operands:
         return True
     operand_types: list[TensorType] = types.operands
+    if op.family not in _ELEMENTWISE:
+        if all(t.is_static for t in operand_types):
+            return static_shape_traps(ins, operand_types)
+        return True
     if not broadcast_is_safe([t.shape for t in operand_types]):
         return True
     return value_traps(ins, tuple(t.dtype for t in operand_types))

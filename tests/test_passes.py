@@ -1,0 +1,356 @@
+"""The module optimizer: each pass on small builder-made modules (the structure it leaves) and
+the same results before and after, bit for bit and traps included."""
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pytest
+from test_passes_support import count_instrs, ops_of, random_program, run_vm, same_outcome
+
+from isa.builder import ModuleBuilder
+from isa.errors import InternalError
+from isa.module import ConstRef, Module, Reg
+from jit.passes import DEFAULT_PIPELINE, PASSES, describe, optimize
+
+X4 = np.array([1.5, -0.0, 0.0, -2.0], np.float32)
+
+
+def check_same(before: Module, after: Module, *args) -> None:
+    assert same_outcome(run_vm(before, *args), run_vm(after, *args))
+
+
+def only(module: Module, *passes: str) -> Module:
+    out = optimize(module, list(passes))
+    return out
+
+
+# ---- the driver ------------------------------------------------------------------------------
+
+def _small() -> Module:
+    mb = ModuleBuilder("m")
+    f = mb.function("main", [("x", "f32[4]")], ["f32[4]"])
+    a = f.const(2.0, "f32[]")
+    b = f.const(3.0, "f32[]")
+    c = f.add(a, b)
+    f.ret(f.mul(f.arg("x"), c))
+    return mb.finish()
+
+
+def test_optimize_does_not_mutate_its_input():
+    m = _small()
+    before = copy.deepcopy(m)
+    out = optimize(m)
+    assert m == before and out is not m and out != m
+
+
+def test_unknown_pass_is_rejected_and_describe_names_every_pass():
+    with pytest.raises(ValueError, match="unknown pass"):
+        optimize(_small(), ["fold", "nope"])
+    text = describe()
+    assert all(name in text for name in PASSES) and set(DEFAULT_PIPELINE) <= set(PASSES)
+
+
+def test_a_chosen_pass_list_runs_only_those_passes():
+    m = _small()
+    folded = only(m, "fold")
+    assert ops_of(folded) == ["const", "const", "const", "mul", "ret"]   # dce did not run
+    assert ops_of(only(folded, "dce")) == ["const", "mul", "ret"]
+
+
+# ---- constant folding ------------------------------------------------------------------------
+
+def test_fold_scalar_becomes_a_fill_literal():
+    m = _small()
+    out = optimize(m)
+    assert ops_of(out) == ["const", "mul", "ret"]
+    c = out.functions["main"].blocks[0].instrs[0]
+    assert c.attrs["value"].ndim == 0 and float(c.attrs["value"]) == 5.0
+    check_same(m, out, X4)
+
+
+def test_fold_small_and_large_results():
+    mb = ModuleBuilder("m")
+    small = mb.constant("s", np.arange(6, dtype=np.float32).reshape(2, 3))
+    big = mb.constant("b", np.arange(100, dtype=np.int32))
+    f = mb.function("main", [("x", "f32[2, 3]")], ["f32[2, 3]", "i32[100]"])
+    y = f.mul(small, 2.0)
+    z = f.add(big, 1)
+    f.ret(f.add(f.arg("x"), y), z)
+    m = mb.finish()
+    out = optimize(m)
+    instrs = out.functions["main"].blocks[0].instrs
+    assert instrs[0].op == "const" and instrs[0].attrs["value"].shape == (2, 3)
+    assert "fold0" in out.constants and out.constants["fold0"].value[99] == 100
+    assert "s" not in out.constants and "b" not in out.constants      # no longer read
+    assert any(ConstRef("fold0") in i.operands for i in instrs)
+    check_same(m, out, np.ones((2, 3), np.float32))
+
+
+def test_fold_leaves_a_trapping_instruction_to_trap_at_run_time():
+    mb = ModuleBuilder("m")
+    f = mb.function("main", [("x", "i32[]")], ["i32[]"])
+    zero = f.const(0, "i32[]")
+    q = f.div(7, zero)                     # integer division by zero: a trap
+    f.div(f.arg("x"), zero)                # unused, but it would trap: it stays
+    f.ret(f.add(f.arg("x"), q))
+    m = mb.finish()
+    out = optimize(m)
+    assert ops_of(out).count("div") == 2
+    assert run_vm(out, np.int32(3))[0] == "trap"
+    check_same(m, out, np.int32(3))
+
+
+def test_known_branch_becomes_jump_and_dead_block_goes():
+    mb = ModuleBuilder("m")
+    f = mb.function("main", [("x", "f32[4]")], ["f32[4]"])
+    two = f.const(2.0, "f32[]")
+    c = f.gt(two, 1.0)
+    f.br(c, "yes", "no")
+    f.label("yes")
+    f.ret(f.exp(f.arg("x")))
+    f.label("no")
+    f.ret(f.neg(f.arg("x")))
+    m = mb.finish()
+    out = optimize(m)
+    labels = [b.label for b in out.functions["main"].blocks]
+    assert labels == ["entry", "yes"] and ops_of(out) == ["jmp", "exp", "ret"]
+    check_same(m, out, X4)
+
+
+def test_assert_known_true_goes_known_false_stays():
+    for flag, kept in ((True, False), (False, True)):
+        mb = ModuleBuilder("m")
+        f = mb.function("main", [("x", "f32[4]")], ["f32[4]"])
+        f.assert_(f.const(flag, "bool[3]"), "must hold")
+        f.ret(f.arg("x"))
+        m = mb.finish()
+        out = optimize(m)
+        assert ("assert" in ops_of(out)) == kept
+        check_same(m, out, X4)
+
+
+def test_fold_respects_loops_and_reassignment():
+    mb = ModuleBuilder("m")
+    f = mb.function("main", [("n", "i64[]")], ["i64[]"])
+    f.const(0, "i64[]", into="i")
+    f.const(1, "i64[]", into="p")
+    f.jmp("head")
+    f.label("head")
+    c = f.lt(f.mov(Reg("i"), into="j"), f.arg("n"))
+    f.br(c, "body", "done")
+    f.label("body")
+    f.mul(Reg("p"), 2, into="p")
+    f.add(Reg("i"), 1, into="i")
+    f.jmp("head")
+    f.label("done")
+    f.ret(Reg("p"))
+    m = mb.finish()
+    out = optimize(m)
+    assert "br" in ops_of(out) and "mul" in ops_of(out)      # the counter is not a constant
+    for n in (0, 1, 5):
+        check_same(m, out, np.int64(n))
+
+
+# ---- dead-code elimination -------------------------------------------------------------------
+
+def test_dce_removes_unused_trap_free_work_only():
+    mb = ModuleBuilder("m")
+    g = mb.function("g", [("a", "f32[N]")], ["f32[N]"])
+    g.ret(g.arg("a"))
+    f = mb.function("main", [("x", "f32[N]"), ("y", "f32[M]"), ("k", "i32[]")], ["f32[N]"])
+    x = f.arg("x")
+    f.exp(x)                                   # unused, cannot trap: removed
+    f.add(x, f.arg("y"))                       # N and M may not broadcast: stays
+    f.div(f.arg("k"), f.arg("k"))              # integer division may trap: stays
+    f.div(x, x)                                # float division cannot trap: removed
+    f.reduce_max(x)                            # empty axis traps: stays
+    f.call("g", x)                             # calls stay
+    f.ret(x)
+    m = mb.finish()
+    out = only(m, "dce")
+    assert ops_of(out) == ["add", "div", "reduce_max", "call", "ret"]
+    x4, y4 = X4, np.ones(4, np.float32)
+    check_same(m, out, x4, y4, np.int32(0))
+    check_same(m, out, x4, np.ones(3, np.float32), np.int32(1))
+    check_same(m, out, np.zeros(0, np.float32), y4, np.int32(2))
+
+
+def test_dce_liveness_across_blocks_with_reassignment():
+    mb = ModuleBuilder("m")
+    f = mb.function("main", [("x", "f32[4]")], ["f32[4]"])
+    x = f.arg("x")
+    f.exp(x, into="r")                         # overwritten on every path before a read: dead
+    flag = f.gt(f.reduce_sum(x), 0.0)
+    f.br(flag, "a", "b")
+    f.label("a")
+    f.neg(x, into="r")
+    f.jmp("end")
+    f.label("b")
+    f.tanh(x, into="r")
+    f.jmp("end")
+    f.label("end")
+    f.ret(Reg("r"))
+    m = mb.finish()
+    out = only(m, "dce")
+    assert "exp" not in ops_of(out) and {"neg", "tanh"} <= set(ops_of(out))
+    check_same(m, out, X4)
+    check_same(m, out, -X4)
+
+
+# ---- common-subexpression elimination --------------------------------------------------------
+
+def test_cse_within_a_block_and_reassignment_kills():
+    mb = ModuleBuilder("m")
+    f = mb.function("main", [("x", "f32[4]"), ("y", "f32[4]")], ["f32[4]"])
+    x, y = f.arg("x"), f.arg("y")
+    a = f.add(x, y)
+    b = f.add(x, y)                            # same as a
+    s = f.mul(a, b)
+    f.neg(x, into="x")
+    c = f.add(x, y)                            # x changed: not the same
+    f.ret(f.add(s, c))
+    m = mb.finish()
+    out = optimize(m)
+    assert ops_of(out).count("add") == 3 and "mov" not in ops_of(out)
+    check_same(m, out, X4, X4[::-1].copy())
+
+
+def test_cse_down_dominator_paths_but_not_across_a_join():
+    mb = ModuleBuilder("m")
+    f = mb.function("main", [("x", "f32[4]")], ["f32[4]"])
+    x = f.arg("x")
+    e = f.exp(x)
+    flag = f.gt(f.reduce_sum(x), 0.0)
+    f.br(flag, "a", "b")
+    f.label("a")
+    f.exp(x, into="r")                         # available from entry: reused
+    f.tanh(x, into="t")
+    f.jmp("end")
+    f.label("b")
+    f.neg(e, into="r")
+    f.tanh(e, into="t")
+    f.jmp("end")
+    f.label("end")
+    t2 = f.tanh(x)                             # only one path computed tanh(x): recomputed
+    f.ret(f.add(f.add(Reg("r"), t2), Reg("t")))
+    m = mb.finish()
+    out = optimize(m)
+    assert ops_of(out).count("exp") == 1 and ops_of(out).count("tanh") == 3
+    check_same(m, out, X4)
+    check_same(m, out, -X4)
+
+
+def test_cse_tells_signed_zeros_apart():
+    mb = ModuleBuilder("m")
+    f = mb.function("main", [("x", "f32[4]")], ["f32[4]", "f32[4]"])
+    a = f.sub(f.arg("x"), 0.0)
+    b = f.sub(f.arg("x"), -0.0)
+    f.ret(a, b)
+    m = mb.finish()
+    out = only(m, "cse")
+    assert "mov" not in ops_of(out)
+    check_same(m, out, X4)
+
+
+# ---- algebraic simplification ----------------------------------------------------------------
+
+def _unary_module(build, in_type="f32[4]", out_type=None) -> Module:
+    mb = ModuleBuilder("m")
+    f = mb.function("main", [("x", in_type)], [out_type or in_type])
+    f.ret(build(mb, f, f.arg("x")))
+    return mb.finish()
+
+
+@pytest.mark.parametrize("build, gone", [
+    (lambda mb, f, x: f.mul(x, 1.0), True),
+    (lambda mb, f, x: f.mul(1.0, x), True),
+    (lambda mb, f, x: f.div(x, 1.0), True),
+    (lambda mb, f, x: f.pow(x, 1.0), True),
+    (lambda mb, f, x: f.sub(x, 0.0), True),
+    (lambda mb, f, x: f.add(x, -0.0), True),
+    (lambda mb, f, x: f.add(x, 0.0), False),         # -0.0 + 0.0 is +0.0
+    (lambda mb, f, x: f.sub(x, -0.0), False),
+    (lambda mb, f, x: f.mul(x, 0.0), False),         # NaN * 0 is NaN
+    (lambda mb, f, x: f.mul(x, f.const(1.0, "f32[4]")), True),
+    (lambda mb, f, x: f.mul(x, mb.constant("one", np.ones((1,), np.float32))), True),
+    (lambda mb, f, x: f.neg(f.neg(x)), True),
+    (lambda mb, f, x: f.cast(x, to="f32"), True),
+    (lambda mb, f, x: f.select(f.const(True, "bool[]"), x, f.exp(x)), True),
+    (lambda mb, f, x: f.select(f.const(False, "bool[]"), f.exp(x), x), True),
+    (lambda mb, f, x: f.select(f.gt(x, 0.0), x, x), True),
+])
+def test_simplify_float_identities(build, gone):
+    m = _unary_module(build)
+    out = optimize(m)
+    assert (ops_of(out) == ["ret"]) == gone, ops_of(out)
+    check_same(m, out, np.array([np.nan, -0.0, np.inf, 3.0], np.float32))
+
+
+def test_simplify_keeps_a_broadcast_that_changes_the_shape():
+    mb = ModuleBuilder("m")
+    ones = mb.constant("ones", np.ones((3, 4), np.float32))
+    f = mb.function("main", [("x", "f32[4]")], ["f32[3, 4]"])
+    f.ret(f.mul(f.arg("x"), ones))
+    m = mb.finish()
+    assert ops_of(optimize(m)) == ["mul", "ret"]
+
+
+def test_simplify_integer_identities():
+    for build in (lambda f, x: f.add(x, 0), lambda f, x: f.add(0, x), lambda f, x: f.div(x, 1),
+                  lambda f, x: f.pow(x, 1), lambda f, x: f.xor(x, 0), lambda f, x: f.emit("and", [x, -1]),
+                  lambda f, x: f.emit("or", [0, x])):
+        mb = ModuleBuilder("m")
+        f = mb.function("main", [("x", "i32[3]")], ["i32[3]"])
+        f.ret(build(f, f.arg("x")))
+        m = mb.finish()
+        out = optimize(m)
+        assert ops_of(out) == ["ret"]
+        check_same(m, out, np.array([-2147483648, 0, 7], np.int32))
+
+
+def test_simplify_transposes_and_reshapes():
+    def build(mb, f, x):
+        t = f.transpose(f.transpose(x, perm=[1, 2, 0]), perm=[2, 0, 1])     # identity
+        u = f.transpose(f.transpose(t, perm=[1, 0, 2]), perm=[0, 2, 1])     # one transpose
+        r = f.reshape(f.reshape(u, shape=[6, -1]), shape=[3, 4, 2])
+        return f.reshape(r, shape=[3, 4, 2])                                # to its own shape
+    m = _unary_module(build, "f32[2, 3, 4]", "f32[3, 4, 2]")
+    out = optimize(m)
+    assert ops_of(out).count("transpose") == 1 and ops_of(out).count("reshape") <= 2
+    x = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    check_same(m, out, x)
+
+
+def test_simplify_respects_reassignment_between_the_pair():
+    mb = ModuleBuilder("m")
+    f = mb.function("main", [("x", "f32[4]")], ["f32[4]"])
+    f.neg(f.arg("x"), into="n")
+    f.exp(f.arg("x"), into="x")                    # x changes: neg(n) is not the old x
+    f.ret(f.add(f.neg(Reg("n")), f.arg("x")))
+    m = mb.finish()
+    out = optimize(m)
+    assert ops_of(out).count("neg") == 2
+    check_same(m, out, X4)
+
+
+# ---- whole pipeline on random programs -------------------------------------------------------
+
+@pytest.mark.parametrize("seed", range(40))
+def test_pipeline_preserves_random_programs(seed):
+    m, args = random_program(seed)
+    out = optimize(m)
+    assert count_instrs(out) <= count_instrs(m)
+    check_same(m, out, *args)
+    check_same(m, out, *(np.full_like(a, v) for a in args for v in [np.nan]))
+    for name in PASSES:                        # and each pass alone
+        check_same(m, optimize(m, [name]), *args)
+
+
+def test_broken_pass_output_is_an_internal_error(monkeypatch):
+    def breaks(module):
+        module.functions["main"].blocks[0].instrs.pop(0)
+        return True
+    monkeypatch.setitem(PASSES, "fold", (breaks, "breaks things"))
+    with pytest.raises(InternalError, match="fold"):
+        optimize(_small(), ["fold"])
