@@ -5,8 +5,7 @@
     vm = dlvmrt.VM(program, jit="auto")              # "off" | "auto" | "always"
     (y,) = vm.run("main", x)
 """
-from isa.errors import (DlvmError, InternalError, InvalidError, MalformedError, ResourceExhausted,
-                        Trap)
+from isa.errors import DlvmError, InternalError, InvalidError, MalformedError, ResourceExhausted, Trap
 
 from .loader import load
 from .program import Program

@@ -45,6 +45,7 @@ def _module_of(path: str):
 def cmd_asm(a) -> int:
     import assembler
     import isa.bytecode as bc
+
     from .program import Program
     module = assembler.assemble_file(a.prog) if not _is_bytecode_file(a.prog) else _module_of(a.prog)
     Program.from_module(module)

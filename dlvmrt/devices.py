@@ -15,7 +15,7 @@ class DeviceUnavailable(Exception):
 def cuda_available() -> tuple[bool, str]:
     """Whether a CUDA device can be used, and why not."""
     try:
-        import pycuda.driver as drv   # raises ImportError without a driver (libcuda)
+        import pycuda.driver as drv  # raises ImportError without a driver (libcuda)
     except ImportError as e:
         return False, f"pycuda is not usable here ({e})"
     try:

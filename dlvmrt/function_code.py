@@ -6,7 +6,8 @@ holds that step, and each step carries its (block, instruction) position.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 

@@ -18,7 +18,7 @@ ProgramSource = Union[str, os.PathLike, bytes, bytearray, memoryview, Module, Pr
 
 
 def _bytecode():
-    import isa.bytecode as bc    # imported lazily: a text-only run need not load msgpack
+    import isa.bytecode as bc  # imported lazily: a text-only run need not load msgpack
     return bc
 
 

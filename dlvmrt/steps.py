@@ -7,7 +7,8 @@ fewer). Nothing here decides what an op means.
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 

@@ -106,7 +106,7 @@ class VM:
     @property
     def jit(self):
         if self._jit is None:
-            import jit as jit_pkg   # lazily: the interpreter alone never loads llvmlite
+            import jit as jit_pkg  # lazily: the interpreter alone never loads llvmlite
             self._jit = jit_pkg.Jit(**self._jit_options)
         return self._jit
 

@@ -14,7 +14,8 @@ earlier calls, constants, or Python numbers (immediates).
 """
 from __future__ import annotations
 
-from typing import Any, Sequence, Union
+from collections.abc import Sequence
+from typing import Any, Union
 
 import numpy as np
 

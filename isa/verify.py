@@ -163,7 +163,7 @@ class FunctionVerifier:
         for i, lab in enumerate(labels):
             if lab in labels[:i]:
                 raise self.error(f"label '{lab}' is defined twice", i, 0)
-        for bi, b in enumerate(f.blocks):
+        for bi in range(len(f.blocks)):
             self.check_structure(bi)
         succs = [self.successors(b) for b in f.blocks]
         preds: list[list[int]] = [[] for _ in f.blocks]
@@ -292,7 +292,10 @@ class FunctionVerifier:
             results = self.infer_control(op, ins, types)
         else:
             if op.name == "const":
-                self.check_const_dims(attrs["type"])
+                self.check_dim_names(attrs["type"].shape)
+            for spec in op.attrs:
+                if spec.kind is AttrKind.SHAPE and isinstance(attrs.get(spec.name), list):
+                    self.check_dim_names(attrs[spec.name])
             results = list(op.infer(types, attrs))
         if ins.result_type is not None:
             if len(results) != 1:
@@ -305,8 +308,8 @@ class FunctionVerifier:
                 refine_dim(d, i) for d, i in zip(declared.shape, inferred.shape)))]
         return types, results
 
-    def check_const_dims(self, t: TensorType) -> None:
-        for d in t.shape:
+    def check_dim_names(self, dims) -> None:
+        for d in dims:
             if isinstance(d, str) and d not in self.dim_names:
                 raise OpTypeError(f"dim {d} is not bound by the parameters of @{self.func.name}")
 

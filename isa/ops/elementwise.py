@@ -15,8 +15,15 @@ from ..errors import OpTypeError, Trap
 from ..types import TensorType
 from . import mathref
 from .opdef import AttrKind, AttrSpec, Family, OpDef
-from .shapes import (broadcast_shapes, is_float, is_int_or_bool, is_numeric, is_signed_or_float,
-                     require_dtype, same_dtype)
+from .shapes import (
+    broadcast_shapes,
+    is_float,
+    is_int_or_bool,
+    is_numeric,
+    is_signed_or_float,
+    require_dtype,
+    same_dtype,
+)
 
 BOOL = BY_NAME["bool"]
 

@@ -8,8 +8,9 @@ row plus its reference.
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from ..types import TensorType
 

@@ -49,9 +49,12 @@ def same_dtype(op: str, types: list[TensorType]) -> DType:
 
 
 def normalize_axis(op: str, axis: int, rank: int) -> int:
-    if not -rank <= axis < max(rank, 1) or (rank == 0 and axis not in (0, -1)):
+    """A non-negative axis; a scalar accepts 0 and -1 (NumPy treats it as one element)."""
+    if rank == 0 and axis in (0, -1):
+        return 0
+    if not -rank <= axis < rank:
         raise OpTypeError(f"{op}: axis {axis} is out of range for rank {rank}")
-    return axis % rank if rank else 0
+    return axis % rank
 
 
 def normalize_axes(op: str, axes: list[int], rank: int) -> list[int]:
