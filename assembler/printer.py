@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from isa.dtypes import DType
 from isa.errors import SourceLoc
 from isa.module import Constant, ConstRef, Function, Imm, Instr, Module, Operand, Reg
@@ -48,9 +50,7 @@ def attr_text(spec: AttrSpec | None, v: Any) -> str:
         return word(v)
     if kind is AttrKind.FUNC:
         return sigil_name("@", v)
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, (int, float)):
+    if isinstance(v, (bool, np.bool_, int, float, np.integer, np.floating)):
         return imm_text(v)
     if isinstance(v, DType):
         return v.text
@@ -145,6 +145,11 @@ class Printer:
         if syntax is Syntax.ASSERT:
             return ", ".join(ops + [quote(vals[0]) if vals[0] is not None else missing])
         return ", ".join(ops)
+
+
+def instruction_text(ins: Instr) -> str:
+    """One instruction as it appears in a listing, without indentation or location."""
+    return Printer(Module("main"), debug=False).instruction(ins)
 
 
 def disassemble_module(module: Module, debug: bool = True) -> str:

@@ -163,3 +163,12 @@ def test_element_text_keeps_kinds():
     assert element_text(np.bool_(True)) == "true"
     assert element_text(np.float32(1.0)) == "1.0"
     assert DType.F32.np.type(float(element_text(np.float32(0.1)))) == np.float32(0.1)
+
+
+def test_instruction_text_and_numpy_attribute_values():
+    from assembler.printer import instruction_text
+    from isa.module import Instr, Reg
+    ins = Instr("softmax", ["y"], [Reg("x")], {"axis": np.int64(-1)})
+    assert instruction_text(ins) == "%y = softmax %x {axis = -1}"
+    ins = Instr("reduce_sum", ["s"], [Reg("x")], {"keepdims": np.bool_(True), "axes": [np.int64(0)]})
+    assert instruction_text(ins) == "%s = reduce_sum %x {axes = [0], keepdims = true}"
