@@ -47,7 +47,7 @@ def load(source: ProgramSource, *, limits=None) -> Program:
         data = path.read_bytes()
     except OSError as e:
         raise MalformedError(f"cannot read {path}: {e.strerror or e}") from None
-    if is_bytecode(data):
+    if is_bytecode(data) or path.suffix == ".dlbc":
         try:
             return Program.from_module(_bytecode().decode(data, limits))
         except MalformedError as e:

@@ -1,0 +1,110 @@
+"""The `dlvm` command as a user drives it: exit codes (0 ok, 1 bad program/bytecode/trap, 2 usage),
+one diagnostic per error and never a traceback, inputs generated from the signature."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from shared_paths import PROJECT_EXAMPLES
+
+from dlvmrt.cli import main
+
+MLP = str(PROJECT_EXAMPLES / "mlp.dlasm")
+
+
+def run_cli(capsys, *args):
+    try:
+        code = main(list(args))
+    except SystemExit as e:          # argparse usage errors
+        code = e.code
+    out, err = capsys.readouterr()
+    assert "Traceback" not in err
+    return code, out, err
+
+
+def test_run_generates_inputs_from_the_signature(capsys):
+    code, out, _ = run_cli(capsys, "run", MLP, "--dim", "N=5")
+    assert code == 0
+    assert "out0: f32[5, 3]" in out
+
+
+def test_run_writes_npz_and_repeats(capsys, tmp_path):
+    out = tmp_path / "o.npz"
+    code, _, _ = run_cli(capsys, "run", MLP, "--out", str(out), "--repeat", "3", "--jit", "off")
+    assert code == 0
+    got = np.load(out)["out0"]
+    np.testing.assert_allclose(got.sum(axis=-1), 1.0, rtol=1e-5)
+
+
+def test_profile_and_trace(capsys, tmp_path):
+    trace = tmp_path / "t.json"
+    code, _, err = run_cli(capsys, "run", MLP, "-q", "--profile", "--trace", str(trace))
+    assert code == 0
+    assert "matmul" in err and "calls" in err
+    names = {e["name"] for e in json.loads(trace.read_text())["traceEvents"]}
+    assert {"matmul", "softmax"} <= names
+
+
+def test_verify_and_disasm(capsys, tmp_path):
+    code, out, _ = run_cli(capsys, "verify", MLP)
+    assert code == 0 and "ok" in out
+    bc = tmp_path / "m.dlbc"
+    assert run_cli(capsys, "asm", MLP, "-o", str(bc))[0] == 0
+    code, out, _ = run_cli(capsys, "disasm", str(bc))
+    assert code == 0 and "softmax" in out and "func @main" in out
+
+
+@pytest.mark.parametrize("text, message", [
+    ("module m\nfunc @main(%x: f32[4]) -> f32[4] {\n  %y = exp %x, %x\n  ret %y\n}\n",
+     "prog.dlasm:3:"),
+    ("module m\nfunc @main(%x: f32[4]) -> f32[4] {\n  %y = exp %q\n  ret %y\n}\n",
+     "%q is used but never defined"),
+])
+def test_bad_programs_exit_1_with_location(capsys, tmp_path, text, message):
+    p = tmp_path / "prog.dlasm"
+    p.write_text(text)
+    code, _, err = run_cli(capsys, "run", str(p))
+    assert code == 1
+    assert message in err
+
+
+def test_trap_names_the_source_line(capsys, tmp_path):
+    p = tmp_path / "t.dlasm"
+    p.write_text("module t\nfunc @main(%x: f32[N]) -> f32[N] {\n"
+                 "  %c = gt %x, 100.0\n  assert %c, \"x must exceed 100\"\n  ret %x\n}\n")
+    code, _, err = run_cli(capsys, "run", str(p))
+    assert code == 1
+    assert "t.dlasm:4:" in err and "assertion failed: x must exceed 100" in err
+    assert 'assert %c, "x must exceed 100"' in err      # the source line is shown
+
+
+def test_bad_bytecode_names_the_mismatch(capsys, tmp_path):
+    p = tmp_path / "x.dlbc"
+    p.write_bytes(b"garbage that is not bytecode")
+    code, _, err = run_cli(capsys, "run", str(p))
+    assert code == 1 and "magic" in err
+
+
+def test_usage_errors_exit_2(capsys, tmp_path):
+    assert run_cli(capsys, "run")[0] == 2
+    assert run_cli(capsys, "run", MLP, "--dim", "N")[0] == 2
+    assert run_cli(capsys, "frobnicate")[0] == 2
+    code, _, err = run_cli(capsys, "run", MLP, "--entry", "nope")
+    assert code == 2 and "no function @nope" in err
+    inputs = tmp_path / "in.npz"
+    np.savez(inputs, y=np.zeros(3))
+    code, _, err = run_cli(capsys, "run", MLP, "--inputs", str(inputs))
+    assert code == 2 and "missing x" in err and "no parameter named y" in err
+
+
+def test_missing_file_is_an_error_not_a_traceback(capsys):
+    code, _, err = run_cli(capsys, "run", "does/not/exist.dlasm")
+    assert code == 1 and "cannot read" in err
+
+
+def test_wrong_input_dtype_is_a_trap(capsys, tmp_path):
+    inputs = tmp_path / "in.npz"
+    np.savez(inputs, x=np.zeros((2, 4)))        # float64, but %x is f32
+    code, _, err = run_cli(capsys, "run", MLP, "--inputs", str(inputs))
+    assert code == 1 and "must be f32[N, 4], got f64[2, 4]" in err
