@@ -15,10 +15,10 @@ from isa.ops import OPS
 from isa.verify import verify_module
 
 
-def run_vm(module: Module, *args, entry: str = "main"):
+def run_vm(module: Module, *args, entry: str = "main", **named):
     """The results as a tuple, or ("trap", message) when the program traps."""
     try:
-        return dlvmrt.VM(module, jit="off").run(entry, *args)
+        return dlvmrt.VM(module, jit="off").run(entry, *args, **named)
     except Trap as e:
         return ("trap", e.message)
 

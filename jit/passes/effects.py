@@ -89,12 +89,20 @@ def _probe_static(ins: Instr, operand_types: list[TensorType]) -> bool:
     if sum(int(np.prod(t.shape)) for t in operand_types) > STATIC_PROBE_MAX_ELEMENTS:
         return True
     op = OPS[ins.op]
-    args = [np.resize(probe_values(t.dtype), t.shape) for t in operand_types]
-    try:
-        with np.errstate(all="ignore"):
-            op.reference(op.with_defaults(ins.attrs), *args)
-    except Exception:    # noqa: BLE001 - a Trap, or anything unexpected: it may fail
-        return True
+    attrs = op.with_defaults(ins.attrs)
+    probes = [probe_values(t.dtype) for t in operand_types]
+    mixed = [np.resize(p, t.shape) for p, t in zip(probes, operand_types)]
+    # one run with every probe value spread over each operand, then each operand filled with
+    # each probe value in turn (a small index operand must also meet the extremes)
+    runs = [mixed] + [[np.full(t.shape, p[j]) if i == k else m
+                       for i, (p, t, m) in enumerate(zip(probes, operand_types, mixed))]
+                      for k in range(len(probes)) for j in range(len(probes[k]))]
+    for args in runs:
+        try:
+            with np.errstate(all="ignore"):
+                op.reference(attrs, *args)
+        except Exception:    # noqa: BLE001 - a Trap, or anything unexpected: it may fail
+            return True
     return False
 
 
