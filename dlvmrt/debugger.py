@@ -214,7 +214,7 @@ class Debugger:
         def over() -> Stop:
             stop = self._one()
             while stop is Stop.STEP and len(self.frames) > depth:
-                if self._at_breakpoint():
+                if self.at_breakpoint():
                     return Stop.BREAKPOINT
                 stop = self._one()
             return stop
@@ -227,7 +227,7 @@ class Debugger:
         def run() -> Stop:
             stop = self._one()
             while stop is Stop.STEP:
-                if self._at_breakpoint():
+                if self.at_breakpoint():
                     return Stop.BREAKPOINT
                 stop = self._one()
             return stop
@@ -241,7 +241,8 @@ class Debugger:
         if self.state is State.TRAPPED:
             raise Trap(f"@{self.entry} trapped: start it again")
 
-    def _at_breakpoint(self) -> bool:
+    def at_breakpoint(self) -> bool:
+        """Whether the next instruction of the innermost frame has a breakpoint."""
         f = self.frames[-1]
         return (f.code.func.name, f.code.blocks[f.block].label, f.instr_index()) in self.breakpoints
 
