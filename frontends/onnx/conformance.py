@@ -1,0 +1,169 @@
+"""Run ONNX's backend node tests through the importer and the dlvm VM.
+
+Each case of `onnx.backend.test` (node kind: a one-op model with inputs and expected outputs,
+built in memory by onnx's loader) is imported, run and compared with the case's tolerances.
+Cases are `passed`, `failed` (with a reason) or `excluded` (with the written reason below:
+random and training ops, and models older than the importer's oldest opset).
+"""
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+# Ops whose results are random: no fixed expected output a deterministic VM could match.
+RANDOM_OPS = {"Bernoulli", "RandomUniform", "RandomUniformLike", "RandomNormal",
+              "RandomNormalLike", "Multinomial"}
+# Training ops (optimizer steps, gradients): dlvm imports inference graphs.
+TRAINING_OPS = {"Adagrad", "Adam", "Momentum", "Gradient"}
+TRAINING_DOMAINS = {"ai.onnx.preview.training"}
+# Dropout in training mode draws a random mask.
+RANDOM_CASE = re.compile(r"^test_dropout_.*(training|random)(?!.*_zero_ratio)")
+
+
+@dataclass
+class CaseResult:
+    name: str
+    status: str          # "passed" | "failed" | "excluded"
+    reason: str = ""
+    seconds: float = 0.0
+    frozen: tuple[str, ...] = ()   # inputs fixed at import (shape-like inputs dlvm needs early)
+
+
+@dataclass
+class Report:
+    results: list[CaseResult] = field(default_factory=list)
+
+    def count(self, status: str) -> int:
+        return sum(r.status == status for r in self.results)
+
+    @property
+    def pass_rate(self) -> float:
+        ran = self.count("passed") + self.count("failed")
+        return self.count("passed") / ran if ran else 0.0
+
+    def grouped(self, status: str) -> dict[str, list[str]]:
+        out: dict[str, list[str]] = {}
+        for r in self.results:
+            if r.status == status:
+                out.setdefault(r.reason, []).append(r.name)
+        return dict(sorted(out.items(), key=lambda kv: (-len(kv[1]), kv[0])))
+
+
+def load_cases(pattern: str | None = None) -> list[Any]:
+    import warnings
+
+    from onnx.backend.test.loader import load_model_tests
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cases = load_model_tests(kind="node")
+    rx = re.compile(pattern) if pattern else None
+    return sorted((c for c in cases if rx is None or rx.search(c.name)), key=lambda c: c.name)
+
+
+def exclusion(case) -> str | None:
+    """The written reason a case is not run, or None."""
+    model = case.model
+    ops = {n.op_type for n in _all_nodes(model.graph)}
+    domains = {o.domain for o in model.opset_import}
+    if ops & RANDOM_OPS or RANDOM_CASE.search(case.name):
+        return "random op: no deterministic expected output"
+    if ops & TRAINING_OPS or domains & TRAINING_DOMAINS:
+        return "training op: dlvm imports inference graphs"
+    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
+    if opset < 13:
+        return f"opset {opset} < 13: the importer supports opset 13 and up"
+    return None
+
+
+def _all_nodes(graph):
+    for n in graph.node:
+        yield n
+        for a in n.attribute:
+            if a.type == a.GRAPH:
+                yield from _all_nodes(a.g)
+            for g in a.graphs:
+                yield from _all_nodes(g)
+
+
+def short_reason(exc: BaseException) -> str:
+    """A failure reason with the case-specific parts (names, numbers) kept short."""
+    msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    msg = re.sub(r"'[^']*'", "'…'", msg)
+    return f"{type(exc).__name__}: {msg}"[:160]
+
+
+def compare(got: np.ndarray, want: np.ndarray, rtol: float, atol: float) -> str | None:
+    want = np.asarray(want)
+    if want.dtype == object or want.dtype.kind in "USO":
+        return f"expected a {want.dtype} output"
+    if got.dtype != want.dtype:
+        return f"dtype {got.dtype} != expected {want.dtype}"
+    if got.shape != want.shape:
+        return "shape differs"
+    if want.dtype.kind == "f":
+        if not np.allclose(got, want, rtol=rtol, atol=atol, equal_nan=True):
+            return "values differ"
+    elif not np.array_equal(got, want):
+        return "values differ"
+    return None
+
+
+def run_case(case, jit: str = "off") -> CaseResult:
+    import dlvmrt
+    from frontends.onnx import import_onnx
+    t0 = time.perf_counter()
+    why = exclusion(case)
+    if why:
+        return CaseResult(case.name, "excluded", why)
+    from frontends.onnx.errors import OnnxImportError
+    names = [vi.name for vi in case.model.graph.input
+             if vi.name not in {i.name for i in case.model.graph.initializer}]
+    frozen: dict[str, Any] = {}
+    first_inputs = case.data_sets[0][0]
+    while True:
+        try:
+            module = import_onnx(case.model, freeze=frozen)
+            break
+        except OnnxImportError as exc:
+            # a shape-like graph input: fix it to the case's value and import again (dlvm
+            # fixes shapes before a program runs, as an exporter's initializer would)
+            name = exc.value_name
+            if name in names and name not in frozen and len(case.data_sets) == 1 and \
+                    names.index(name) < len(first_inputs):
+                frozen[name] = first_inputs[names.index(name)]
+                continue
+            return CaseResult(case.name, "failed", "import: " + short_reason(exc),
+                              time.perf_counter() - t0)
+        except Exception as exc:                  # noqa: BLE001 - every failure is reported
+            return CaseResult(case.name, "failed", "import: " + short_reason(exc),
+                              time.perf_counter() - t0)
+    try:
+        vm = dlvmrt.VM(module, jit=jit)
+        for inputs, outputs in case.data_sets:
+            inputs = [x for n, x in zip(names, inputs) if n not in frozen]
+            got = vm.run("main", *inputs)
+            if len(got) != len(outputs):
+                return CaseResult(case.name, "failed", "run: wrong number of outputs")
+            for g, w in zip(got, outputs):
+                bad = compare(np.asarray(g), w, case.rtol, case.atol)
+                if bad:
+                    return CaseResult(case.name, "failed", "mismatch: " + bad,
+                                      time.perf_counter() - t0)
+    except Exception as exc:                      # noqa: BLE001
+        return CaseResult(case.name, "failed", "run: " + short_reason(exc),
+                          time.perf_counter() - t0)
+    return CaseResult(case.name, "passed", "", time.perf_counter() - t0, tuple(frozen))
+
+
+def run_all(pattern: str | None = None, jit: str = "off", progress=None) -> Report:
+    report = Report()
+    for case in load_cases(pattern):
+        r = run_case(case, jit)
+        report.results.append(r)
+        if progress:
+            progress(r)
+    return report

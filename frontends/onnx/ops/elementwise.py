@@ -1,0 +1,293 @@
+"""Elementwise ONNX ops: direct dlvm ops where one exists, decompositions for the rest.
+
+ONNX broadcasting is NumPy's, like dlvm's binary family, so binary ops map one to one. Activation
+functions without a dlvm op are written in primitive ops with the same formula the ONNX spec
+gives (in the value's dtype, like onnxruntime).
+"""
+from __future__ import annotations
+
+from isa.dtypes import BY_NAME
+
+from ..registry import NodeCtx, onnx_op
+from ..values import Value
+from .common import cast, scalar, where
+
+BOOL = BY_NAME["bool"]
+
+_UNARY = {
+    "Abs": "abs", "Neg": "neg", "Exp": "exp", "Log": "log", "Sqrt": "sqrt", "Tanh": "tanh",
+    "Sigmoid": "sigmoid", "Relu": "relu", "Erf": "erf", "Sin": "sin", "Cos": "cos",
+    "Floor": "floor", "Ceil": "ceil", "Round": "round", "Sign": "sign", "Not": "not",
+    "IsNaN": "isnan", "Reciprocal": "reciprocal", "BitwiseNot": "not",
+}
+_BINARY = {
+    "Add": "add", "Sub": "sub", "Mul": "mul", "Div": "div", "And": "and", "Or": "or",
+    "Xor": "xor", "Equal": "eq", "Less": "lt", "LessOrEqual": "le", "Greater": "gt",
+    "GreaterOrEqual": "ge", "BitwiseAnd": "and", "BitwiseOr": "or", "BitwiseXor": "xor",
+}
+_VARIADIC = {"Max": "max", "Min": "min", "Sum": "add"}
+
+
+@onnx_op(*_UNARY)
+def unary(ctx: NodeCtx) -> list[Value]:
+    return [ctx.e.emit(_UNARY[ctx.node.op_type], [ctx.req(0)], ctx.node.output[0])]
+
+
+@onnx_op(*_BINARY)
+def binary(ctx: NodeCtx) -> list[Value]:
+    return [ctx.e.emit(_BINARY[ctx.node.op_type], [ctx.req(0), ctx.req(1)], ctx.node.output[0])]
+
+
+@onnx_op(*_VARIADIC, "Mean")
+def variadic(ctx: NodeCtx) -> list[Value]:
+    op = _VARIADIC.get(ctx.node.op_type, "add")
+    vals = [v for v in ctx.inputs if v is not None]
+    acc = vals[0]
+    for v in vals[1:]:
+        acc = ctx.e.emit(op, [acc, v], ctx.node.output[0])
+    if ctx.node.op_type == "Mean":
+        acc = ctx.e.emit("div", [acc, scalar(len(vals), acc)], ctx.node.output[0])
+    if len(vals) == 1:
+        acc = ctx.e.emit("mov", [acc], ctx.node.output[0])
+    return [acc]
+
+
+@onnx_op("Pow")
+def pow_(ctx: NodeCtx) -> list[Value]:
+    # the result has the base's dtype; the exponent may be of another type
+    x, y = ctx.req(0), ctx.req(1)
+    e = ctx.e
+    if x.dtype.is_int and y.dtype.is_float:
+        r = e.emit("pow", [cast(e, x, y.dtype), y], "pow")
+        return [cast(e, r, x.dtype)]
+    return [e.emit("pow", [x, cast(e, y, x.dtype)], ctx.node.output[0])]
+
+
+@onnx_op("Mod")
+def mod(ctx: NodeCtx) -> list[Value]:
+    a, b = ctx.req(0), ctx.req(1)
+    e = ctx.e
+    r = e.emit("mod", [a, b], "mod")
+    fmod = ctx.attr("fmod", 0)
+    if a.dtype.is_float and not fmod:
+        raise ctx.fail("fmod=0 on floats is not defined by ONNX")
+    if not fmod:
+        return [r]
+    # C fmod takes the sign of the dividend: shift mod's result by b where the signs differ
+    zero = scalar(0, a)
+    fix = e.emit("and", [e.emit("ne", [r, zero]),
+                         e.emit("ne", [e.emit("lt", [r, zero]), e.emit("lt", [a, zero])])])
+    return [where(e, fix, e.emit("sub", [r, b]), r)]
+
+
+@onnx_op("Where")
+def where_(ctx: NodeCtx) -> list[Value]:
+    return [where(ctx.e, ctx.req(0), ctx.req(1), ctx.req(2))]
+
+
+@onnx_op("Cast", since=13)
+def cast_(ctx: NodeCtx) -> list[Value]:
+    from ..graph import onnx_dtype
+    to = onnx_dtype(ctx.attr("to"), ctx.label)
+    sat = ctx.attr("saturate", 1)     # only meaningful for float8 targets, which dlvm lacks
+    del sat
+    if ctx.version >= 24 and ctx.attr("round_mode", "up") != "up":
+        raise ctx.fail("round_mode applies to float8 targets only")
+    return [cast(ctx.e, ctx.req(0), to)]
+
+
+@onnx_op("CastLike")
+def cast_like(ctx: NodeCtx) -> list[Value]:
+    ctx.attr("saturate", 1)
+    if ctx.version >= 24 and ctx.attr("round_mode", "up") != "up":
+        raise ctx.fail("round_mode applies to float8 targets only")
+    return [cast(ctx.e, ctx.req(0), ctx.req(1).dtype)]
+
+
+@onnx_op("Identity")
+def identity(ctx: NodeCtx) -> list[Value]:
+    return [ctx.req(0)]
+
+
+@onnx_op("Dropout", since=13)
+def dropout(ctx: NodeCtx) -> list[Value]:
+    # inference: identity; training mode is random and not imported
+    ctx.attr("seed", 0)
+    t = ctx.input(2)
+    if t is not None and (t.const is None or bool(t.const)):
+        raise ctx.fail("training_mode=true is random; only inference Dropout is imported")
+    x = ctx.req(0)
+    outs = [x]
+    if len(ctx.node.output) > 1 and ctx.node.output[1]:
+        outs.append(ctx.e.emit_const_fill(True, x.type.with_dtype(BOOL), "mask"))
+    return outs
+
+
+@onnx_op("Clip", since=13)
+def clip(ctx: NodeCtx) -> list[Value]:
+    x, lo, hi = ctx.req(0), ctx.input(1), ctx.input(2)
+    e = ctx.e
+    if lo is not None:
+        x = e.emit("max", [x, lo], "clip")
+    if hi is not None:
+        x = e.emit("min", [x, hi], "clip")
+    return [x]
+
+
+# ---- activations without a dlvm op ------------------------------------------------------
+
+def _act(ctx: NodeCtx, name: str, default: float) -> float:
+    return float(ctx.attr(name, default))
+
+
+@onnx_op("LeakyRelu")
+def leaky_relu(ctx: NodeCtx) -> list[Value]:
+    x, e = ctx.req(0), ctx.e
+    alpha = _act(ctx, "alpha", 0.01)
+    return [where(e, e.emit("lt", [x, scalar(0, x)]), e.emit("mul", [x, scalar(alpha, x)]), x)]
+
+
+@onnx_op("PRelu")
+def prelu(ctx: NodeCtx) -> list[Value]:
+    x, slope, e = ctx.req(0), ctx.req(1), ctx.e
+    return [where(e, e.emit("lt", [x, scalar(0, x)]), e.emit("mul", [x, slope]), x)]
+
+
+@onnx_op("Elu")
+def elu(ctx: NodeCtx) -> list[Value]:
+    x, e = ctx.req(0), ctx.e
+    alpha = _act(ctx, "alpha", 1.0)
+    neg = e.emit("mul", [e.emit("sub", [e.emit("exp", [x]), scalar(1, x)]), scalar(alpha, x)])
+    return [where(e, e.emit("lt", [x, scalar(0, x)]), neg, x)]
+
+
+@onnx_op("Celu")
+def celu(ctx: NodeCtx) -> list[Value]:
+    x, e = ctx.req(0), ctx.e
+    alpha = _act(ctx, "alpha", 1.0)
+    ex = e.emit("exp", [e.emit("div", [x, scalar(alpha, x)])])
+    neg = e.emit("min", [scalar(0, x), e.emit("mul", [scalar(alpha, x), e.emit("sub", [ex, scalar(1, x)])])])
+    return [e.emit("add", [e.emit("max", [x, scalar(0, x)]), neg])]
+
+
+@onnx_op("Selu")
+def selu(ctx: NodeCtx) -> list[Value]:
+    x, e = ctx.req(0), ctx.e
+    alpha = _act(ctx, "alpha", 1.67326319217681884765625)
+    gamma = _act(ctx, "gamma", 1.05070102214813232421875)
+    neg = e.emit("sub", [e.emit("mul", [e.emit("exp", [x]), scalar(alpha, x)]), scalar(alpha, x)])
+    r = where(e, e.emit("gt", [x, scalar(0, x)]), x, neg)
+    return [e.emit("mul", [r, scalar(gamma, x)])]
+
+
+@onnx_op("ThresholdedRelu")
+def thresholded_relu(ctx: NodeCtx) -> list[Value]:
+    x, e = ctx.req(0), ctx.e
+    alpha = _act(ctx, "alpha", 1.0)
+    return [where(e, e.emit("gt", [x, scalar(alpha, x)]), x, scalar(0, x))]
+
+
+@onnx_op("HardSigmoid")
+def hard_sigmoid(ctx: NodeCtx) -> list[Value]:
+    x, e = ctx.req(0), ctx.e
+    alpha, beta = _act(ctx, "alpha", 0.2), _act(ctx, "beta", 0.5)
+    y = e.emit("add", [e.emit("mul", [x, scalar(alpha, x)]), scalar(beta, x)])
+    return [e.emit("min", [e.emit("max", [y, scalar(0, x)]), scalar(1, x)])]
+
+
+@onnx_op("HardSwish")
+def hard_swish(ctx: NodeCtx) -> list[Value]:
+    x, e = ctx.req(0), ctx.e
+    y = e.emit("add", [e.emit("mul", [x, scalar(1 / 6, x)]), scalar(0.5, x)])
+    y = e.emit("min", [e.emit("max", [y, scalar(0, x)]), scalar(1, x)])
+    return [e.emit("mul", [x, y])]
+
+
+def _softplus(e, x: Value) -> Value:
+    # log(1 + e^x) = max(x, 0) + log(1 + e^-|x|): no overflow for large x
+    t = e.emit("log", [e.emit("add", [scalar(1, x), e.emit("exp", [e.emit("neg", [e.emit("abs", [x])])])])])
+    return e.emit("add", [e.emit("max", [x, scalar(0, x)]), t])
+
+
+@onnx_op("Softplus")
+def softplus(ctx: NodeCtx) -> list[Value]:
+    return [_softplus(ctx.e, ctx.req(0))]
+
+
+@onnx_op("Softsign")
+def softsign(ctx: NodeCtx) -> list[Value]:
+    x, e = ctx.req(0), ctx.e
+    return [e.emit("div", [x, e.emit("add", [scalar(1, x), e.emit("abs", [x])])])]
+
+
+@onnx_op("Mish")
+def mish(ctx: NodeCtx) -> list[Value]:
+    x, e = ctx.req(0), ctx.e
+    return [e.emit("mul", [x, e.emit("tanh", [_softplus(e, x)])])]
+
+
+@onnx_op("Swish")
+def swish(ctx: NodeCtx) -> list[Value]:
+    x, e = ctx.req(0), ctx.e
+    alpha = _act(ctx, "alpha", 1.0)
+    return [e.emit("mul", [x, e.emit("sigmoid", [e.emit("mul", [x, scalar(alpha, x)])])])]
+
+
+@onnx_op("Gelu", since=20)
+def gelu(ctx: NodeCtx) -> list[Value]:
+    approx = ctx.attr("approximate", "none")
+    return [ctx.e.emit("gelu", [ctx.req(0)], ctx.node.output[0], approximate=approx)]
+
+
+@onnx_op("Shrink")
+def shrink(ctx: NodeCtx) -> list[Value]:
+    x, e = ctx.req(0), ctx.e
+    lambd, bias = _act(ctx, "lambd", 0.5), _act(ctx, "bias", 0.0)
+    lo = e.emit("add", [x, scalar(bias, x)])
+    hi = e.emit("sub", [x, scalar(bias, x)])
+    r = where(e, e.emit("gt", [x, scalar(lambd, x)]), hi, scalar(0, x))
+    return [where(e, e.emit("lt", [x, scalar(-lambd, x)]), lo, r)]
+
+
+@onnx_op("IsInf")
+def is_inf(ctx: NodeCtx) -> list[Value]:
+    x, e = ctx.req(0), ctx.e
+    pos, neg = ctx.attr("detect_positive", 1), ctx.attr("detect_negative", 1)
+    inf = float("inf")
+    r = e.emit_const_fill(False, x.type.with_dtype(BOOL)) if not (pos or neg) else None
+    if pos:
+        r = e.emit("eq", [x, scalar(inf, x)])
+    if neg:
+        n = e.emit("eq", [x, scalar(-inf, x)])
+        r = n if r is None else e.emit("or", [r, n])
+    return [r]
+
+
+@onnx_op("Tan")
+def tan(ctx: NodeCtx) -> list[Value]:
+    x, e = ctx.req(0), ctx.e
+    return [e.emit("div", [e.emit("sin", [x]), e.emit("cos", [x])])]
+
+
+@onnx_op("Sinh", "Cosh")
+def sinh_cosh(ctx: NodeCtx) -> list[Value]:
+    x, e = ctx.req(0), ctx.e
+    a, b = e.emit("exp", [x]), e.emit("exp", [e.emit("neg", [x])])
+    op = "sub" if ctx.node.op_type == "Sinh" else "add"
+    return [e.emit("mul", [e.emit(op, [a, b]), scalar(0.5, x)])]
+
+
+@onnx_op("Asinh", "Acosh")
+def asinh_acosh(ctx: NodeCtx) -> list[Value]:
+    # asinh x = ln(x + sqrt(x^2 + 1)), acosh x = ln(x + sqrt(x^2 - 1))
+    x, e = ctx.req(0), ctx.e
+    op = "add" if ctx.node.op_type == "Asinh" else "sub"
+    r = e.emit("sqrt", [e.emit(op, [e.emit("mul", [x, x]), scalar(1, x)])])
+    return [e.emit("log", [e.emit("add", [x, r])])]
+
+
+@onnx_op("Atanh")
+def atanh(ctx: NodeCtx) -> list[Value]:
+    x, e = ctx.req(0), ctx.e
+    q = e.emit("div", [e.emit("add", [scalar(1, x), x]), e.emit("sub", [scalar(1, x), x])])
+    return [e.emit("mul", [e.emit("log", [q]), scalar(0.5, x)])]

@@ -1,0 +1,249 @@
+"""ONNX ops that move elements: Transpose, Concat, Split, Slice, Gather, GatherElements, Tile, Pad,
+Trilu, OneHot, DepthToSpace, SpaceToDepth, CumSum.
+
+Where dlvm has no op, the decomposition uses sizes known at import (slices and concats for Tile
+and the non-constant Pad modes, a triangular matmul for CumSum, a flat gather for GatherElements),
+and the import fails with the reason when a needed size is dynamic.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from isa.dtypes import BY_NAME
+from isa.types import Dim
+
+from ..registry import NodeCtx, onnx_op
+from ..values import Value, known
+from .common import cast, norm_axis, scalar, where
+from .shape import sym_value
+
+I64 = BY_NAME["i64"]
+
+
+@onnx_op("Transpose", since=13)
+def transpose(ctx: NodeCtx) -> list[Value]:
+    x = ctx.req(0)
+    perm = ctx.attr("perm", None)
+    return [ctx.e.emit("transpose", [x], ctx.node.output[0],
+                       perm=None if perm is None else list(perm))]
+
+
+@onnx_op("Concat", since=13)
+def concat(ctx: NodeCtx) -> list[Value]:
+    vals = [v for v in ctx.inputs if v is not None]
+    axis = norm_axis(int(ctx.attr("axis")), vals[0].rank)
+    # drop empty pieces: they add nothing, and a known empty piece would otherwise become a const
+    nonempty = [v for v in vals if not (isinstance(v.shape[axis], int) and v.shape[axis] == 0)]
+    if not nonempty:
+        nonempty = vals[:1]
+    out = nonempty[0] if len(nonempty) == 1 else \
+        ctx.e.emit("concat", nonempty, ctx.node.output[0], axis=axis)
+    if vals[0].rank == 1 and any(v.sym is not None for v in vals) and \
+            all(v.sym is not None or v.known for v in vals):
+        entries: list[Dim] = []
+        for v in vals:
+            entries += list(v.sym) if v.sym is not None else [int(x) for x in v.const]
+        out = sym_value(ctx.e, entries, out, out.dtype)
+    return [out]
+
+
+def slice_axis(e, x: Value, axis: int, start: int, end: int, step: int = 1) -> Value:
+    return e.emit("slice", [x], starts=[start], ends=[end], axes=[axis], steps=[step])
+
+
+@onnx_op("Slice", since=13)
+def slice_(ctx: NodeCtx) -> list[Value]:
+    x = ctx.req(0)
+    starts = ctx.const_ints(1, "starts")
+    ends = ctx.const_ints(2, "ends")
+    axes = ctx.const_ints(3, "axes")
+    steps = ctx.const_ints(4, "steps")
+    if axes is not None:
+        axes = [norm_axis(a, x.rank) for a in axes]
+    out = ctx.e.emit("slice", [x], ctx.node.output[0], starts=starts, ends=ends, axes=axes,
+                     steps=steps)
+    if x.sym is not None and x.rank == 1:
+        st = 1 if steps is None else steps[0]
+        out = sym_value(ctx.e, list(x.sym)[slice(starts[0], ends[0], st)], out)
+    return [out]
+
+
+@onnx_op("Split", since=13)
+def split(ctx: NodeCtx) -> list[Value]:
+    x = ctx.req(0)
+    axis = norm_axis(int(ctx.attr("axis", 0)), x.rank)
+    n_out = len(ctx.node.output)
+    sizes = ctx.const_ints(1, "split")
+    num = ctx.attr("num_outputs", None) if ctx.version >= 18 else None
+    dim = x.shape[axis]
+    if sizes is None:
+        if not isinstance(dim, int):
+            raise ctx.fail("an even split needs a static size on the split axis")
+        n = num or n_out
+        chunk = -(-dim // n)
+        sizes = [min(chunk, dim - i * chunk) for i in range(n)]
+    outs, pos = [], 0
+    for k, s in enumerate(sizes):
+        outs.append(ctx.e.emit("slice", [x], ctx.node.output[k] if k < n_out else "split",
+                               starts=[pos], ends=[pos + s], axes=[axis]))
+        pos += s
+    return outs
+
+
+@onnx_op("Gather", since=13)
+def gather(ctx: NodeCtx) -> list[Value]:
+    x, idx = ctx.req(0), ctx.req(1)
+    axis = norm_axis(int(ctx.attr("axis", 0)), x.rank)
+    out = ctx.e.emit("gather", [x, idx], ctx.node.output[0], axis=axis)
+    if x.sym is not None and idx.known:
+        picked = [x.sym[int(i)] for i in idx.const.reshape(-1)]
+        out = sym_value(ctx.e, picked, out, out.dtype, shape=idx.const.shape)
+    return [out]
+
+
+@onnx_op("GatherElements", since=13)
+def gather_elements(ctx: NodeCtx) -> list[Value]:
+    # r[i, j, k] = x[i, idx[i, j, k], k] (axis 1) as one gather on the flattened x
+    x, idx, e = ctx.req(0), ctx.req(1), ctx.e
+    axis = norm_axis(int(ctx.attr("axis", 0)), x.rank)
+    if not (x.type.is_static and idx.type.is_static):
+        raise ctx.fail("GatherElements needs static shapes")
+    strides = np.cumprod([1] + list(x.shape[::-1]))[:-1][::-1]
+    coords = np.indices(idx.shape, dtype=np.int64)
+    offset = sum(coords[d] * strides[d] for d in range(x.rank) if d != axis)
+    i = cast(e, idx, I64)
+    i = where(e, e.emit("lt", [i, scalar(0, i)]), e.emit("add", [i, scalar(x.shape[axis], i)]), i)
+    flat = e.emit("add", [e.emit("mul", [i, scalar(int(strides[axis]), i)]),
+                          known(np.asarray(offset, np.int64))])
+    xs = e.emit("reshape", [x], shape=[-1])
+    return [e.emit("gather", [xs, flat], ctx.node.output[0], axis=0)]
+
+
+@onnx_op("Tile", since=13)
+def tile(ctx: NodeCtx) -> list[Value]:
+    x = ctx.req(0)
+    reps = ctx.const_ints(1, "repeats")
+    for axis, r in enumerate(reps):
+        if r != 1:
+            x = ctx.e.emit("concat", [x] * r, "tile", axis=axis) if r > 0 else \
+                slice_axis(ctx.e, x, axis, 0, 0)
+    return [x]
+
+
+def _pad_axis(ctx: NodeCtx, x: Value, axis: int, before: int, after: int, mode: str) -> Value:
+    e = ctx.e
+    n = x.shape[axis]
+    parts = []
+    if mode == "edge":
+        parts = [slice_axis(e, x, axis, 0, 1)] * before + [x] + [slice_axis(e, x, axis, -1, n + 1)] * after
+    elif mode == "reflect":
+        if before:
+            parts.append(slice_axis(e, x, axis, before, 0, -1))
+        parts.append(x)
+        if after:
+            parts.append(slice_axis(e, x, axis, -2, -2 - after, -1))
+    elif mode == "wrap":
+        if before:
+            parts.append(slice_axis(e, x, axis, -before, 1 << 62))
+        parts.append(x)
+        if after:
+            parts.append(slice_axis(e, x, axis, 0, after))
+    else:
+        raise ctx.fail(f"pad mode '{mode}' is not supported")
+    return parts[0] if len(parts) == 1 else e.emit("concat", parts, "pad", axis=axis)
+
+
+@onnx_op("Pad", since=13)
+def pad(ctx: NodeCtx) -> list[Value]:
+    x = ctx.req(0)
+    mode = ctx.attr("mode", "constant")
+    pads = ctx.const_ints(1, "pads")
+    cval = ctx.const_input(2, "constant_value")
+    axes = ctx.const_ints(3, "axes") if ctx.version >= 18 else None
+    r = x.rank
+    full = [0] * (2 * r)
+    axes = list(range(r)) if axes is None else [norm_axis(a, r) for a in axes]
+    k = len(axes)
+    for j, a in enumerate(axes):
+        full[a], full[a + r] = pads[j], pads[j + k]
+    if mode == "constant":
+        value = 0.0 if cval is None or cval.size == 0 else cval.reshape(-1)[0].item()
+        if isinstance(value, bool):
+            value = float(value)
+        return [ctx.e.emit("pad", [x], ctx.node.output[0], pads=full, value=value)]
+    if any(p < 0 for p in full):
+        # crop first (a constant pad with negative amounts), then pad the rest
+        x = ctx.e.emit("pad", [x], pads=[min(p, 0) for p in full])
+        full = [max(p, 0) for p in full]
+    for a in range(r):
+        if full[a] or full[a + r]:
+            x = _pad_axis(ctx, x, a, full[a], full[a + r], mode)
+    return [x]
+
+
+@onnx_op("Trilu")
+def trilu(ctx: NodeCtx) -> list[Value]:
+    x = ctx.req(0)
+    upper = bool(ctx.attr("upper", 1))
+    k = ctx.const_ints(1, "k")
+    k = 0 if k is None else k[0]
+    n, m = x.shape[-2], x.shape[-1]
+    if not (isinstance(n, int) and isinstance(m, int)):
+        raise ctx.fail("Trilu needs static sizes in the last two dims")
+    ones = np.ones((n, m), dtype=bool)
+    mask = np.triu(ones, k) if upper else np.tril(ones, k)
+    return [where(ctx.e, known(mask), x, scalar(0, x))]
+
+
+@onnx_op("OneHot")
+def one_hot(ctx: NodeCtx) -> list[Value]:
+    idx, values, e = ctx.req(0), ctx.req(2), ctx.e
+    depth = int(np.asarray(ctx.const_input(1, "depth")).reshape(-1)[0])
+    axis = norm_axis(int(ctx.attr("axis", -1)), idx.rank + 1)
+    i = cast(e, idx, I64)
+    i = where(e, e.emit("lt", [i, scalar(0, i)]), e.emit("add", [i, scalar(depth, i)]), i)
+    i = e.emit("expand_dims", [i], axes=[axis])
+    shape = [1] * (idx.rank + 1)
+    shape[axis] = depth
+    hit = e.emit("eq", [i, known(np.arange(depth, dtype=np.int64).reshape(shape))])
+    off = e.emit("reshape", [e.emit("slice", [values], starts=[0], ends=[1])], shape=[])
+    on = e.emit("reshape", [e.emit("slice", [values], starts=[1], ends=[2])], shape=[])
+    return [where(e, hit, on, off)]
+
+
+@onnx_op("DepthToSpace", "SpaceToDepth", since=13)
+def depth_space(ctx: NodeCtx) -> list[Value]:
+    x, e = ctx.req(0), ctx.e
+    b = int(ctx.attr("blocksize"))
+    if not x.type.is_static or x.rank != 4:
+        raise ctx.fail("needs a static 4-D input")
+    n, c, h, w = x.shape
+    if ctx.node.op_type == "DepthToSpace":
+        if ctx.attr("mode", "DCR") == "DCR":
+            t = e.emit("reshape", [x], shape=[n, b, b, c // (b * b), h, w])
+            t = e.emit("transpose", [t], perm=[0, 3, 4, 1, 5, 2])
+        else:
+            t = e.emit("reshape", [x], shape=[n, c // (b * b), b, b, h, w])
+            t = e.emit("transpose", [t], perm=[0, 1, 4, 2, 5, 3])
+        return [e.emit("reshape", [t], ctx.node.output[0], shape=[n, c // (b * b), h * b, w * b])]
+    t = e.emit("reshape", [x], shape=[n, c, h // b, b, w // b, b])
+    t = e.emit("transpose", [t], perm=[0, 3, 5, 1, 2, 4])
+    return [e.emit("reshape", [t], ctx.node.output[0], shape=[n, c * b * b, h // b, w // b])]
+
+
+@onnx_op("CumSum")
+def cumsum(ctx: NodeCtx) -> list[Value]:
+    # a prefix sum along one axis is a matmul with a triangular 0/1 matrix
+    x, e = ctx.req(0), ctx.e
+    axis = norm_axis(int(np.asarray(ctx.const_input(1, "axis")).reshape(-1)[0]), x.rank)
+    exclusive, reverse = bool(ctx.attr("exclusive", 0)), bool(ctx.attr("reverse", 0))
+    n = x.shape[axis]
+    if not isinstance(n, int):
+        raise ctx.fail("CumSum needs a static size on its axis")
+    i, j = np.indices((n, n))
+    m = (i > j if exclusive else i >= j) if reverse else (i < j if exclusive else i <= j)
+    perm = [d for d in range(x.rank) if d != axis] + [axis]
+    inv = list(np.argsort(perm))
+    t = e.emit("transpose", [x], perm=perm) if axis != x.rank - 1 else x
+    y = e.emit("matmul", [t, known(m.astype(x.dtype.np))], "cumsum")
+    return [e.emit("transpose", [y], perm=[int(p) for p in inv]) if axis != x.rank - 1 else y]

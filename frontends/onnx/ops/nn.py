@@ -1,0 +1,264 @@
+"""Neural-network ONNX ops: MatMul, Gemm, Conv, pooling, normalizations, softmax family.
+
+dlvm's conv2d and pools are 2-D NCHW; 1-D ONNX forms run as 2-D with a unit height. auto_pad and
+ceil_mode become explicit pads computed from static spatial sizes.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..registry import NodeCtx, onnx_op
+from ..values import Value, known
+from .common import norm_axis, scalar
+
+
+@onnx_op("MatMul", since=13)
+def matmul(ctx: NodeCtx) -> list[Value]:
+    return [ctx.e.emit("matmul", [ctx.req(0), ctx.req(1)], ctx.node.output[0])]
+
+
+@onnx_op("Gemm", since=13)
+def gemm(ctx: NodeCtx) -> list[Value]:
+    a, b, c, e = ctx.req(0), ctx.req(1), ctx.input(2), ctx.e
+    alpha, beta = float(ctx.attr("alpha", 1.0)), float(ctx.attr("beta", 1.0))
+    if ctx.attr("transA", 0):
+        a = e.emit("transpose", [a], perm=[1, 0])
+    if ctx.attr("transB", 0):
+        b = e.emit("transpose", [b], perm=[1, 0])
+    y = e.emit("matmul", [a, b], ctx.node.output[0])
+    if alpha != 1.0:
+        y = e.emit("mul", [y, scalar(alpha, y)])
+    if c is not None and beta != 0.0:
+        if beta != 1.0:
+            c = e.emit("mul", [c, scalar(beta, c)])
+        y = e.emit("add", [y, c], ctx.node.output[0])
+    return [y]
+
+
+def _spatial_pads(ctx: NodeCtx, x: Value, kernel: list[int], strides: list[int],
+                  dilations: list[int], ceil_mode: bool = False) -> list[int]:
+    """Explicit pads [begins..., ends...] from pads / auto_pad / ceil_mode."""
+    n = len(kernel)
+    auto = ctx.attr("auto_pad", "NOTSET")
+    pads = list(ctx.attr("pads", [0] * (2 * n)))
+    sizes = x.shape[2:]
+    if auto in ("SAME_UPPER", "SAME_LOWER"):
+        if not all(isinstance(s, int) for s in sizes):
+            raise ctx.fail(f"auto_pad={auto} needs static spatial sizes")
+        pads = [0] * (2 * n)
+        for i in range(n):
+            out = -(-sizes[i] // strides[i])
+            total = max((out - 1) * strides[i] + (kernel[i] - 1) * dilations[i] + 1 - sizes[i], 0)
+            small, big = total // 2, total - total // 2
+            pads[i], pads[i + n] = (small, big) if auto == "SAME_UPPER" else (big, small)
+    elif auto == "VALID":
+        pads = [0] * (2 * n)
+    elif auto != "NOTSET":
+        raise ctx.fail(f"auto_pad={auto} is not supported")
+    if ceil_mode:
+        if not all(isinstance(s, int) for s in sizes):
+            raise ctx.fail("ceil_mode needs static spatial sizes")
+        for i in range(n):
+            span = sizes[i] + pads[i] + pads[i + n] - ((kernel[i] - 1) * dilations[i] + 1)
+            out = -(-span // strides[i]) + 1
+            if (out - 1) * strides[i] >= sizes[i] + pads[i]:
+                out -= 1          # the last window must start inside the input or left pad
+            need = (out - 1) * strides[i] + (kernel[i] - 1) * dilations[i] + 1
+            pads[i + n] += max(need - (sizes[i] + pads[i] + pads[i + n]), 0)
+    return pads
+
+
+def _to_2d(ctx: NodeCtx, x: Value, nd: int) -> Value:
+    if nd == 1:
+        return ctx.e.emit("expand_dims", [x], axes=[2])
+    if nd != 2:
+        raise ctx.fail(f"{nd}-D {ctx.node.op_type} is not supported (dlvm has 2-D NCHW ops)")
+    return x
+
+
+def _pads_2d(pads: list[int], nd: int) -> list[int]:
+    return [0, pads[0], 0, pads[1]] if nd == 1 else pads
+
+
+@onnx_op("Conv")
+def conv(ctx: NodeCtx) -> list[Value]:
+    x, w, b, e = ctx.req(0), ctx.req(1), ctx.input(2), ctx.e
+    nd = x.rank - 2
+    kernel = list(ctx.attr("kernel_shape", w.shape[2:]))
+    strides = list(ctx.attr("strides", [1] * nd))
+    dil = list(ctx.attr("dilations", [1] * nd))
+    group = int(ctx.attr("group", 1))
+    pads = _spatial_pads(ctx, x, kernel, strides, dil)
+    x2, w2 = _to_2d(ctx, x, nd), _to_2d(ctx, w, nd)
+    if nd == 1:
+        strides, dil = [1] + strides, [1] + dil
+    args = [x2, w2] + ([b] if b is not None else [])
+    y = e.emit("conv2d", args, ctx.node.output[0], strides=strides, pads=_pads_2d(pads, nd),
+               dilations=dil, groups=group)
+    return [e.emit("squeeze", [y], axes=[2]) if nd == 1 else y]
+
+
+@onnx_op("MaxPool", "AveragePool")
+def pool(ctx: NodeCtx) -> list[Value]:
+    x, e = ctx.req(0), ctx.e
+    if len(ctx.node.output) > 1 and ctx.node.output[1]:
+        raise ctx.fail("the Indices output of MaxPool is not supported")
+    nd = x.rank - 2
+    kernel = list(ctx.attr("kernel_shape"))
+    strides = list(ctx.attr("strides", [1] * nd))
+    dil = list(ctx.attr("dilations", [1] * nd))
+    if any(d != 1 for d in dil):
+        raise ctx.fail("dilated pooling is not supported")
+    ceil_mode = bool(ctx.attr("ceil_mode", 0))
+    is_max = ctx.node.op_type == "MaxPool"
+    if is_max:
+        if ctx.attr("storage_order", 0):
+            raise ctx.fail("storage_order=1 only affects Indices, which is not supported")
+        include = False
+    else:
+        include = bool(ctx.attr("count_include_pad", 0))
+    base = _spatial_pads(ctx, x, kernel, strides, dil)
+    pads = _spatial_pads(ctx, x, kernel, strides, dil, ceil_mode) if ceil_mode else base
+    if include and pads != base:
+        raise ctx.fail("ceil_mode with count_include_pad is not supported")
+    x2 = _to_2d(ctx, x, nd)
+    if nd == 1:
+        kernel, strides = [1] + kernel, [1] + strides
+    if is_max:
+        y = e.emit("maxpool2d", [x2], ctx.node.output[0], kernel=kernel, strides=strides,
+                   pads=_pads_2d(pads, nd))
+    else:
+        y = e.emit("avgpool2d", [x2], ctx.node.output[0], kernel=kernel, strides=strides,
+                   pads=_pads_2d(pads, nd), count_include_pad=include)
+    return [e.emit("squeeze", [y], axes=[2]) if nd == 1 else y]
+
+
+@onnx_op("GlobalAveragePool", "GlobalMaxPool")
+def global_pool(ctx: NodeCtx) -> list[Value]:
+    x = ctx.req(0)
+    op = "reduce_mean" if ctx.node.op_type == "GlobalAveragePool" else "reduce_max"
+    return [ctx.e.emit(op, [x], ctx.node.output[0], axes=list(range(2, x.rank)), keepdims=True)]
+
+
+def _channel_shape(x: Value) -> list[int]:
+    return [-1] + [1] * (x.rank - 2)
+
+
+@onnx_op("BatchNormalization", since=14)
+def batch_norm(ctx: NodeCtx) -> list[Value]:
+    x, e = ctx.req(0), ctx.e
+    if ctx.attr("training_mode", 0):
+        raise ctx.fail("training_mode=1 is training; only inference BatchNormalization is imported")
+    ctx.attr("momentum", 0.9)     # only used in training mode
+    eps = float(ctx.attr("epsilon", 1e-5))
+    args = [ctx.req(i) for i in range(1, 5)]
+    if x.rank == 4:
+        return [e.emit("batch_norm", [x] + args, ctx.node.output[0], epsilon=eps)]
+    scale, bias, mean, var = [e.emit("reshape", [a], shape=_channel_shape(x)) for a in args]
+    inv = e.emit("div", [scale, e.emit("sqrt", [e.emit("add", [var, scalar(eps, var)])])])
+    return [e.emit("add", [e.emit("mul", [e.emit("sub", [x, mean]), inv]), bias])]
+
+
+def _normalize(e, x: Value, axes: list[int], eps: float) -> Value:
+    mean = e.emit("reduce_mean", [x], axes=axes, keepdims=True)
+    d = e.emit("sub", [x, mean])
+    var = e.emit("reduce_mean", [e.emit("mul", [d, d])], axes=axes, keepdims=True)
+    return e.emit("div", [d, e.emit("sqrt", [e.emit("add", [var, scalar(eps, var)])])])
+
+
+@onnx_op("InstanceNormalization")
+def instance_norm(ctx: NodeCtx) -> list[Value]:
+    x, scale, bias, e = ctx.req(0), ctx.req(1), ctx.req(2), ctx.e
+    eps = float(ctx.attr("epsilon", 1e-5))
+    y = _normalize(e, x, list(range(2, x.rank)), eps)
+    y = e.emit("mul", [y, e.emit("reshape", [scale], shape=_channel_shape(x))])
+    return [e.emit("add", [y, e.emit("reshape", [bias], shape=_channel_shape(x))])]
+
+
+@onnx_op("LayerNormalization", since=17)
+def layer_norm(ctx: NodeCtx) -> list[Value]:
+    x, e = ctx.req(0), ctx.e
+    if any(o for o in ctx.node.output[1:]):
+        raise ctx.fail("the Mean and InvStdDev outputs are not supported")
+    axis = norm_axis(int(ctx.attr("axis", -1)), x.rank)
+    eps = float(ctx.attr("epsilon", 1e-5))
+    if ctx.attr("stash_type", 1) != 1:
+        raise ctx.fail("stash_type other than float is not supported")
+    args = [x, ctx.req(1)] + ([ctx.input(2)] if ctx.input(2) is not None else [])
+    return [e.emit("layer_norm", args, ctx.node.output[0], axis=axis, epsilon=eps)]
+
+
+@onnx_op("GroupNormalization", since=21)
+def group_norm(ctx: NodeCtx) -> list[Value]:
+    x, scale, bias, e = ctx.req(0), ctx.req(1), ctx.req(2), ctx.e
+    g = int(ctx.attr("num_groups"))
+    eps = float(ctx.attr("epsilon", 1e-5))
+    if ctx.attr("stash_type", 1) != 1:
+        raise ctx.fail("stash_type other than float is not supported")
+    if not x.type.is_static:
+        raise ctx.fail("GroupNormalization needs static shapes")
+    n = x.shape[0]
+    y = _normalize(e, e.emit("reshape", [x], shape=[n, g, -1]), [2], eps)
+    y = e.emit("reshape", [y], shape=list(x.shape))
+    y = e.emit("mul", [y, e.emit("reshape", [scale], shape=_channel_shape(x))])
+    return [e.emit("add", [y, e.emit("reshape", [bias], shape=_channel_shape(x))])]
+
+
+@onnx_op("RMSNormalization", since=23)
+def rms_norm(ctx: NodeCtx) -> list[Value]:
+    x, scale, e = ctx.req(0), ctx.req(1), ctx.e
+    axis = norm_axis(int(ctx.attr("axis", -1)), x.rank)
+    eps = float(ctx.attr("epsilon", 1e-5))
+    if ctx.attr("stash_type", 1) != 1:
+        raise ctx.fail("stash_type other than float is not supported")
+    ms = e.emit("reduce_mean", [e.emit("mul", [x, x])], axes=list(range(axis, x.rank)), keepdims=True)
+    y = e.emit("div", [x, e.emit("sqrt", [e.emit("add", [ms, scalar(eps, ms)])])])
+    return [e.emit("mul", [y, scale])]
+
+
+@onnx_op("Softmax", "LogSoftmax", since=13)
+def softmax(ctx: NodeCtx) -> list[Value]:
+    x = ctx.req(0)
+    op = "softmax" if ctx.node.op_type == "Softmax" else "log_softmax"
+    axis = norm_axis(int(ctx.attr("axis", -1)), x.rank)
+    return [ctx.e.emit(op, [x], ctx.node.output[0], axis=axis)]
+
+
+@onnx_op("Hardmax", since=13)
+def hardmax(ctx: NodeCtx) -> list[Value]:
+    x, e = ctx.req(0), ctx.e
+    axis = norm_axis(int(ctx.attr("axis", -1)), x.rank)
+    n = x.shape[axis]
+    if not isinstance(n, int):
+        raise ctx.fail("Hardmax needs a static size on its axis")
+    i = e.emit("argmax", [x], axis=axis, keepdims=True)
+    shape = [1] * x.rank
+    shape[axis] = n
+    hit = e.emit("eq", [i, known(np.arange(n, dtype=np.int64).reshape(shape))])
+    return [e.emit("select", [hit, scalar(1, x), scalar(0, x)])]
+
+
+@onnx_op("LpNormalization")
+def lp_norm(ctx: NodeCtx) -> list[Value]:
+    x, e = ctx.req(0), ctx.e
+    axis = norm_axis(int(ctx.attr("axis", -1)), x.rank)
+    p = int(ctx.attr("p", 2))
+    if p == 1:
+        n = e.emit("reduce_sum", [e.emit("abs", [x])], axes=[axis], keepdims=True)
+    elif p == 2:
+        n = e.emit("sqrt", [e.emit("reduce_sum", [e.emit("mul", [x, x])], axes=[axis], keepdims=True)])
+    else:
+        raise ctx.fail(f"p={p} is not defined by ONNX")
+    return [e.emit("div", [x, n])]
+
+
+@onnx_op("MeanVarianceNormalization", since=13)
+def mvn(ctx: NodeCtx) -> list[Value]:
+    x, e = ctx.req(0), ctx.e
+    axes = [norm_axis(a, x.rank) for a in ctx.attr("axes", [0, 2, 3])]
+    mean = e.emit("reduce_mean", [x], axes=axes, keepdims=True)
+    d = e.emit("sub", [x, mean])
+    var = e.emit("reduce_mean", [e.emit("mul", [d, d])], axes=axes, keepdims=True)
+    return [e.emit("div", [d, e.emit("add", [e.emit("sqrt", [var]), scalar(1e-9, var)])])]
+
+

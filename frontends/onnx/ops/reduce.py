@@ -1,0 +1,94 @@
+"""ONNX reductions. Axes moved from an attribute to an input (ReduceSum at opset 13, the others at
+18); both forms are read here, and an axes input must be known at import (dlvm types depend on
+it). ONNX keeps reduced dims by default; dlvm does not, so keepdims is always passed."""
+from __future__ import annotations
+
+from ..registry import NodeCtx, onnx_op
+from ..values import Value
+from .common import norm_axis, scalar
+
+_DIRECT = {"ReduceSum": "reduce_sum", "ReduceMean": "reduce_mean", "ReduceMax": "reduce_max",
+           "ReduceMin": "reduce_min", "ReduceProd": "reduce_prod"}
+_COMPOSED = ("ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare")
+
+
+def _axes(ctx: NodeCtx) -> list[int] | None:
+    input_form = ctx.version >= (13 if ctx.node.op_type == "ReduceSum" else 18)
+    if input_form:
+        return ctx.const_ints(1, "axes")
+    a = ctx.attr("axes", None)
+    return None if a is None else list(a)
+
+
+def _spec(ctx: NodeCtx) -> tuple[list[int] | None, bool] | None:
+    """(axes or None for all, keepdims), or None when the node is the identity."""
+    axes = _axes(ctx)
+    keep = bool(ctx.attr("keepdims", 1))
+    noop = bool(ctx.attr("noop_with_empty_axes", 0)) if ctx.has("noop_with_empty_axes") or \
+        ctx.version >= 13 else False
+    if not axes:
+        if noop:
+            return None
+        axes = None
+    return axes, keep
+
+
+@onnx_op(*_DIRECT, *_COMPOSED)
+def reduce(ctx: NodeCtx) -> list[Value]:
+    x, e = ctx.req(0), ctx.e
+    spec = _spec(ctx)
+    op = ctx.node.op_type
+    if spec is None:
+        # the identity still applies the elementwise part of composed reductions
+        if op == "ReduceL1":
+            return [e.emit("abs", [x])]
+        if op == "ReduceSumSquare":
+            return [e.emit("mul", [x, x])]
+        if op == "ReduceL2":
+            return [e.emit("abs", [x])]
+        if op == "ReduceLogSum":
+            return [e.emit("log", [x])]
+        return [x]
+    axes, keep = spec
+    if axes is not None:
+        axes = [norm_axis(a, x.rank) for a in axes]
+    if op in _DIRECT:
+        return [e.emit(_DIRECT[op], [x], ctx.node.output[0], axes=axes, keepdims=keep)]
+    if op == "ReduceL1":
+        return [e.emit("reduce_sum", [e.emit("abs", [x])], axes=axes, keepdims=keep)]
+    if op == "ReduceSumSquare":
+        return [e.emit("reduce_sum", [e.emit("mul", [x, x])], axes=axes, keepdims=keep)]
+    if op == "ReduceL2":
+        s = e.emit("reduce_sum", [e.emit("mul", [x, x])], axes=axes, keepdims=keep)
+        if x.dtype.is_int:
+            from isa.dtypes import BY_NAME
+            f = e.emit("sqrt", [e.emit("cast", [s], to=BY_NAME["f64"])])
+            return [e.emit("cast", [e.emit("round", [f])], to=x.dtype)]
+        return [e.emit("sqrt", [s])]
+    if op == "ReduceLogSum":
+        return [e.emit("log", [e.emit("reduce_sum", [x], axes=axes, keepdims=keep)])]
+    # ReduceLogSumExp, shifted by the maximum so large inputs do not overflow
+    m = e.emit("reduce_max", [x], axes=axes, keepdims=True)
+    m = e.emit("select", [e.emit("isnan", [e.emit("sub", [m, m])]), scalar(0, x), m])
+    s = e.emit("reduce_sum", [e.emit("exp", [e.emit("sub", [x, m])])], axes=axes, keepdims=keep)
+    if not keep:
+        m = e.emit("squeeze", [m], axes=list(range(x.rank)) if axes is None else axes)
+    return [e.emit("add", [e.emit("log", [s]), m])]
+
+
+@onnx_op("ArgMax", "ArgMin")
+def arg_reduce(ctx: NodeCtx) -> list[Value]:
+    x, e = ctx.req(0), ctx.e
+    axis = norm_axis(int(ctx.attr("axis", 0)), x.rank)
+    keep = bool(ctx.attr("keepdims", 1))
+    last = bool(ctx.attr("select_last_index", 0))
+    op = "argmax" if ctx.node.op_type == "ArgMax" else "argmin"
+    if not last:
+        return [e.emit(op, [x], ctx.node.output[0], axis=axis, keepdims=keep)]
+    # the last extremum is the first one of the reversed axis, counted from the back
+    n = x.shape[axis]
+    if not isinstance(n, int):
+        raise ctx.fail("select_last_index needs a static size on the reduced axis")
+    rev = e.emit("slice", [x], starts=[-1], ends=[-(n + 1)], axes=[axis], steps=[-1])
+    i = e.emit(op, [rev], axis=axis, keepdims=keep)
+    return [e.emit("sub", [scalar(n - 1, i), i])]

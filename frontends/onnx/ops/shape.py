@@ -1,0 +1,212 @@
+"""Shape-valued ONNX ops: Shape, Size, Reshape, Flatten, Squeeze, Unsqueeze, Expand,
+ConstantOfShape, Range, EyeLike.
+
+dlvm fixes ranks (and, where it can, sizes) before a program runs, so shape operands must be known
+at import. Exporters compute them with Shape -> Gather -> Concat chains; those fold at import
+when the sizes are static, and keep named dims (`Value.sym`) when a dim is dynamic.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from isa.dtypes import BY_NAME
+from isa.types import Dim, TensorType
+
+from ..registry import NodeCtx, onnx_op
+from ..values import Value, known
+from .common import norm_axis
+
+I64 = BY_NAME["i64"]
+
+
+def shape_entries(ctx: NodeCtx, i: int, what: str) -> list[Dim] | None:
+    """Input i, a 1-D shape vector, as sizes and named dims; None where absent."""
+    v = ctx.input(i)
+    if v is None:
+        return None
+    if v.const is not None:
+        return [int(x) for x in v.const.reshape(-1)]
+    if v.sym is not None:
+        return list(v.sym)
+    raise ctx.not_known(i, what)
+
+
+def sym_value(e, entries: list[Dim], runtime: Value | None, dtype=I64, shape=None) -> Value:
+    """A shape vector: known when every entry is a size, else the run-time value with `sym`."""
+    shape = (len(entries),) if shape is None else shape
+    if all(isinstance(d, int) for d in entries):
+        return known(np.array(entries, dtype=dtype.np).reshape(shape))
+    assert runtime is not None
+    return Value(runtime.type, runtime.operand, None, tuple(entries))
+
+
+def to_int_shape(ctx: NodeCtx, dims: list[Dim], x: Value) -> tuple[list[int], TensorType]:
+    """A reshape target with named dims as an int list (one unknown written -1) and the result
+    type that keeps the names."""
+    names = [i for i, d in enumerate(dims) if not isinstance(d, int)]
+    ints = [d if isinstance(d, int) else -1 for d in dims]
+    if len(names) > 1 or (names and -1 in dims):
+        raise ctx.fail(f"reshape to {dims}: more than one size is unknown at import")
+    shown: list[Dim] = [None if d == -1 else d for d in dims]
+    if -1 in dims and x.type.is_static:
+        total = int(np.prod([d for d in x.shape]))
+        rest = int(np.prod([d for d in dims if d != -1]))
+        shown = [total // rest if d == -1 and rest else d for d in dims]
+    return ints, TensorType(x.dtype, tuple(shown))
+
+
+def reshape(ctx: NodeCtx, x: Value, dims: list[Dim], hint: str) -> Value:
+    ints, t = to_int_shape(ctx, dims, x)
+    if x.type.is_static:
+        return ctx.e.emit("reshape", [x], hint, shape=ints)
+    return ctx.e.emit("reshape", [x], hint, shape=ints, result_type=t)
+
+
+@onnx_op("Shape", since=13)
+def shape_(ctx: NodeCtx) -> list[Value]:
+    x = ctx.req(0)
+    r = x.rank
+    start = ctx.attr("start", 0)
+    end = ctx.attr("end", r)
+    start = min(max(norm_axis(start, r), 0), r)
+    end = min(max(norm_axis(end, r), 0), r)
+    dims = list(x.shape[start:end])
+    if all(isinstance(d, int) for d in dims):
+        return [known(np.array(dims, dtype=np.int64))]
+    full = ctx.e.emit("shape_of", [x], "shape")
+    if (start, end) != (0, r):
+        full = ctx.e.emit("slice", [full], "shape", starts=[start], ends=[end])
+    return [sym_value(ctx.e, [None if d is None else d for d in dims], full)]
+
+
+@onnx_op("Size", since=13)
+def size(ctx: NodeCtx) -> list[Value]:
+    x = ctx.req(0)
+    if x.type.is_static:
+        return [known(np.array(int(np.prod(x.shape)), dtype=np.int64))]
+    return [ctx.e.emit("reduce_prod", [ctx.e.emit("shape_of", [x])], "size")]
+
+
+@onnx_op("Reshape", since=13)
+def reshape_(ctx: NodeCtx) -> list[Value]:
+    x = ctx.req(0)
+    dims = shape_entries(ctx, 1, "shape")
+    allowzero = ctx.attr("allowzero", 0) if ctx.version >= 14 else 0
+    if not allowzero:
+        # ONNX 0 copies the input's dim; dlvm's 0 is a size of zero
+        dims = [x.shape[i] if d == 0 else d for i, d in enumerate(dims)]
+    return [reshape(ctx, x, dims, ctx.node.output[0])]
+
+
+@onnx_op("Flatten", since=13)
+def flatten(ctx: NodeCtx) -> list[Value]:
+    x = ctx.req(0)
+    axis = norm_axis(int(ctx.attr("axis", 1)), x.rank)
+
+    def prod(ds: tuple[Dim, ...]) -> Dim:
+        if all(isinstance(d, int) for d in ds):
+            return int(np.prod(ds, dtype=np.int64))
+        return ds[0] if len(ds) == 1 else -1
+    a, b = prod(x.shape[:axis]), prod(x.shape[axis:])
+    if a == -1 and b == -1:
+        raise ctx.fail("both sides of the flatten have sizes unknown at import")
+    return [reshape(ctx, x, [a, b], ctx.node.output[0])]
+
+
+def _axes_input_or_attr(ctx: NodeCtx) -> list[int] | None:
+    if ctx.version >= 13:
+        return ctx.const_ints(1, "axes")
+    a = ctx.attr("axes", None)
+    return None if a is None else list(a)
+
+
+@onnx_op("Squeeze", since=13)
+def squeeze(ctx: NodeCtx) -> list[Value]:
+    x = ctx.req(0)
+    axes = _axes_input_or_attr(ctx)
+    if axes is not None:
+        axes = [norm_axis(a, x.rank) for a in axes]
+    out = ctx.e.emit("squeeze", [x], ctx.node.output[0], axes=axes)
+    if x.sym is not None and x.rank == 1 and out.rank == 0:
+        out.sym = x.sym
+    return [out]
+
+
+@onnx_op("Unsqueeze", since=13)
+def unsqueeze(ctx: NodeCtx) -> list[Value]:
+    x = ctx.req(0)
+    axes = _axes_input_or_attr(ctx)
+    rank = x.rank + len(axes)
+    axes = sorted(norm_axis(a, rank) for a in axes)
+    out = ctx.e.emit("expand_dims", [x], ctx.node.output[0], axes=axes)
+    if x.sym is not None and out.rank == 1:
+        out.sym = x.sym
+    return [out]
+
+
+def broadcast_target(ctx: NodeCtx, a: tuple[Dim, ...], b: list[Dim]) -> list[Dim]:
+    """ONNX Expand's result shape: the two shapes broadcast both ways."""
+    n = max(len(a), len(b))
+    a2 = [1] * (n - len(a)) + list(a)
+    b2 = [1] * (n - len(b)) + list(b)
+    out: list[Dim] = []
+    for x, y in zip(a2, b2):
+        if x == y or y == 1:
+            out.append(x)
+        elif x == 1:
+            out.append(y)
+        elif isinstance(x, int) and isinstance(y, int):
+            raise ctx.fail(f"shapes {list(a)} and {b} do not broadcast")
+        else:
+            out.append(y if isinstance(y, int) else x)
+    return out
+
+
+@onnx_op("Expand", since=13)
+def expand(ctx: NodeCtx) -> list[Value]:
+    x = ctx.req(0)
+    dims = shape_entries(ctx, 1, "shape")
+    target = broadcast_target(ctx, x.shape, dims)
+    if any(d is None for d in target):
+        raise ctx.fail(f"expand to {target}: a size is unknown at import")
+    if list(x.shape) == target:
+        return [x]
+    return [ctx.e.emit("broadcast_to", [x], ctx.node.output[0], shape=target)]
+
+
+@onnx_op("ConstantOfShape")
+def constant_of_shape(ctx: NodeCtx) -> list[Value]:
+    dims = shape_entries(ctx, 0, "shape")
+    value = ctx.attr("value", None)
+    fill = np.zeros(1, np.float32) if value is None else np.asarray(value).reshape(-1)
+    from isa.dtypes import dtype_from_numpy
+    dt = dtype_from_numpy(fill.dtype)
+    if dt is None:
+        raise ctx.fail(f"value dtype {fill.dtype} has no dlvm equivalent")
+    if any(d is None for d in dims):
+        raise ctx.fail(f"shape {dims} has a size unknown at import")
+    return [ctx.e.emit_const_fill(fill[0], TensorType(dt, tuple(dims)), ctx.node.output[0])]
+
+
+@onnx_op("Range")
+def range_(ctx: NodeCtx) -> list[Value]:
+    start = ctx.const_input(0, "start")
+    limit = ctx.const_input(1, "limit")
+    delta = ctx.const_input(2, "delta")
+    n = max(int(np.ceil((limit - start) / delta)), 0)
+    out = (start + np.arange(n, dtype=np.float64) * delta).astype(np.asarray(start).dtype) \
+        if np.asarray(start).dtype.kind == "f" else \
+        (start + np.arange(n, dtype=np.int64) * delta).astype(np.asarray(start).dtype)
+    return [known(out)]
+
+
+@onnx_op("EyeLike")
+def eye_like(ctx: NodeCtx) -> list[Value]:
+    x = ctx.req(0)
+    k = int(ctx.attr("k", 0))
+    dtype_attr = ctx.attr("dtype", None)
+    if not x.type.is_static or x.rank != 2:
+        raise ctx.fail("EyeLike needs a static 2-D input")
+    from ..graph import onnx_dtype
+    dt = x.dtype if dtype_attr is None else onnx_dtype(dtype_attr, ctx.label)
+    return [known(np.eye(x.shape[0], x.shape[1], k, dtype=dt.np))]
