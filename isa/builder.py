@@ -51,7 +51,7 @@ class ModuleBuilder:
         self.module = Module(name)
 
     def constant(self, name: str, value: np.ndarray) -> ConstRef:
-        value = np.ascontiguousarray(value)
+        value = np.asarray(value, order="C")   # ascontiguousarray would make a 0-d array 1-d
         dt = dtype_from_numpy(value.dtype)
         if dt is None:
             raise TypeError(f"constant @{name}: dtype {value.dtype} has no dlvm equivalent")
