@@ -457,3 +457,11 @@ def test_msgpack_level_limits_and_ext():
 def test_wide_int_limit():
     m = immediates()
     assert "max_int_bytes" in _err(encode(m), ResourceExhausted, Limits(max_int_bytes=8))
+
+
+def test_format_depth_fits_the_default_limit():
+    """The deepest field (a named dim of a TYPE attribute) sits at depth 12, as the spec says."""
+    for name in OPS:
+        decode(encode(with_locs(one_op(name, "samples"))), Limits(max_depth=12))
+    with pytest.raises(ResourceExhausted, match="max_depth"):
+        decode(encode(one_op("const", "samples")), Limits(max_depth=11))

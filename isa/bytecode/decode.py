@@ -37,7 +37,7 @@ def decode(data: bytes, limits: Limits | None = None) -> Module:
         raise exhausted("", f"the file has {len(data)} bytes, more than the limit max_total_bytes "
                             f"= {lim.max_total_bytes}")
     _, minor = fmt.check_header(data)
-    body = _unpack(data[fmt.HEADER.size:], lim)
+    body = _unpack(memoryview(data)[fmt.HEADER.size:], lim)    # a view: no copy of a large file
     _check_depth(body, lim.max_depth)
     return _ModuleDecoder(Reader(lim), minor).module(body)
 
@@ -46,7 +46,7 @@ def _reject_ext(code: int, data: bytes) -> Any:
     raise MalformedError(f"bytecode: msgpack ext type {code} is not part of the format")
 
 
-def _unpack(body: bytes, lim: Limits) -> Any:
+def _unpack(body: memoryview, lim: Limits) -> Any:
     if not body:
         raise MalformedError("bytecode: no sections after the header")
     u = msgpack.Unpacker(None, max_buffer_size=max(len(body), 1), raw=False, strict_map_key=True,
