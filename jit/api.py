@@ -1,0 +1,114 @@
+"""The JIT's public API, as the VM and `dlvm compile` use it.
+
+    regions = form_regions(module, "main", verify_module(module)["main"])
+    jit = Jit()
+    run = jit.runner(module, regions[0])
+    outs = run([x])          # list of output arrays, or None: interpret the region instead
+
+Importing this module does not import llvmlite; compiling does.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from isa.module import Module
+from isa.verify import verify_module
+
+from .build import build_kernel
+from .cache import DiskCache
+from .plan import make_plan
+from .regions import Region, form_regions
+from .runner import RegionRunner, matmul_shape
+from .threads import default_threads
+
+EMITS = ("kernel-ir", "llvm", "asm")
+
+
+class Jit:
+    """Compiles regions for the host CPU.
+
+    cache_dir: directory of the on-disk code cache (default: $DLVM_CACHE_DIR or the user cache
+    dir); opt_level: LLVM optimization level; threads: threads a large kernel is split across
+    (default: $DLVM_THREADS or the CPUs this process may use); max_variants: compiled variants per
+    region before new shapes stay interpreted; parallel_threshold_us: estimated single-thread time
+    below which a kernel runs on one thread (a handoff to a worker costs tens of microseconds)."""
+
+    def __init__(self, *, cache_dir: str | None = None, opt_level: int = 3, threads: int | None = None,
+                 max_variants: int = 4, parallel_threshold_us: float = 150.0):
+        self.opt_level = opt_level
+        self.threads = threads if threads is not None else default_threads()
+        self.max_variants = max_variants
+        self.parallel_threshold_us = parallel_threshold_us
+        self.disk = DiskCache(cache_dir)
+        self._types: dict[tuple[int, str], object] = {}
+
+    def runner(self, module: Module, region: Region) -> RegionRunner:
+        key = (id(module), region.func)
+        types = self._types.get(key)
+        if types is None:
+            types = verify_module(module)[region.func]
+            self._types[key] = types
+        return RegionRunner(self, module, region, types)
+
+
+def _static_shape(t, dims: dict[str, int]) -> tuple[int, ...]:
+    # unbound named and unknown dims become 2: any size > 1 gives the same code (sizes are
+    # run-time values); only 1 versus more changes a variant
+    return tuple(d if isinstance(d, int) else dims.get(d, 2) if isinstance(d, str) else 2 for d in t.shape)
+
+
+def compile_program(module: Module, *, target: str = "cpu", emit: str = "llvm",
+                    dims: dict[str, int] | None = None, out_dir: str | os.PathLike) -> list[Path]:
+    """Compile every region of every function ahead of time and write one file per region:
+    `<module>.<func>.b<block>_<start>_<end>.<ext>` with ext .kir (kernel IR), .ll or .s.
+    Shapes come from the static types with named dims from `dims`."""
+    if target == "cuda":
+        raise NotImplementedError("target 'cuda' (PTX emission) is not implemented yet: it arrives "
+                                  "with the CUDA backend; use target='cpu'")
+    if target != "cpu":
+        raise ValueError(f"unknown target {target!r}; expected 'cpu' (or 'cuda', not yet implemented)")
+    if emit not in EMITS:
+        raise ValueError(f"emit must be one of {', '.join(EMITS)}, got {emit!r}")
+    from .compiler import assembly, optimized_ir
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    dims = dims or {}
+    all_types = verify_module(module)
+    written: list[Path] = []
+    for fname in module.functions:
+        types = all_types[fname]
+        for region in form_regions(module, fname, types):
+            kernel = build_kernel(module, types, region)
+            rows = types[region.block]
+            shapes = []
+            for t in kernel.inputs:
+                if t.source < 0:
+                    mm = rows[region.start]
+                    shapes.append(matmul_shape(*(_static_shape(x, dims) for x in mm.operands)))
+                else:
+                    shapes.append(_input_shape(module, types, region, t.source, dims))
+            spec = make_plan(kernel, shapes).spec
+            stem = f"{module.name}.{fname}.b{region.block}_{region.start}_{region.end}"
+            if emit == "kernel-ir":
+                path, text = out / f"{stem}.kir", kernel.text() + spec.text()
+            elif emit == "llvm":
+                path, text = out / f"{stem}.ll", optimized_ir(kernel, spec, 3)
+            else:
+                path, text = out / f"{stem}.s", assembly(kernel, spec, 3)
+            path.write_text(text)
+            written.append(path)
+    return written
+
+
+def _input_shape(module, types, region: Region, index: int, dims: dict[str, int]) -> tuple[int, ...]:
+    operand = region.inputs[index]
+    instrs = module.functions[region.func].blocks[region.block].instrs
+    for ii in range(region.start, region.end):
+        for o, t in zip(instrs[ii].operands, types[region.block][ii].operands):
+            if o == operand:
+                return _static_shape(t, dims)
+    raise ValueError(f"input {operand} is not read by the region")
+
+
+__all__ = ["Region", "form_regions", "Jit", "RegionRunner", "compile_program"]

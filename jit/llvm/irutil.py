@@ -1,0 +1,91 @@
+"""Small helpers for building LLVM IR with llvmlite: types of dlvm dtypes, intrinsics, constants,
+loops. Imported only when something is compiled (llvmlite is imported lazily by `jit`)."""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from llvmlite import ir
+
+from isa.dtypes import DType
+
+I1 = ir.IntType(1)
+I8 = ir.IntType(8)
+I32 = ir.IntType(32)
+I64 = ir.IntType(64)
+F32 = ir.FloatType()
+F64 = ir.DoubleType()
+PTR = ir.PointerType()
+
+# fast-math flags of every float instruction by default: no NaN/Inf assumptions (so NaN and Inf
+# keep their IEEE meaning), but signed zeros, reciprocals, contraction (FMA) and approximate
+# intrinsics are allowed.
+DEFAULT_FLAGS = ("nsz", "arcp", "contract", "afn")
+# reductions may also reassociate, so the vectorizer can keep several partial sums
+REDUCE_FLAGS = DEFAULT_FLAGS + ("reassoc",)
+
+_REG = {DType.BOOL: I1, DType.I8: I8, DType.U8: I8, DType.I16: ir.IntType(16), DType.I32: I32,
+        DType.I64: I64, DType.F32: F32, DType.F64: F64}
+_MEM = {**_REG, DType.BOOL: I8}
+
+
+def reg_type(d: DType) -> ir.Type:
+    """The type a value of dtype `d` has in registers (bool is i1)."""
+    if d not in _REG:
+        raise NotImplementedError(f"the CPU JIT has no kernels for {d}")
+    return _REG[d]
+
+
+def mem_type(d: DType) -> ir.Type:
+    """The type of one element of dtype `d` in memory (bool is one byte)."""
+    return _MEM[d]
+
+
+def type_suffix(t: ir.Type) -> str:
+    if isinstance(t, ir.FloatType):
+        return "f32"
+    if isinstance(t, ir.DoubleType):
+        return "f64"
+    return f"i{t.width}"
+
+
+def intrinsic(mod: ir.Module, name: str, ret: ir.Type, args: list[ir.Type],
+              suffix: str | None = None) -> ir.Function:
+    """Declare (once) the intrinsic `name.<suffix>` with an explicit signature."""
+    full = f"{name}.{suffix if suffix is not None else type_suffix(ret)}"
+    if full in mod.globals:
+        return mod.globals[full]
+    return ir.Function(mod, ir.FunctionType(ret, args), name=full)
+
+
+def const(t: ir.Type, v) -> ir.Constant:
+    if isinstance(t, (ir.FloatType, ir.DoubleType)):
+        return ir.Constant(t, float(v))
+    if t.width == 1:
+        return ir.Constant(t, int(bool(v)))
+    return ir.Constant(t, int(v) & ((1 << t.width) - 1))
+
+
+def is_float_type(t: ir.Type) -> bool:
+    return isinstance(t, (ir.FloatType, ir.DoubleType))
+
+
+@contextmanager
+def for_range(b: ir.IRBuilder, start: ir.Value, stop: ir.Value, name: str = "i") -> Iterator[ir.Value]:
+    """`for i in range(start, stop)` as a canonical loop (a phi in a header block); the body is
+    built inside the `with`, the builder is left after the loop."""
+    pre = b.block
+    header = b.append_basic_block(f"{name}.head")
+    body = b.append_basic_block(f"{name}.body")
+    done = b.append_basic_block(f"{name}.done")
+    b.branch(header)
+    b.position_at_end(header)
+    iv = b.phi(I64, name=name)
+    iv.add_incoming(start, pre)
+    b.cbranch(b.icmp_signed("<", iv, stop), body, done)
+    b.position_at_end(body)
+    yield iv
+    nxt = b.add(iv, ir.Constant(I64, 1), name=f"{name}.next", flags=("nsw",))
+    iv.add_incoming(nxt, b.block)
+    b.branch(header)
+    b.position_at_end(done)

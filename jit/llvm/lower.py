@@ -1,0 +1,298 @@
+"""Lower a kernel (kernel IR + variant Spec) to an LLVM module with one function:
+
+    i32 @k(i64 start, i64 stop, ptr dims, ptr scratch, ptr noalias in0, ..., ptr noalias out0, ...)
+
+The function loops over domain axis 0 from `start` to `stop` (the runner splits that range across
+threads), then over the other outer axes; per row it runs one inner loop nest per reduction
+depth (phase), accumulating the reductions of that depth, and a last nest that stores the full
+outputs. Values needed by a later phase are recomputed there, except reduction operands that
+involve a math function, which are kept in a per-thread scratch row. Nodes that do not vary along
+the inner axes are computed once per row. The result is a status word (see ops.TRAP, ops.RANGE).
+"""
+from __future__ import annotations
+
+from llvmlite import ir
+
+from isa.dtypes import DType
+
+from ..kernel_ir import REDUCE_KINDS, Kernel
+from ..plan import Spec
+from .irutil import F32, F64, I8, I32, I64, PTR, REDUCE_FLAGS, const, for_range, intrinsic, mem_type, reg_type
+from .mathfn import MathLib
+from .ops import LowerCtx, load_value, lower_op, store_value
+
+MATH_OPS = {"exp", "log", "tanh", "erf", "sin", "cos", "pow"}
+
+
+def _node_info(kernel: Kernel, spec: Spec) -> tuple[list[bool], list[int]]:
+    """Per node: does it vary along the inner axes, and its reduction depth."""
+    full: list[bool] = []
+    depth: list[int] = []
+    for n in kernel.nodes:
+        if n.op == "load":
+            full.append(any(spec.inputs[n.attr][spec.outer:]))
+            depth.append(0)
+        elif n.op in REDUCE_KINDS:
+            full.append(False)
+            depth.append(1 + depth[n.args[0]])
+        else:
+            full.append(any(full[a] for a in n.args))
+            depth.append(max((depth[a] for a in n.args), default=0))
+    return full, depth
+
+
+class _KernelLowering:
+    def __init__(self, kernel: Kernel, spec: Spec, name: str):
+        self.k, self.spec = kernel, spec
+        self.mod = ir.Module(name=name)
+        self.full, self.depth = _node_info(kernel, spec)
+        self.rank = spec.rank
+        n_out_args = sum(1 for j in range(len(kernel.outputs)) if not self._aliased(j))
+        argtys = [I64, I64, PTR, PTR] + [PTR] * (len(kernel.inputs) + n_out_args)
+        self.fn = ir.Function(self.mod, ir.FunctionType(I32, argtys), name=name)
+        for a in self.fn.args[4:]:
+            a.add_attribute("noalias")
+        b = self.b = ir.IRBuilder(self.fn.append_basic_block("entry"))
+        self.status = b.alloca(I32, name="status")
+        b.store(const(I32, 0), self.status)
+        self.math = MathLib(self.mod, self.set_status)
+        self.ctx = LowerCtx(self.mod, self.math, self.set_status)
+        start, stop, dims, self.scratch = self.fn.args[:4]
+        self.start, self.stop = start, stop
+        self.sizes = [self._dim(dims, ax) for ax in range(self.rank)]
+        ptrs = list(self.fn.args[4:])
+        self.in_ptrs = ptrs[:len(kernel.inputs)]
+        rest = iter(ptrs[len(kernel.inputs):])
+        self.out_ptrs = [self.in_ptrs[spec.inplace[j]] if self._aliased(j) else next(rest)
+                         for j in range(len(kernel.outputs))]
+        self.strides = []
+        n_end = len(kernel.inputs) + len(kernel.outputs)
+        pats = list(spec.inputs) + list(spec.outputs)
+        for e in range(n_end):
+            row = []
+            for ax in range(self.rank):
+                if not pats[e][ax]:
+                    row.append(None)
+                elif ax == self.rank - 1:
+                    row.append(const(I64, 1))           # contiguous: the vectorizer sees it
+                else:
+                    row.append(self._dim(dims, self.rank + e * self.rank + ax))
+            self.strides.append(row)
+        self.accs: dict[int, ir.AllocaInstr] = {}
+        for i in kernel.reductions:
+            self.accs[i] = b.alloca(self._acc_type(i), name=f"acc{i}")
+
+    def _aliased(self, j: int) -> bool:
+        return bool(self.spec.inplace) and self.spec.inplace[j] >= 0
+
+    def _dim(self, dims, i: int):
+        return self.b.load(self.b.gep(dims, [const(I64, i)], inbounds=True, source_etype=I64), typ=I64)
+
+    def set_status(self, b: ir.IRBuilder, cond: ir.Value, bit: int) -> None:
+        old = b.load(self.status, typ=I32)
+        b.store(b.or_(old, b.select(cond, const(I32, bit), const(I32, 0))), self.status)
+
+    # ---- reductions ---------------------------------------------------------------------
+
+    def _acc_type(self, i: int) -> ir.Type:
+        n = self.k.nodes[i]
+        if n.dtype == DType.F32 and n.op in ("reduce_sum", "reduce_prod"):
+            return F64     # f32 sums accumulate in double: accurate for long rows
+        return reg_type(n.dtype)
+
+    def _acc_init(self, i: int) -> ir.Constant:
+        n = self.k.nodes[i]
+        t = self._acc_type(i)
+        if n.op == "reduce_sum":
+            return const(t, 0)
+        if n.op == "reduce_prod":
+            return const(t, 1)
+        big = n.op == "reduce_min"
+        if n.dtype.is_float:
+            return const(t, float("inf") if big else float("-inf"))
+        w = t.width
+        if n.dtype.is_signed:
+            return const(t, (1 << (w - 1)) - 1 if big else -(1 << (w - 1)))
+        return const(t, (1 << w) - 1 if big else 0)
+
+    def _combine(self, i: int, acc: ir.Value, v: ir.Value) -> ir.Value:
+        b, n = self.b, self.k.nodes[i]
+        if v.type != acc.type:
+            v = b.fpext(v, acc.type)
+        fl = n.dtype.is_float
+        if n.op == "reduce_sum":
+            return b.fadd(acc, v, flags=REDUCE_FLAGS) if fl else b.add(acc, v)
+        if n.op == "reduce_prod":
+            return b.fmul(acc, v, flags=REDUCE_FLAGS) if fl else b.mul(acc, v)
+        if fl:
+            name = "llvm.maximum" if n.op == "reduce_max" else "llvm.minimum"
+        else:
+            s = "s" if n.dtype.is_signed else "u"
+            name = f"llvm.{s}max" if n.op == "reduce_max" else f"llvm.{s}min"
+        return b.call(intrinsic(self.mod, name, acc.type, [acc.type, acc.type]), [acc, v])
+
+    # ---- values ------------------------------------------------------------------------
+
+    def _offset(self, e: int, idx: list[ir.Value]):
+        b = self.b
+        off = None
+        for ax, st in enumerate(self.strides[e]):
+            if st is None or ax >= len(idx):
+                continue
+            term = idx[ax] if isinstance(st, ir.Constant) and st.constant == 1 else b.mul(idx[ax], st)
+            off = term if off is None else b.add(off, term)
+        return off if off is not None else const(I64, 0)
+
+    def _compute(self, i: int, vals: dict[int, ir.Value], idx: list[ir.Value]) -> ir.Value:
+        """IR for node i, its arguments already in `vals`."""
+        n, b = self.k.nodes[i], self.b
+        if n.op == "load":
+            d = self.k.inputs[n.attr].dtype
+            p = b.gep(self.in_ptrs[n.attr], [self._offset(n.attr, idx)], inbounds=True,
+                      source_etype=mem_type(d))
+            return load_value(b, p, d)
+        if n.op == "const":
+            return const(reg_type(n.dtype), n.attr)
+        if n.op == "count":
+            total = const(I64, 1)
+            for ax in range(self.spec.outer, self.rank):
+                total = b.mul(total, self.sizes[ax])
+            t = reg_type(n.dtype)
+            return b.sitofp(total, t) if n.dtype.is_float else b.trunc(total, t) if t.width < 64 else total
+        dts = [self.k.nodes[a].dtype for a in n.args]
+        return lower_op(self.ctx, b, n.op, n.dtype, dts, [vals[a] for a in n.args], n.attr)
+
+    def _closure(self, roots: list[int], stop) -> list[int]:
+        """Nodes needed for `roots`, not descending below nodes where stop(node) holds."""
+        seen: set[int] = set()
+        todo = list(roots)
+        while todo:
+            i = todo.pop()
+            if i in seen:
+                continue
+            seen.add(i)
+            if not stop(i):
+                todo.extend(self.k.nodes[i].args)
+        return sorted(seen)
+
+    def _scratch_ptr(self, slot: int, d: DType, inner_idx: list[ir.Value]):
+        b = self.b
+        lin = const(I64, 0)
+        total = const(I64, 1)
+        for ax, iv in zip(range(self.spec.outer, self.rank), inner_idx):
+            lin = b.add(b.mul(lin, self.sizes[ax]), iv)
+        for ax in range(self.spec.outer, self.rank):
+            total = b.mul(total, self.sizes[ax])
+        base = b.gep(self.scratch, [b.mul(total, const(I64, 8 * slot))], inbounds=True, source_etype=I8)
+        return b.gep(base, [lin], inbounds=True, source_etype=mem_type(d))
+
+    # ---- loops -------------------------------------------------------------------------
+
+    def _nest(self, axes: list[int], body, idx: list[ir.Value]):
+        if not axes:
+            body(idx)
+            return
+        ax = axes[0]
+        lo, hi = (self.start, self.stop) if ax == 0 else (const(I64, 0), self.sizes[ax])
+        with for_range(self.b, lo, hi, name=f"i{ax}") as iv:
+            self._nest(axes[1:], body, idx + [iv])
+
+    def build(self) -> ir.Module:
+        self._nest(list(range(self.spec.outer)), self._row, [])
+        self.b.ret(self.b.load(self.status, typ=I32))
+        return self.mod
+
+    def _row(self, outer_idx: list[ir.Value]) -> None:
+        k, spec = self.k, self.spec
+        inner_axes = list(range(spec.outer, self.rank))
+        row_vals: dict[int, ir.Value] = {}
+        reductions = k.reductions
+        phases = max((self.depth[i] for i in reductions), default=0)
+        inner_pats = [any(p[spec.outer:]) for p in spec.outputs]
+        late_outs = [j for j, o in enumerate(k.outputs) if self.full[o.node] or inner_pats[j]]
+        row_outs = [j for j in range(len(k.outputs)) if j not in late_outs]
+        # reduction operands with a math function in them are kept for later phases
+        cached: dict[int, int] = {}
+        for i in reductions:
+            a = k.nodes[i].args[0]
+            later = [r for r in reductions if self.depth[r] > self.depth[i]]
+            later_roots = [k.nodes[r].args[0] for r in later] + [k.outputs[j].node for j in late_outs]
+            needed_later = a in self._closure(later_roots, lambda x: not self.full[x])
+            heavy = any(k.nodes[x].op in MATH_OPS for x in self._closure([a], lambda x: not self.full[x]))
+            if self.full[a] and needed_later and heavy and a not in cached:
+                cached[a] = len(cached)
+        self.cached_slots = len(cached)
+
+        def emit_rows(roots: list[int]) -> None:
+            for i in self._closure(roots, lambda x: self.full[x] or x in row_vals):
+                if not self.full[i] and i not in row_vals and k.nodes[i].op not in REDUCE_KINDS:
+                    row_vals[i] = self._compute(i, row_vals, outer_idx)
+
+        def phase_loop(p: int, roots: list[int], on_values) -> None:
+            def from_scratch(x: int) -> bool:
+                return x in cached and p > self._cache_phase(x, cached)
+            need = self._closure(roots, lambda x: not self.full[x] or from_scratch(x))
+            emit_rows([x for x in need if not self.full[x]])
+
+            def body(idx: list[ir.Value]) -> None:
+                vals = dict(row_vals)
+                inner_idx = idx[spec.outer:]
+                for i in need:
+                    if i in vals:
+                        continue
+                    if i in cached and p > self._cache_phase(i, cached):
+                        ptr = self._scratch_ptr(cached[i], k.nodes[i].dtype, inner_idx)
+                        vals[i] = load_value(self.b, ptr, k.nodes[i].dtype)
+                    else:
+                        vals[i] = self._compute(i, vals, idx)
+                        if i in cached and p == self._cache_phase(i, cached):
+                            ptr = self._scratch_ptr(cached[i], k.nodes[i].dtype, inner_idx)
+                            store_value(self.b, vals[i], ptr, k.nodes[i].dtype)
+                on_values(vals, idx)
+            self._nest(inner_axes, body, outer_idx)
+
+        self._phase_of = {i: self.depth[i] for i in reductions}
+        for p in range(1, phases + 1):
+            group = [i for i in reductions if self.depth[i] == p]
+            for i in group:
+                self.b.store(self._acc_init(i), self.accs[i])
+
+            def accumulate(vals, idx, group=group):
+                for i in group:
+                    acc = self.b.load(self.accs[i], typ=self._acc_type(i))
+                    self.b.store(self._combine(i, acc, vals[k.nodes[i].args[0]]), self.accs[i])
+            phase_loop(p, [k.nodes[i].args[0] for i in group], accumulate)
+            for i in group:
+                v = self.b.load(self.accs[i], typ=self._acc_type(i))
+                if v.type != reg_type(k.nodes[i].dtype):
+                    v = self.b.fptrunc(v, F32)
+                row_vals[i] = v
+        if late_outs:
+            def store_late(vals, idx):
+                for j in late_outs:
+                    self._store(j, vals[k.outputs[j].node], idx)
+            phase_loop(phases + 1, [k.outputs[j].node for j in late_outs], store_late)
+        emit_rows([k.outputs[j].node for j in row_outs])
+        for j in row_outs:
+            self._store(j, row_vals[k.outputs[j].node], outer_idx)
+
+    def _cache_phase(self, node: int, cached: dict[int, int]) -> int:
+        """The phase that computes a cached node: that of the first reduction reading it."""
+        return min(self._phase_of[r] for r in self.k.reductions if self.k.nodes[r].args[0] == node)
+
+    def _store(self, j: int, v: ir.Value, idx: list[ir.Value]) -> None:
+        o = self.k.outputs[j]
+        e = len(self.k.inputs) + j
+        p = self.b.gep(self.out_ptrs[j], [self._offset(e, idx)], inbounds=True,
+                       source_etype=mem_type(o.dtype))
+        store_value(self.b, v, p, o.dtype)
+
+
+def lower_kernel(kernel: Kernel, spec: Spec, name: str) -> tuple[ir.Module, int]:
+    """The LLVM module of `kernel` specialized to `spec`, and its scratch slots per row."""
+    low = _KernelLowering(kernel, spec, name)
+    mod = low.build()
+    return mod, low.cached_slots
+
+
+_ = F64  # imported for readers of _acc_type

@@ -1,0 +1,268 @@
+"""Vectorizable math functions written in LLVM IR (exp, log, tanh, erf, sin, cos, pow).
+
+LLVM's intrinsics for these become calls to scalar libm, which stops the loop vectorizer. Here
+each is a small internal `alwaysinline` function of arithmetic, bit casts and selects only, so
+after inlining a loop over them vectorizes. Branch-free: every path is computed and the right one
+selected per element. Accuracy targets are in specs/tolerances.md; NaN, +-Inf, zeros and
+denormals follow NumPy (checked in tests/test_jit_math.py).
+
+sin and cos reduce arguments by pi/2 with a 4-part Cody-Waite split, exact for |x| < 2^19; a
+larger finite argument sets status bit RANGE so that the call falls back to the interpreter.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+from llvmlite import ir
+
+from . import polys
+from .irutil import DEFAULT_FLAGS, F32, F64, I1, I32, I64, const, intrinsic
+
+FM = DEFAULT_FLAGS
+SINCOS_LIMIT = float(2 ** 19)
+
+
+class _F:
+    """Float helpers bound to a builder and a float type."""
+
+    def __init__(self, b: ir.IRBuilder, t: ir.Type):
+        self.b, self.t = b, t
+        self.double = t == F64
+        self.it = I64 if self.double else I32
+        self.mbits = 52 if self.double else 23
+        self.bias = 1023 if self.double else 127
+
+    def c(self, v: float) -> ir.Constant:
+        return ir.Constant(self.t, float(v))
+
+    def ci(self, v: int) -> ir.Constant:
+        return const(self.it, v)
+
+    def add(self, x, y):
+        return self.b.fadd(x, y, flags=FM)
+
+    def sub(self, x, y):
+        return self.b.fsub(x, y, flags=FM)
+
+    def mul(self, x, y):
+        return self.b.fmul(x, y, flags=FM)
+
+    def div(self, x, y):
+        return self.b.fdiv(x, y, flags=FM)
+
+    def fma(self, x, y, z):
+        f = intrinsic(self.b.module, "llvm.fma", self.t, [self.t] * 3)
+        return self.b.call(f, [x, y, z])
+
+    def unary(self, name: str, x):
+        return self.b.call(intrinsic(self.b.module, name, self.t, [self.t]), [x])
+
+    def copysign(self, x, s):
+        return self.b.call(intrinsic(self.b.module, "llvm.copysign", self.t, [self.t, self.t]), [x, s])
+
+    def lt(self, x, y):
+        return self.b.fcmp_ordered("<", x, y)
+
+    def ge(self, x, y):
+        return self.b.fcmp_ordered(">=", x, y)
+
+    def eq(self, x, y):
+        return self.b.fcmp_ordered("==", x, y)
+
+    def isnan(self, x):
+        return self.b.fcmp_unordered("uno", x, x)
+
+    def sel(self, c, x, y):
+        return self.b.select(c, x, y)
+
+    def horner(self, x, coeffs: list[float]):
+        """c0 + x*(c1 + x*(c2 + ...)); with `contract` each step becomes an FMA."""
+        acc = self.c(coeffs[-1])
+        for c in reversed(coeffs[:-1]):
+            acc = self.fma(acc, x, self.c(c))
+        return acc
+
+    def clenshaw(self, t, coeffs: tuple[float, ...]):
+        """sum_k c_k T_k(t), stable for any degree."""
+        b1, b2 = self.c(0.0), self.c(0.0)
+        t2 = self.add(t, t)
+        for ck in reversed(coeffs[1:]):
+            b1, b2 = self.sub(self.fma(t2, b1, self.c(ck)), b2), b1
+        return self.sub(self.fma(t, b1, self.c(coeffs[0])), b2)
+
+    def pow2i(self, n):
+        """2^n as a float for an integer n in the normal exponent range."""
+        bits = self.b.shl(self.b.add(n, self.ci(self.bias)), self.ci(self.mbits))
+        return self.b.bitcast(bits, self.t)
+
+    def to_int(self, x):
+        return self.b.fptosi(x, self.it)
+
+
+# ---- the functions ---------------------------------------------------------------------------
+
+def _ln2(f: _F) -> tuple[float, float]:
+    if f.double:
+        return polys.LN2_HI_F64, polys.LN2_LO_F64
+    return polys.LN2_HI_F32, polys.LN2_LO_F32
+
+
+def _exp(f: _F, x):
+    hi, lo = (710.0, -746.0) if f.double else (89.0, -104.0)
+    nan = f.isnan(x)
+    xc = f.sel(nan, f.c(0.0), x)
+    xc = f.sel(f.lt(xc, f.c(lo)), f.c(lo), xc)
+    xc = f.sel(f.lt(f.c(hi), xc), f.c(hi), xc)
+    n = f.unary("llvm.rint", f.mul(xc, f.c(1 / math.log(2))))
+    ln2_hi, ln2_lo = _ln2(f)
+    r = f.fma(n, f.c(-ln2_hi), xc)
+    r = f.fma(n, f.c(-ln2_lo), r)
+    p = f.horner(r, polys.exp_taylor(13 if f.double else 7))
+    ni = f.to_int(n)
+    n1 = f.b.ashr(ni, f.ci(1))
+    n2 = f.b.sub(ni, n1)
+    y = f.mul(f.mul(p, f.pow2i(n1)), f.pow2i(n2))
+    return f.sel(nan, x, y)
+
+
+def _log(f: _F, x):
+    b = f.b
+    tiny = f.lt(x, f.c(2.0 ** (-1022 if f.double else -126)))
+    scale = 54 if f.double else 25
+    xs = f.sel(tiny, f.mul(x, f.c(2.0 ** scale)), x)
+    bits = b.bitcast(xs, f.it)
+    expo = b.sub(b.and_(b.lshr(bits, f.ci(f.mbits)), f.ci((1 << (11 if f.double else 8)) - 1)), f.ci(f.bias))
+    expo = b.sub(expo, b.select(tiny, f.ci(scale), f.ci(0)))
+    mant = b.or_(b.and_(bits, f.ci((1 << f.mbits) - 1)), f.ci(f.bias << f.mbits))
+    m = b.bitcast(mant, f.t)
+    big = f.lt(f.c(math.sqrt(2.0)), m)
+    m = f.sel(big, f.mul(m, f.c(0.5)), m)
+    expo = b.add(expo, b.select(big, f.ci(1), f.ci(0)))
+    e = b.sitofp(expo, f.t)
+    g = f.sub(m, f.c(1.0))
+    s = f.div(g, f.add(g, f.c(2.0)))
+    z = f.mul(s, s)
+    lm = f.mul(s, f.fma(z, f.horner(z, polys.log_atanh(11 if f.double else 5)), f.c(2.0)))
+    ln2_hi, ln2_lo = _ln2(f)
+    y = f.fma(e, f.c(ln2_hi), f.fma(e, f.c(ln2_lo), lm))
+    y = f.sel(f.eq(x, f.c(math.inf)), x, y)
+    y = f.sel(f.eq(x, f.c(0.0)), f.c(-math.inf), y)
+    bad = b.or_(f.isnan(x), f.lt(x, f.c(0.0)))
+    return f.sel(bad, f.c(math.nan), y)
+
+
+def _tanh(f: _F, x):
+    a = f.unary("llvm.fabs", x)
+    z = f.mul(x, x)
+    coeffs = polys.tanh_taylor(12 if f.double else 6)
+    small = f.fma(f.mul(x, z), f.horner(z, coeffs[1:]), x)
+    e = _exp(f, f.add(a, a))
+    big = f.sub(f.c(1.0), f.div(f.c(2.0), f.add(e, f.c(1.0))))
+    return f.sel(f.lt(a, f.c(0.3)), small, f.copysign(big, x))
+
+
+def _erf(f: _F, x):
+    a = f.unary("llvm.fabs", x)
+    z = f.mul(x, x)
+    t_small = f.sub(f.mul(z, f.c(0.5)), f.c(1.0))                  # s in [0, 4] -> [-1, 1]
+    small = f.mul(x, f.clenshaw(t_small, polys.erf_small(f.double)))
+    top = polys.ERF_BIG_HI[f.double]
+    t_big = f.sub(f.mul(a, f.c(2.0 / (top - 2.0))), f.c((top + 2.0) / (top - 2.0)))
+    tail = f.mul(_exp(f, f.sub(f.c(0.0), z)), f.clenshaw(t_big, polys.erf_big(f.double)))
+    tail = f.sel(f.lt(a, f.c(top)), tail, f.c(0.0))
+    big = f.copysign(f.sub(f.c(1.0), tail), x)
+    return f.sel(f.lt(a, f.c(2.0)), small, big)
+
+
+def _sincos(f: _F, x, want_cos: bool, status: Callable[[ir.Value], None]):
+    """sin or cos in double precision (f32 arguments are widened by the caller)."""
+    b = f.b
+    a = f.unary("llvm.fabs", x)
+    ok = f.lt(a, f.c(SINCOS_LIMIT))
+    finite = f.lt(a, f.c(math.inf))
+    status(b.and_(finite, b.not_(ok)))
+    xr = f.sel(ok, x, f.c(0.0))
+    n = f.unary("llvm.rint", f.mul(xr, f.c(2 / math.pi)))
+    r = xr
+    for part in polys.PIO2:
+        r = f.fma(n, f.c(-part), r)
+    q = f.to_int(n)
+    if want_cos:
+        q = b.add(q, f.ci(1))
+    z = f.mul(r, r)
+    s = f.fma(f.mul(r, z), f.horner(z, polys.sin_taylor(9)[1:]), r)
+    c = f.horner(z, polys.cos_taylor(10))
+    odd = b.trunc(b.and_(q, f.ci(1)), I1)
+    neg = b.trunc(b.lshr(b.and_(q, f.ci(2)), f.ci(1)), I1)
+    y = f.sel(odd, c, s)
+    y = f.sel(neg, b.fneg(y), y)
+    return f.sel(ok, y, f.c(math.nan))
+
+
+def _pow(f: _F, x, y):
+    b = f.b
+    ax = f.unary("llvm.fabs", x)
+    r = _exp(f, f.mul(y, _log(f, ax)))
+    y_int = f.eq(f.unary("llvm.rint", y), y)
+    half = f.mul(y, f.c(0.5))
+    odd = b.and_(y_int, b.fcmp_ordered("!=", f.unary("llvm.rint", half), half))
+    sign_bit = b.icmp_signed("<", b.bitcast(x, f.it), f.ci(0))
+    r = f.sel(b.and_(odd, sign_bit), b.fneg(r), r)
+    neg_nonint = b.and_(f.lt(x, f.c(0.0)), b.not_(y_int))
+    neg_nonint = b.and_(neg_nonint, b.fcmp_ordered("!=", x, f.c(-math.inf)))
+    r = f.sel(neg_nonint, f.c(math.nan), r)
+    one = b.or_(f.eq(y, f.c(0.0)), f.eq(x, f.c(1.0)))
+    one = b.or_(one, b.and_(f.eq(x, f.c(-1.0)), f.eq(f.unary("llvm.fabs", y), f.c(math.inf))))
+    return f.sel(one, f.c(1.0), r)
+
+
+class MathLib:
+    """Defines the math functions a module uses, once each, and calls them."""
+
+    def __init__(self, mod: ir.Module, status: Callable[[ir.IRBuilder, ir.Value, int], None]):
+        self.mod = mod
+        self.status = status
+
+    def _define(self, name: str, t: ir.Type, arity: int, body) -> ir.Function:
+        full = f"dlvm.{name}.{'f64' if t == F64 else 'f32'}"
+        if full in self.mod.globals:
+            return self.mod.globals[full]
+        fn = ir.Function(self.mod, ir.FunctionType(t, [t] * arity), name=full)
+        fn.linkage = "internal"
+        fn.attributes.add("alwaysinline")
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        b.ret(body(_F(b, t), *fn.args))
+        return fn
+
+    def call(self, b: ir.IRBuilder, name: str, args: list[ir.Value]) -> ir.Value:
+        t = args[0].type
+        if name in ("sin", "cos"):
+            return self._sincos(b, name, args[0])
+        if name == "pow" and t == F32:
+            # f32 pow in double: the error of y*log(x) would otherwise grow with |y log x|
+            wide = [b.fpext(a, F64) for a in args]
+            return b.fptrunc(self.call(b, "pow", wide), F32)
+        body = {"exp": _exp, "log": _log, "tanh": _tanh, "erf": _erf, "pow": _pow}[name]
+        return b.call(self._define(name, t, len(args), body), args)
+
+    def _sincos(self, b: ir.IRBuilder, name: str, x: ir.Value) -> ir.Value:
+        wide = b.fpext(x, F64) if x.type == F32 else x
+        flag = []
+
+        def body(f: _F, v):
+            return _sincos(f, v, name == "cos", lambda c: flag.append(c))
+        full = f"dlvm.{name}.f64"
+        if full not in self.mod.globals:
+            # the range flag is a second result: return {double, i1}
+            fn = ir.Function(self.mod, ir.FunctionType(ir.LiteralStructType([F64, I1]), [F64]), name=full)
+            fn.linkage = "internal"
+            fn.attributes.add("alwaysinline")
+            fb = ir.IRBuilder(fn.append_basic_block("entry"))
+            y = body(_F(fb, F64), fn.args[0])
+            agg = fb.insert_value(ir.Constant(ir.LiteralStructType([F64, I1]), None), y, 0)
+            fb.ret(fb.insert_value(agg, flag[0], 1))
+        res = b.call(self.mod.globals[full], [wide])
+        self.status(b, b.extract_value(res, 1), 2)
+        y = b.extract_value(res, 0)
+        return b.fptrunc(y, F32) if x.type == F32 else y

@@ -1,0 +1,235 @@
+"""Lowering of primitive ops to LLVM IR: a table of small functions keyed by (op, dtype class).
+
+Dtype classes: "f" float, "s" signed integer, "u" unsigned integer, "b" bool. Composite ops never
+appear here: the kernel builder expanded them through the op table's `expand`. An op missing from
+the table for a dtype class raises NotImplementedError, and the region runs interpreted.
+
+Integer division, modulo and pow can trap (zero divisor, negative exponent): the kernel computes
+a harmless value instead and sets status bit TRAP, and the runner lets the interpreter run the
+region so that it reports the trap.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from llvmlite import ir
+
+from isa.dtypes import DType
+
+from .irutil import DEFAULT_FLAGS, I1, const, intrinsic, mem_type, reg_type
+
+FM = DEFAULT_FLAGS
+TRAP = 1
+RANGE = 2
+
+
+class LowerCtx:
+    """What an op lowering may use besides its builder: the math library and the status flag."""
+
+    def __init__(self, mod: ir.Module, math, set_status: Callable[[ir.IRBuilder, ir.Value, int], None]):
+        self.mod = mod
+        self.math = math
+        self.set_status = set_status
+
+
+def dtype_class(d: DType) -> str:
+    if d.is_float:
+        return "f"
+    if d.is_bool:
+        return "b"
+    return "s" if d.is_signed else "u"
+
+
+Lowering = Callable[..., ir.Value]   # (ctx, builder, result dtype, operand dtypes, args, attr)
+TABLE: dict[tuple[str, str], Lowering] = {}
+
+
+def lowers(op: str, classes: str):
+    def reg(fn: Lowering) -> Lowering:
+        for c in classes:
+            TABLE[(op, c)] = fn
+        return fn
+    return reg
+
+
+def _intr(ctx, b, name, args):
+    t = args[0].type
+    return b.call(intrinsic(ctx.mod, name, t, [a.type for a in args]), list(args))
+
+
+# ---- arithmetic --------------------------------------------------------------------------------
+
+_FLOAT_BIN = {"add": "fadd", "sub": "fsub", "mul": "fmul", "div": "fdiv"}
+_INT_BIN = {"add": "add", "sub": "sub", "mul": "mul"}
+
+for _op, _m in _FLOAT_BIN.items():
+    lowers(_op, "f")(lambda ctx, b, rt, dts, args, attr, _m=_m: getattr(b, _m)(*args, flags=FM))
+for _op, _m in _INT_BIN.items():
+    lowers(_op, "su")(lambda ctx, b, rt, dts, args, attr, _m=_m: getattr(b, _m)(*args))
+# bool arithmetic as NumPy does it: + is or, * is and
+lowers("add", "b")(lambda ctx, b, rt, dts, args, attr: b.or_(*args))
+lowers("mul", "b")(lambda ctx, b, rt, dts, args, attr: b.and_(*args))
+lowers("neg", "f")(lambda ctx, b, rt, dts, args, attr: b.fneg(args[0], flags=FM))
+lowers("neg", "s")(lambda ctx, b, rt, dts, args, attr: b.sub(const(args[0].type, 0), args[0]))
+lowers("abs", "f")(lambda ctx, b, rt, dts, args, attr: _intr(ctx, b, "llvm.fabs", args))
+lowers("abs", "u")(lambda ctx, b, rt, dts, args, attr: args[0])
+lowers("max", "f")(lambda ctx, b, rt, dts, args, attr: _intr(ctx, b, "llvm.maximum", args))
+lowers("min", "f")(lambda ctx, b, rt, dts, args, attr: _intr(ctx, b, "llvm.minimum", args))
+lowers("max", "b")(lambda ctx, b, rt, dts, args, attr: b.or_(*args))
+lowers("min", "b")(lambda ctx, b, rt, dts, args, attr: b.and_(*args))
+
+
+@lowers("abs", "s")
+def _abs_int(ctx, b, rt, dts, args, attr):
+    t = args[0].type
+    fn = intrinsic(ctx.mod, "llvm.abs", t, [t, I1])
+    return b.call(fn, [args[0], const(I1, 0)])     # wraps at the minimum (no poison)
+
+
+for _op, _s, _u in (("max", "llvm.smax", "llvm.umax"), ("min", "llvm.smin", "llvm.umin")):
+    lowers(_op, "s")(lambda ctx, b, rt, dts, args, attr, _n=_s: _intr(ctx, b, _n, args))
+    lowers(_op, "u")(lambda ctx, b, rt, dts, args, attr, _n=_u: _intr(ctx, b, _n, args))
+
+for _op in ("exp", "log", "tanh", "erf", "sin", "cos", "pow"):
+    lowers(_op, "f")(lambda ctx, b, rt, dts, args, attr, _op=_op: ctx.math.call(b, _op, list(args)))
+for _op, _n in (("sqrt", "llvm.sqrt"), ("floor", "llvm.floor"), ("ceil", "llvm.ceil"),
+                ("round", "llvm.rint")):
+    lowers(_op, "f")(lambda ctx, b, rt, dts, args, attr, _n=_n: _intr(ctx, b, _n, args))
+
+
+@lowers("mod", "f")
+def _fmod(ctx, b, rt, dts, args, attr):
+    # NumPy's float mod: fmod, then moved into the divisor's sign; a zero result takes b's sign
+    x, y = args
+    t = x.type
+    r = b.frem(x, y, flags=FM)
+    zero = ir.Constant(t, 0.0)
+    fix = b.and_(b.fcmp_ordered("!=", r, zero),
+                 b.xor(b.fcmp_ordered("<", r, zero), b.fcmp_ordered("<", y, zero)))
+    r = b.select(fix, b.fadd(r, y, flags=FM), r)
+    sign = intrinsic(ctx.mod, "llvm.copysign", t, [t, t])
+    return b.select(b.fcmp_ordered("==", r, zero), b.call(sign, [zero, y]), r)
+
+
+def _safe_divisor(ctx, b, y, signed: bool):
+    t = y.type
+    zero = b.icmp_unsigned("==", y, const(t, 0))
+    ctx.set_status(b, zero, TRAP)
+    y = b.select(zero, const(t, 1), y)
+    minus1 = b.icmp_signed("==", y, const(t, -1)) if signed else None
+    if minus1 is not None:
+        y = b.select(minus1, const(t, 1), y)    # MIN / -1 overflows in LLVM; handled below
+    return y, minus1
+
+
+@lowers("div", "s")
+def _sdiv(ctx, b, rt, dts, args, attr):
+    x, y = args
+    d, minus1 = _safe_divisor(ctx, b, y, True)
+    q = b.sdiv(x, d)                            # truncates toward zero, as dlvm specifies
+    return b.select(minus1, b.sub(const(x.type, 0), x), q)
+
+
+@lowers("div", "u")
+def _udiv(ctx, b, rt, dts, args, attr):
+    d, _ = _safe_divisor(ctx, b, args[1], False)
+    return b.udiv(args[0], d)
+
+
+@lowers("mod", "s")
+def _smod(ctx, b, rt, dts, args, attr):
+    x, y = args
+    t = x.type
+    d, minus1 = _safe_divisor(ctx, b, y, True)
+    r = b.srem(x, d)
+    r = b.select(minus1, const(t, 0), r)
+    fix = b.and_(b.icmp_signed("!=", r, const(t, 0)),
+                 b.xor(b.icmp_signed("<", r, const(t, 0)), b.icmp_signed("<", y, const(t, 0))))
+    return b.select(fix, b.add(r, y), r)
+
+
+@lowers("mod", "u")
+def _umod(ctx, b, rt, dts, args, attr):
+    d, _ = _safe_divisor(ctx, b, args[1], False)
+    return b.urem(args[0], d)
+
+
+@lowers("pow", "su")
+def _ipow(ctx, b, rt, dts, args, attr):
+    x, y = args
+    t = x.type
+    if dts[1].is_signed:
+        ctx.set_status(b, b.icmp_signed("<", y, const(t, 0)), TRAP)
+    result, base = const(t, 1), x
+    for bit in range(t.width):     # square-and-multiply over every exponent bit (wraps like NumPy)
+        on = b.trunc(b.lshr(y, const(t, bit)), I1)
+        result = b.select(on, b.mul(result, base), result)
+        base = b.mul(base, base)
+    return result
+
+
+# ---- logic and comparisons ----------------------------------------------------------------------
+
+for _op, _m in (("and", "and_"), ("or", "or_"), ("xor", "xor")):
+    lowers(_op, "sub")(lambda ctx, b, rt, dts, args, attr, _m=_m: getattr(b, _m)(*args))
+lowers("not", "sub")(lambda ctx, b, rt, dts, args, attr: b.not_(args[0]))
+
+_FCMP = {"eq": ("==", True), "ne": ("!=", False), "lt": ("<", True), "le": ("<=", True),
+         "gt": (">", True), "ge": (">=", True)}
+for _op, (_p, _ordered) in _FCMP.items():
+    # ordered comparisons are false on NaN; != is unordered, so NaN != NaN is true
+    lowers(_op, "f")(lambda ctx, b, rt, dts, args, attr, _p=_p, _o=_ordered:
+                     (b.fcmp_ordered if _o else b.fcmp_unordered)(_p, *args))
+    lowers(_op, "s")(lambda ctx, b, rt, dts, args, attr, _p=_p: b.icmp_signed(_p, *args))
+    lowers(_op, "ub")(lambda ctx, b, rt, dts, args, attr, _p=_p: b.icmp_unsigned(_p, *args))
+
+lowers("select", "fsub")(lambda ctx, b, rt, dts, args, attr: b.select(*args))
+
+
+# ---- cast ---------------------------------------------------------------------------------------
+
+def lower_cast(ctx, b, to: DType, src: DType, x: ir.Value) -> ir.Value:
+    rt = reg_type(to)
+    if to == src:
+        return x
+    if to.is_bool:
+        if src.is_float:
+            return b.fcmp_unordered("!=", x, ir.Constant(x.type, 0.0))   # NaN is true, as in NumPy
+        return b.icmp_unsigned("!=", x, const(x.type, 0))
+    if src.is_float:
+        if to.is_float:
+            return b.fpext(x, rt) if to.itemsize > src.itemsize else b.fptrunc(x, rt)
+        # saturating conversions: out-of-range and NaN give a defined (unspecified) value
+        name = "llvm.fptosi.sat" if to.is_signed else "llvm.fptoui.sat"
+        suffix = f"i{rt.width}.{'f64' if src.itemsize == 8 else 'f32'}"
+        fn = intrinsic(ctx.mod, name, rt, [x.type], suffix=suffix)
+        return b.call(fn, [x])
+    unsigned_src = src.is_bool or not src.is_signed
+    if to.is_float:
+        return b.uitofp(x, rt) if unsigned_src else b.sitofp(x, rt)
+    if rt.width < x.type.width:
+        return b.trunc(x, rt)
+    if rt.width > x.type.width:
+        return b.zext(x, rt) if unsigned_src else b.sext(x, rt)
+    return x
+
+
+def lower_op(ctx: LowerCtx, b: ir.IRBuilder, op: str, rt: DType, dts: list[DType],
+             args: list[ir.Value], attr) -> ir.Value:
+    """IR for primitive `op` with result dtype `rt` on operands of dtypes `dts`."""
+    if op == "cast":
+        return lower_cast(ctx, b, attr, dts[0], args[0])
+    key_dtype = dts[1] if op == "select" else dts[0]
+    fn = TABLE.get((op, dtype_class(key_dtype)))
+    if fn is None:
+        raise NotImplementedError(f"the CPU JIT cannot lower {op} on {key_dtype}")
+    return fn(ctx, b, rt, dts, args, attr)
+
+
+def load_value(b: ir.IRBuilder, ptr: ir.Value, d: DType) -> ir.Value:
+    v = b.load(ptr, typ=mem_type(d))
+    return b.icmp_unsigned("!=", v, const(v.type, 0)) if d.is_bool else v
+
+
+def store_value(b: ir.IRBuilder, v: ir.Value, ptr: ir.Value, d: DType) -> None:
+    b.store(b.zext(v, mem_type(d)) if d.is_bool else v, ptr)

@@ -1,0 +1,185 @@
+"""Region formation (fusion): which runs of instructions become one compiled kernel.
+
+A region is a contiguous run of instructions of one block. Three kinds are formed:
+
+- "elementwise": a maximal run of elementwise ops (unary, binary with NumPy broadcasting, select,
+  cast, mov).
+- "reduce": such a run that also holds reductions (reduce_*, or composite ops such as softmax and
+  layer_norm that decompose into reductions and elementwise ops). Every reduction in a region
+  reduces the same number of trailing axes of its operand, so the kernel is an outer loop over
+  rows and inner loops over the reduced axes. A reduction with keepdims = false ends the region.
+- "matmul+epilogue": a float matmul (run by NumPy's BLAS) followed by an elementwise epilogue
+  (bias, activation) that runs as a kernel in place on the matmul's result.
+
+What is not fused stays interpreted: f16 (no CPU kernel), reductions over non-trailing axes,
+integer matmul, movement ops, control flow. A region needs at least two instructions, except a
+lone composite op (softmax, layer_norm, ...) which is several after decomposition.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from isa.dtypes import DType
+from isa.module import ConstRef, Module, Operand, Reg
+from isa.ops import OPS, Family
+from isa.verify import FunctionTypes
+
+from .flatten import Prim, flat_prims
+from .liveness import Liveness
+
+REDUCE_OPS = ("reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod")
+
+
+@dataclass(frozen=True)
+class Region:
+    """Instructions [start, end) of func.blocks[block], compiled as one kernel."""
+    func: str
+    block: int
+    start: int
+    end: int
+    inputs: list[Operand] = field(hash=False)     # live-in Reg / ConstRef, in first-read order
+    outputs: list[str] = field(hash=False)        # registers whose value at `end` is read later
+    kind: str = "elementwise"
+
+
+@dataclass
+class _Shape:
+    """What one instruction contributes to a region."""
+    fusible: bool
+    inner: int | None = None     # trailing axes its reductions reduce (None: no reduction)
+    ends: bool = False           # holds a keepdims=false reduction: nothing may follow it
+    heavy: bool = False          # a composite op worth a kernel on its own
+    reason: str = ""
+
+
+def _dtype_ok(d: DType) -> bool:
+    return d is not DType.F16
+
+
+def reduce_inner(p: Prim) -> int | None:
+    """How many trailing axes reduction `p` reduces, or None if its axes are not trailing."""
+    rank = p.in_types[0].rank
+    axes = p.attrs.get("axes")
+    axes = list(range(rank)) if axes is None else sorted(a % rank for a in axes) if rank else []
+    m = len(axes)
+    if m == 0 or axes != list(range(rank - m, rank)):
+        return None
+    return m
+
+
+def classify_prim(p: Prim) -> _Shape:
+    opdef = OPS[p.op]
+    if not all(_dtype_ok(t.dtype) for t in p.in_types + p.out_types):
+        return _Shape(False, reason="f16 has no CPU kernel")
+    if opdef.family.elementwise or p.op == "mov":
+        return _Shape(True)
+    if p.op in REDUCE_OPS:
+        m = reduce_inner(p)
+        if m is None:
+            return _Shape(False, reason=f"{p.op} over non-trailing axes")
+        return _Shape(True, inner=m, ends=not p.attrs.get("keepdims", False))
+    return _Shape(False, reason=f"{p.op} is not fusible")
+
+
+def classify_instr(module: Module, ins, types) -> _Shape:
+    opdef = OPS[ins.op]
+    if opdef.family in (Family.CONTROL, Family.MISC) and ins.op != "mov":
+        return _Shape(False, reason=f"{ins.op} is not fusible")
+    try:
+        prims = flat_prims(ins.op, ins.operands, ins.attrs, types, ins.results)
+    except Exception as e:   # a decomposition we cannot follow: leave it to the interpreter
+        return _Shape(False, reason=f"{ins.op}: {e}")
+    inner: int | None = None
+    ends = False
+    for p in prims:
+        s = classify_prim(p)
+        if not s.fusible or ends:
+            return _Shape(False, reason=s.reason or "a keepdims=false reduction is consumed")
+        if s.inner is not None:
+            if inner is not None and inner != s.inner:
+                return _Shape(False, reason="reductions over different axis counts")
+            inner = s.inner
+        ends = s.ends
+    return _Shape(True, inner=inner, ends=ends, heavy=opdef.decompose is not None)
+
+
+def _is_blas_matmul(ins, types) -> bool:
+    return ins.op == "matmul" and types.results[0].dtype in (DType.F32, DType.F64)
+
+
+class _Run:
+    def __init__(self, start: int, kind: str):
+        self.start = start
+        self.end = start
+        self.kind = kind
+        self.inner: int | None = None
+        self.heavy = False
+        self.closed = False
+
+
+def _region_io(func, bi: int, start: int, end: int, live: Liveness) -> tuple[list[Operand], list[str]]:
+    inputs: list[Operand] = []
+    written: list[str] = []
+    for ins in func.blocks[bi].instrs[start:end]:
+        for o in ins.operands:
+            if isinstance(o, ConstRef) and o not in inputs:
+                inputs.append(o)
+            elif isinstance(o, Reg) and o.name not in written and o not in inputs:
+                inputs.append(o)
+        for r in ins.results:
+            if r not in written:
+                written.append(r)
+    after = live.live_after(bi, end - 1)
+    return inputs, [r for r in written if r in after]
+
+
+def form_regions(module: Module, func_name: str, types: FunctionTypes) -> list[Region]:
+    """The regions of one function, in block and instruction order (non-overlapping).
+
+    `types` is `verify_module(module)[func_name]`."""
+    func = module.functions[func_name]
+    live = Liveness(func)
+    regions: list[Region] = []
+    for bi, block in enumerate(func.blocks):
+        run: _Run | None = None
+
+        def close(run: _Run | None, bi: int = bi) -> None:
+            if run is None:
+                return
+            n = run.end - run.start
+            worth = n >= 2 or (n == 1 and run.heavy)
+            if run.kind == "matmul+epilogue":
+                worth = n >= 2
+            if worth:
+                ins_, outs = _region_io(func, bi, run.start, run.end, live)
+                kind = run.kind
+                if kind == "elementwise" and run.inner is not None:
+                    kind = "reduce"
+                regions.append(Region(func_name, bi, run.start, run.end, ins_, outs, kind))
+
+        rows = types[bi] if bi < len(types) else []
+        for ii, ins in enumerate(block.instrs):
+            if ii >= len(rows):
+                break
+            if _is_blas_matmul(ins, rows[ii]):
+                close(run)
+                run = _Run(ii, "matmul+epilogue")
+                run.end = ii + 1
+                continue
+            shape = classify_instr(module, ins, rows[ii])
+            if run is not None and run.kind == "matmul+epilogue" and shape.inner is not None:
+                shape = _Shape(False, reason="a matmul epilogue is elementwise only")
+            joins = run is not None and not run.closed and shape.fusible and (
+                run.inner is None or shape.inner is None or run.inner == shape.inner)
+            if not joins:
+                close(run)
+                run = _Run(ii, "elementwise") if shape.fusible else None
+            if run is not None:
+                run.end = ii + 1
+                run.heavy |= shape.heavy
+                if shape.inner is not None:
+                    run.inner = shape.inner
+                if shape.ends:
+                    run.closed = True
+        close(run)
+    return regions

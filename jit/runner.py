@@ -1,0 +1,302 @@
+"""RegionRunner: runs one region compiled, behind guards, with bounded variants.
+
+Tiering lives here. Each call checks dtypes (guards), then looks the exact input shapes up in a
+small table of prepared calls; a new shape is planned (plan.py) and, if its Spec is new,
+compiled, up to `max_variants` variants. Anything that cannot run compiled (a guard mismatch, a
+new variant beyond the bound, an op without lowering, a trap condition found by the kernel)
+returns None: the VM then interprets the region's instructions, which is always correct and
+reports traps with their proper message.
+
+Steady state allocates nothing: a call reuses the output arrays of the previous call with the
+same shapes when nobody else holds them any more (their reference count says so).
+"""
+from __future__ import annotations
+
+import dataclasses
+import sys
+from typing import Any
+
+import numpy as np
+
+from isa.module import Module
+from isa.verify import verify_module
+
+from .build import KernelBuildError, build_kernel
+from .compiler import Compiled, assembly, compile_variant, optimized_ir
+from .kernel_ir import Kernel
+from .plan import Decline, Plan, Spec, make_plan
+from .regions import Region
+
+MATH_OPS = {"exp", "log", "tanh", "erf", "sin", "cos", "pow"}
+_MAX_SHAPES = 32
+
+
+def matmul_shape(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
+    """NumPy matmul's result shape; raises Decline where matmul would trap."""
+    a2 = (1,) + a if len(a) == 1 else a
+    b2 = b + (1,) if len(b) == 1 else b
+    if a2[-1] != b2[-2]:
+        raise Decline(f"matmul inner dimensions {a2[-1]} and {b2[-2]} differ")
+    try:
+        batch = np.broadcast_shapes(a2[:-2], b2[:-2])
+    except ValueError:
+        raise Decline("matmul batch dims do not broadcast") from None
+    return tuple(batch) + ((a2[-2],) if len(a) > 1 else ()) + ((b2[-1],) if len(b) > 1 else ())
+
+
+@dataclasses.dataclass
+class _Call:
+    """Everything one exact input-shape signature needs, prepared once."""
+    plan: Plan
+    compiled: Compiled
+    out_dtypes: list[np.dtype]
+    bufs: list[np.ndarray | None]
+    bounds: list[tuple[int, int]]
+    scratch: list[np.ndarray | None]
+    mm_shape: tuple[int, ...] | None
+    mm_buf: np.ndarray | None
+    mm_out: int                   # output index that is written in place of the product, or -1
+    spare: list[list[np.ndarray]] = dataclasses.field(default_factory=list)
+
+
+class RegionRunner:
+    def __init__(self, jit: Any, module: Module, region: Region, types=None):
+        self.jit = jit
+        self.module = module
+        self.region = region
+        self._types = types
+        self.kernel: Kernel | None = None
+        self.build_error: str | None = None
+        self.variants: dict[Spec, Compiled] = {}
+        self._calls: dict[tuple, _Call] = {}
+        self._last: _Call | None = None
+        self.calls = 0
+        self.compiled_calls = 0
+        self.fallbacks = 0
+        self.last_reason: str | None = None
+        self.allocations = 0
+        self._in_dtypes: list[np.dtype] = []
+        self._mm: tuple[int, int] | None = None
+
+    # ---- setup ---------------------------------------------------------------------------
+
+    def _build(self) -> None:
+        if self.kernel is not None:
+            return
+        if self.build_error is not None:
+            raise Decline(self.build_error)
+        try:
+            types = self._types or verify_module(self.module)[self.region.func]
+            self._types = types
+            self.kernel = build_kernel(self.module, types, self.region)
+        except (KernelBuildError, NotImplementedError, ValueError, KeyError) as e:
+            self.build_error = f"region cannot be compiled: {e}"
+            raise Decline(self.build_error) from None
+        instrs = self.module.functions[self.region.func].blocks[self.region.block].instrs
+        rows = types[self.region.block]
+        dts: list[np.dtype | None] = [None] * len(self.region.inputs)
+        r = self.region
+        for ins, row in zip(instrs[r.start:r.end], rows[r.start:r.end]):
+            for o, t in zip(ins.operands, row.operands):
+                if o in self.region.inputs and dts[self.region.inputs.index(o)] is None:
+                    dts[self.region.inputs.index(o)] = t.dtype.np
+        self._in_dtypes = [d for d in dts]
+        if self.region.kind == "matmul+epilogue":
+            mm = instrs[self.region.start]
+            self._mm = (self.region.inputs.index(mm.operands[0]), self.region.inputs.index(mm.operands[1]))
+
+    def _prepare(self, args: list[np.ndarray]) -> _Call:
+        k = self.kernel
+        mm_shape = None
+        if self._mm is not None:
+            mm_shape = matmul_shape(args[self._mm[0]].shape, args[self._mm[1]].shape)
+        shapes = [mm_shape if t.source < 0 else args[t.source].shape for t in k.inputs]
+        plan = make_plan(k, shapes)
+        mm_out = -1
+        if mm_shape is not None and not any(o.node == self._product_node() for o in k.outputs):
+            src = next(i for i, t in enumerate(k.inputs) if t.source < 0)
+            for j, o in enumerate(k.outputs):
+                if o.dtype == k.inputs[src].dtype and plan.out_shapes[j] == mm_shape and \
+                        plan.spec.outputs[j] == plan.spec.inputs[src]:
+                    mm_out = j
+                    break
+            if mm_out >= 0:
+                inplace = tuple(src if j == mm_out else -1 for j in range(len(k.outputs)))
+                plan.spec = dataclasses.replace(plan.spec, inplace=inplace)
+        compiled = self.variants.get(plan.spec)
+        if compiled is None:
+            if len(self.variants) >= self.jit.max_variants:
+                raise Decline(f"{len(self.variants)} variants compiled (max_variants); new shapes "
+                              f"stay interpreted")
+            try:
+                compiled = compile_variant(k, plan.spec, self.jit.opt_level, self.jit.disk)
+            except NotImplementedError as e:
+                self.build_error = str(e)
+                raise Decline(str(e)) from None
+            self.variants[plan.spec] = compiled
+        threads = self._threads_for(plan)
+        rows = plan.rows
+        bounds = [(rows * t // threads, rows * (t + 1) // threads) for t in range(threads)]
+        scratch = [np.empty(compiled.slots * plan.inner_total, np.float64) if compiled.slots else None
+                   for _ in bounds]
+        call = _Call(plan, compiled, [o.dtype.np for o in k.outputs], [None] * len(k.outputs), bounds,
+                     scratch, mm_shape, None, mm_out, [[] for _ in k.outputs])
+        if len(self._calls) >= _MAX_SHAPES:
+            self._calls.pop(next(iter(self._calls)))
+        return call
+
+    def _product_node(self) -> int:
+        return next(i for i, n in enumerate(self.kernel.nodes)
+                    if n.op == "load" and self.kernel.inputs[n.attr].source < 0)
+
+    def _threads_for(self, plan: Plan) -> int:
+        threads = self.jit.threads
+        if threads <= 1 or plan.rows < 2:
+            return 1
+        k = self.kernel
+        nbytes = sum(t.dtype.itemsize for t in k.inputs) + sum(o.dtype.itemsize for o in k.outputs)
+        n_math = sum(1 for n in k.nodes if n.op in MATH_OPS)
+        est_ns = plan.elements * (0.05 * nbytes + 0.03 * len(k.nodes) + 0.4 * n_math)
+        if est_ns < self.jit.parallel_threshold_us * 1e3:
+            return 1
+        return min(threads, plan.rows)
+
+    # ---- calls ---------------------------------------------------------------------------
+
+    def __call__(self, args: list[np.ndarray]) -> list[np.ndarray] | None:
+        self.calls += 1
+        try:
+            out = self._run(args)
+        except Decline as d:
+            self.fallbacks += 1
+            self.last_reason = str(d)
+            return None
+        self.compiled_calls += 1
+        return out
+
+    def _run(self, args: list[np.ndarray]) -> list[np.ndarray]:
+        if self.kernel is None:
+            self._build()
+        if len(args) != len(self._in_dtypes):
+            raise Decline(f"expected {len(self._in_dtypes)} arguments, got {len(args)}")
+        for i, (a, d) in enumerate(zip(args, self._in_dtypes)):
+            if not isinstance(a, np.ndarray):
+                args = list(args)
+                args[i] = a = np.asarray(a)
+            if a.dtype != d:
+                raise Decline(f"argument {i} is {a.dtype}, the region was compiled for {d}")
+        key = tuple(a.shape for a in args)
+        call = self._calls.get(key)
+        if call is None:
+            call = self._prepare(args)
+            self._calls[key] = call
+        self._last = call
+        bufs = call.bufs
+        for j, shape in enumerate(call.plan.out_shapes):
+            bufs[j] = self._free_buffer(call, j, shape)
+        ptrs = []
+        k = self.kernel
+        for t in k.inputs:
+            if t.source < 0:
+                ptrs.append(self._matmul(call, args).ctypes.data)
+            else:
+                a = args[t.source]
+                if not a.flags.c_contiguous:
+                    a = np.ascontiguousarray(a)
+                ptrs.append(a.ctypes.data)
+        for j in range(len(k.outputs)):
+            if j != call.mm_out:
+                ptrs.append(bufs[j].ctypes.data)
+        dims = call.plan.dims.ctypes.data
+        fn = call.compiled.fn
+        if len(call.bounds) == 1:
+            status = fn(0, call.plan.rows, dims, self._scratch_ptr(call, 0), *ptrs)
+        else:
+            from .threads import pool
+            chunks = [(lo, hi, dims, self._scratch_ptr(call, t), *ptrs)
+                      for t, (lo, hi) in enumerate(call.bounds)]
+            status = pool(self.jit.threads).run(fn, chunks)
+        if status:
+            raise Decline(_status_text(status))
+        out = list(bufs)
+        bufs[:] = [None] * len(bufs)     # the runner keeps them only in `spare`
+        return out
+
+    def _free_buffer(self, call: _Call, j: int, shape: tuple[int, ...]) -> np.ndarray:
+        """An output array nobody outside the runner holds: one of the last two, or a new one.
+
+        Two are kept because a caller usually still holds the previous result while it makes
+        the next call (a loop register is overwritten only after the call returns)."""
+        spare = call.spare[j]
+        for i, buf in enumerate(spare):
+            # 2 references: the spare list and getrefcount's argument; more means it is held
+            if sys.getrefcount(buf) == 2:
+                spare.append(spare.pop(i))
+                return buf
+        buf = np.empty(shape, call.out_dtypes[j])
+        self.allocations += 1
+        spare.append(buf)
+        if len(spare) > 2:
+            spare.pop(0)
+        return buf
+
+    @staticmethod
+    def _scratch_ptr(call: _Call, t: int) -> int | None:
+        s = call.scratch[t]
+        return None if s is None else s.ctypes.data
+
+    def _matmul(self, call: _Call, args: list[np.ndarray]) -> np.ndarray:
+        a, b = args[self._mm[0]], args[self._mm[1]]
+        if call.mm_out >= 0:
+            out = call.bufs[call.mm_out]
+        else:
+            if call.mm_buf is None:
+                call.mm_buf = np.empty(call.mm_shape, a.dtype)
+            out = call.mm_buf
+        np.matmul(a, b, out=out)
+        return out
+
+    # ---- introspection -------------------------------------------------------------------
+
+    def describe(self) -> dict:
+        r = self.region
+        return {
+            "region": f"@{r.func} block {r.block} [{r.start}, {r.end})",
+            "kind": r.kind,
+            "kernel": self.kernel.name if self.kernel else None,
+            "variants": [{"spec": s.text().strip(), "compile_ms": round(c.compile_ms, 3), "source": c.source}
+                         for s, c in self.variants.items()],
+            "calls": self.calls,
+            "compiled_calls": self.compiled_calls,
+            "fallbacks": self.fallbacks,
+            "last_fallback_reason": self.last_reason,
+            "output_allocations": self.allocations,
+            "threads": len(self._last.bounds) if self._last else None,
+        }
+
+    def _last_spec(self) -> Spec:
+        if self._last is None:
+            raise RuntimeError("the region has not run compiled yet; no variant to show")
+        return self._last.plan.spec
+
+    def kernel_ir(self) -> str:
+        self._build()
+        text = self.kernel.text()
+        return text + (self._last.plan.spec.text() if self._last else "")
+
+    def llvm_ir(self) -> str:
+        return optimized_ir(self.kernel, self._last_spec(), self.jit.opt_level)
+
+    def asm(self) -> str:
+        return assembly(self.kernel, self._last_spec(), self.jit.opt_level)
+
+
+def _status_text(status: int) -> str:
+    from .llvm.ops import RANGE, TRAP
+    parts = []
+    if status & TRAP:
+        parts.append("a trap condition (integer division or modulo by zero, negative integer exponent)")
+    if status & RANGE:
+        parts.append("a sin/cos argument beyond the compiled range reduction")
+    return "the kernel found " + " and ".join(parts) + "; the interpreter runs the region"
+
