@@ -465,3 +465,37 @@ def test_format_depth_fits_the_default_limit():
         decode(encode(with_locs(one_op(name, "samples"))), Limits(max_depth=12))
     with pytest.raises(ResourceExhausted, match="max_depth"):
         decode(encode(one_op("const", "samples")), Limits(max_depth=11))
+
+
+# ---- modules the format cannot carry -----------------------------------------------------------
+
+def _encode_err(m: Module) -> str:
+    from isa import InvalidError
+    with pytest.raises(InvalidError) as e:
+        encode(m)
+    return str(e.value)
+
+
+def test_encode_rejects_what_it_cannot_write():
+    m = one_op("softmax", "absent")
+    ins = m.functions["main"].blocks[0].instrs[0]
+    ins.attrs = {"axes": [0]}
+    assert "softmax has no attribute 'axes'" in _encode_err(m)
+    ins.attrs = {"axis": "last"}
+    assert "attribute 'axis' must be an int" in _encode_err(m)
+    ins.attrs = {"axis": None}
+    assert "'axis' is None" in _encode_err(m)
+    ins.attrs, ins.op = {}, "no_such_op"
+    assert "unknown op 'no_such_op'" in _encode_err(m)
+    m = mlp()
+    m.constants["w1"].value = m.constants["w1"].value.astype(np.float64)
+    assert "constant @w1 holds float64, not f32" in _encode_err(m)
+    m = with_locs(mlp())
+    m.constants["b1"].loc = SourceLoc("prog.dlasm", -1, 0)
+    assert "outside" in _encode_err(m)
+
+
+def test_decode_accepts_bytearray_and_memoryview():
+    data = encode(mlp())
+    assert decode(bytearray(data)) == mlp() == decode(memoryview(data))
+    assert "expected bytes" in _err("DLBC")

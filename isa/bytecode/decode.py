@@ -19,11 +19,11 @@ from ..module import Block, Constant, ConstRef, Function, Imm, Instr, Module, Op
 from ..ops import BY_CODE, AttrKind, AttrSpec
 from ..types import TensorType
 from . import format as fmt
+from .format import MAX_LINE
 from .limits import DEFAULT_LIMITS, Limits
 from .reader import Reader, exhausted, malformed, type_name
 
 _MAX_MAP_LEN = 64    # the format's maps have a handful of keys; newer minors may add a few
-_MAX_LINE = 1 << 31
 
 
 def decode(data: bytes, limits: Limits | None = None) -> Module:
@@ -32,10 +32,11 @@ def decode(data: bytes, limits: Limits | None = None) -> Module:
     lim = limits or DEFAULT_LIMITS
     if not isinstance(data, (bytes, bytearray, memoryview)):
         raise MalformedError(f"bytecode: expected bytes, got {type(data).__name__}")
-    data = bytes(data)
-    if len(data) > lim.max_total_bytes:
-        raise exhausted("", f"the file has {len(data)} bytes, more than the limit max_total_bytes "
+    size = memoryview(data).nbytes
+    if size > lim.max_total_bytes:
+        raise exhausted("", f"the file has {size} bytes, more than the limit max_total_bytes "
                             f"= {lim.max_total_bytes}")
+    data = bytes(data)    # no copy when it already is bytes
     _, minor = fmt.check_header(data)
     body = _unpack(memoryview(data)[fmt.HEADER.size:], lim)    # a view: no copy of a large file
     _check_depth(body, lim.max_depth)
@@ -302,6 +303,6 @@ class _ModuleDecoder:
         if source is None:
             raise malformed(where, "a location, but the debug section names no source file")
         line, col = self.r.fixed(v, 2, where, "a location")
-        return SourceLoc(source, self.r.count(line, where, "the line", _MAX_LINE),
-                         self.r.count(col, where, "the column", _MAX_LINE))
+        return SourceLoc(source, self.r.count(line, where, "the line", MAX_LINE),
+                         self.r.count(col, where, "the column", MAX_LINE))
 

@@ -226,4 +226,8 @@ def _locs(module: Module):
 def _loc(loc: SourceLoc | None) -> list[int] | None:
     if loc is None:
         return None
-    return [_int(loc.line, "a source line"), _int(loc.col, "a source column")]
+    for v in (loc.line, loc.col):
+        if type(v) is not int or not 0 <= v < fmt.MAX_LINE:
+            raise InvalidError(f"bytecode: location {loc} has a line or column outside "
+                               f"0..{fmt.MAX_LINE - 1}")
+    return [loc.line, loc.col]

@@ -52,6 +52,9 @@ OPERAND_TAGS = {TAG_REG: "register", TAG_CONST: "constant", TAG_BOOL: "bool imme
 NATIVE_INT_MIN = -(1 << 63)
 NATIVE_INT_MAX = (1 << 64) - 1
 
+# source lines and columns in the debug section lie in 0 .. MAX_LINE - 1
+MAX_LINE = 1 << 31
+
 
 def pack_header(version: tuple[int, int] = VERSION) -> bytes:
     return HEADER.pack(MAGIC, version[0], version[1])
