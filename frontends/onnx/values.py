@@ -65,7 +65,7 @@ def type_of_array(a: np.ndarray) -> TensorType:
 
 def known(a: Any, dtype: Any = None) -> Value:
     """A Value known at import time."""
-    arr = np.ascontiguousarray(np.asarray(a, dtype=dtype))
+    arr = np.require(np.asarray(a, dtype=dtype), requirements="C")
     return Value(type_of_array(arr), None, arr)
 
 
@@ -99,7 +99,7 @@ class Emitter:
 
     def constant(self, name: str, arr: np.ndarray) -> Value:
         """An initializer: a module constant under (a sanitized form of) its ONNX name."""
-        arr = np.ascontiguousarray(arr)
+        arr = np.require(arr, requirements="C")
         ref = self.mb.constant(self.consts.fresh(name, "c"), arr)
         return Value(type_of_array(arr), ref, arr)
 
@@ -129,7 +129,7 @@ class Emitter:
                 outs = list(out) if isinstance(out, tuple) else [out]
                 vals = []
                 for arr, t in zip(outs, results):
-                    arr = np.ascontiguousarray(np.asarray(arr, dtype=t.dtype.np))
+                    arr = np.require(np.asarray(arr, dtype=t.dtype.np), requirements="C")
                     vals.append(Value(t.with_shape(arr.shape), None, arr))
                 return vals if n_results > 1 else vals[0]
         operands = [self.materialize(a) for a in args]

@@ -69,9 +69,7 @@ def mod(ctx: NodeCtx) -> list[Value]:
     e = ctx.e
     r = e.emit("mod", [a, b], "mod")
     fmod = ctx.attr("fmod", 0)
-    if a.dtype.is_float and not fmod:
-        raise ctx.fail("fmod=0 on floats is not defined by ONNX")
-    if not fmod:
+    if not fmod:            # the divisor's sign, as dlvm's mod (NumPy)
         return [r]
     # C fmod takes the sign of the dividend: shift mod's result by b where the signs differ
     zero = scalar(0, a)
@@ -113,8 +111,9 @@ def identity(ctx: NodeCtx) -> list[Value]:
 def dropout(ctx: NodeCtx) -> list[Value]:
     # inference: identity; training mode is random and not imported
     ctx.attr("seed", 0)
-    t = ctx.input(2)
-    if t is not None and (t.const is None or bool(t.const)):
+    t, ratio = ctx.input(2), ctx.input(1)
+    zero_ratio = ratio is not None and ratio.known and float(ratio.const) == 0.0
+    if t is not None and (t.const is None or bool(t.const)) and not zero_ratio:
         raise ctx.fail("training_mode=true is random; only inference Dropout is imported")
     x = ctx.req(0)
     outs = [x]
@@ -291,3 +290,19 @@ def atanh(ctx: NodeCtx) -> list[Value]:
     x, e = ctx.req(0), ctx.e
     q = e.emit("div", [e.emit("add", [scalar(1, x), x]), e.emit("sub", [scalar(1, x), x])])
     return [e.emit("mul", [e.emit("log", [q]), scalar(0.5, x)])]
+
+
+@onnx_op("BitShift")
+def bit_shift(ctx: NodeCtx) -> list[Value]:
+    # x << y is x * 2^y and x >> y is floor(x / 2^y), with the integer wrap of dlvm's mul
+    x, y, e = ctx.req(0), ctx.req(1), ctx.e
+    p = e.emit("pow", [scalar(2, x), y])
+    if ctx.attr("direction") == "LEFT":
+        return [e.emit("mul", [x, p])]
+    q = e.emit("div", [x, p])
+    if not x.dtype.is_signed:
+        return [q]
+    # dlvm's div truncates toward zero; an arithmetic shift floors
+    inexact = e.emit("ne", [e.emit("mul", [q, p]), x])
+    fix = e.emit("and", [inexact, e.emit("lt", [x, scalar(0, x)])])
+    return [where(e, fix, e.emit("sub", [q, scalar(1, x)]), q)]

@@ -227,7 +227,8 @@ def depth_space(ctx: NodeCtx) -> list[Value]:
             t = e.emit("transpose", [t], perm=[0, 1, 4, 2, 5, 3])
         return [e.emit("reshape", [t], ctx.node.output[0], shape=[n, c // (b * b), h * b, w * b])]
     t = e.emit("reshape", [x], shape=[n, c, h // b, b, w // b, b])
-    t = e.emit("transpose", [t], perm=[0, 3, 5, 1, 2, 4])
+    crd = ctx.attr("mode", "DCR") == "CRD" if ctx.version >= 28 else False
+    t = e.emit("transpose", [t], perm=[0, 1, 3, 5, 2, 4] if crd else [0, 3, 5, 1, 2, 4])
     return [e.emit("reshape", [t], ctx.node.output[0], shape=[n, c * b * b, h // b, w // b])]
 
 
@@ -247,3 +248,29 @@ def cumsum(ctx: NodeCtx) -> list[Value]:
     t = e.emit("transpose", [x], perm=perm) if axis != x.rank - 1 else x
     y = e.emit("matmul", [t, known(m.astype(x.dtype.np))], "cumsum")
     return [e.emit("transpose", [y], perm=[int(p) for p in inv]) if axis != x.rank - 1 else y]
+
+
+@onnx_op("CumProd")
+def cumprod(ctx: NodeCtx) -> list[Value]:
+    # running products slice by slice (no log/exp: exact for integers, zeros and signs)
+    x, e = ctx.req(0), ctx.e
+    axis = norm_axis(int(np.asarray(ctx.const_input(1, "axis")).reshape(-1)[0]), x.rank)
+    exclusive, reverse = bool(ctx.attr("exclusive", 0)), bool(ctx.attr("reverse", 0))
+    n = x.shape[axis]
+    if not isinstance(n, int) or n == 0:
+        raise ctx.fail("CumProd needs a static, non-zero size on its axis")
+    order = list(range(n - 1, -1, -1)) if reverse else list(range(n))
+    parts: dict[int, Value] = {}
+    acc = None
+    for k in order:
+        piece = slice_axis(e, x, axis, k, k + 1)
+        if exclusive:
+            # the first exclusive product is the empty product, 1
+            parts[k] = acc if acc is not None else e.emit("broadcast_to", [scalar(1, x)],
+                                                          shape=list(piece.shape))
+            acc = piece if acc is None else e.emit("mul", [acc, piece])
+        else:
+            acc = piece if acc is None else e.emit("mul", [acc, piece])
+            parts[k] = acc
+    pieces = [parts[k] for k in range(n)]
+    return [pieces[0] if n == 1 else e.emit("concat", pieces, "cumprod", axis=axis)]

@@ -178,12 +178,21 @@ def instance_norm(ctx: NodeCtx) -> list[Value]:
 @onnx_op("LayerNormalization", since=17)
 def layer_norm(ctx: NodeCtx) -> list[Value]:
     x, e = ctx.req(0), ctx.e
-    if any(o for o in ctx.node.output[1:]):
-        raise ctx.fail("the Mean and InvStdDev outputs are not supported")
     axis = norm_axis(int(ctx.attr("axis", -1)), x.rank)
     eps = float(ctx.attr("epsilon", 1e-5))
     if ctx.attr("stash_type", 1) != 1:
         raise ctx.fail("stash_type other than float is not supported")
+    if any(o for o in ctx.node.output[1:]):
+        # the statistics are wanted too: spell the normalization out
+        axes = list(range(axis, x.rank))
+        mean = e.emit("reduce_mean", [x], axes=axes, keepdims=True)
+        d = e.emit("sub", [x, mean])
+        var = e.emit("reduce_mean", [e.emit("mul", [d, d])], axes=axes, keepdims=True)
+        inv = e.emit("rsqrt", [e.emit("add", [var, scalar(eps, var)])])
+        y = e.emit("mul", [e.emit("mul", [d, inv]), ctx.req(1)])
+        if ctx.input(2) is not None:
+            y = e.emit("add", [y, ctx.input(2)])
+        return [y, mean, inv]
     args = [x, ctx.req(1)] + ([ctx.input(2)] if ctx.input(2) is not None else [])
     return [e.emit("layer_norm", args, ctx.node.output[0], axis=axis, epsilon=eps)]
 
@@ -262,3 +271,25 @@ def mvn(ctx: NodeCtx) -> list[Value]:
     return [e.emit("div", [d, e.emit("add", [e.emit("sqrt", [var]), scalar(1e-9, var)])])]
 
 
+
+
+@onnx_op("LpPool", since=18)
+def lp_pool(ctx: NodeCtx) -> list[Value]:
+    # (sum of |x|^p over the window)^(1/p): an average pool with padding counted, times the size
+    x, e = ctx.req(0), ctx.e
+    nd = x.rank - 2
+    p = float(ctx.attr("p", 2))
+    kernel = list(ctx.attr("kernel_shape"))
+    strides = list(ctx.attr("strides", [1] * nd))
+    dil = list(ctx.attr("dilations", [1] * nd))
+    if any(d != 1 for d in dil):
+        raise ctx.fail("dilated pooling is not supported")
+    pads = _spatial_pads(ctx, x, kernel, strides, dil, bool(ctx.attr("ceil_mode", 0)))
+    ax = e.emit("pow", [e.emit("abs", [x]), scalar(p, x)])
+    x2 = _to_2d(ctx, ax, nd)
+    k2, s2 = ([1] + kernel, [1] + strides) if nd == 1 else (kernel, strides)
+    y = e.emit("avgpool2d", [x2], kernel=k2, strides=s2, pads=_pads_2d(pads, nd),
+               count_include_pad=True)
+    y = e.emit("mul", [y, scalar(float(np.prod(kernel)), y)])
+    y = e.emit("pow", [y, scalar(1.0 / p, y)])
+    return [e.emit("squeeze", [y], axes=[2]) if nd == 1 else y]

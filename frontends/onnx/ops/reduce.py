@@ -52,6 +52,14 @@ def reduce(ctx: NodeCtx) -> list[Value]:
     axes, keep = spec
     if axes is not None:
         axes = [norm_axis(a, x.rank) for a in axes]
+    empty = _empty_result(ctx, x, axes, keep)
+    if empty is not None:
+        return [empty]
+    if x.dtype.is_bool and op in ("ReduceMax", "ReduceMin"):
+        # on bools max is any and min is all: reduce 0/1 bytes
+        from isa.dtypes import BY_NAME
+        b = e.emit(_DIRECT[op], [e.emit("cast", [x], to=BY_NAME["u8"])], axes=axes, keepdims=keep)
+        return [e.emit("cast", [b], ctx.node.output[0], to=x.dtype)]
     if op in _DIRECT:
         return [e.emit(_DIRECT[op], [x], ctx.node.output[0], axes=axes, keepdims=keep)]
     if op == "ReduceL1":
@@ -74,6 +82,34 @@ def reduce(ctx: NodeCtx) -> list[Value]:
     if not keep:
         m = e.emit("squeeze", [m], axes=list(range(x.rank)) if axes is None else axes)
     return [e.emit("add", [e.emit("log", [s]), m])]
+
+
+# the value of each reduction over an empty set (ONNX 18+): its identity element
+_EMPTY = {"ReduceSum": 0, "ReduceMean": float("nan"), "ReduceMax": "min", "ReduceMin": "max",
+          "ReduceProd": 1, "ReduceL1": 0, "ReduceL2": 0, "ReduceLogSum": float("-inf"),
+          "ReduceLogSumExp": float("-inf"), "ReduceSumSquare": 0}
+
+
+def _empty_result(ctx: NodeCtx, x: Value, axes: list[int] | None, keep: bool) -> Value | None:
+    """A reduction over a statically empty axis: a fill of the op's identity element."""
+    import numpy as np
+
+    from isa.types import TensorType
+    red = range(x.rank) if axes is None else axes
+    if not any(x.shape[a] == 0 for a in red):
+        return None
+    fill = _EMPTY[ctx.node.op_type]
+    if fill in ("min", "max"):
+        if x.dtype.is_float:
+            fill = float("-inf") if fill == "min" else float("inf")
+        elif x.dtype.is_bool:
+            fill = fill == "max"
+        else:
+            info = np.iinfo(x.dtype.np)
+            fill = int(info.min if fill == "min" else info.max)
+    shape = tuple(1 if i in red else d for i, d in enumerate(x.shape)) if keep else \
+        tuple(d for i, d in enumerate(x.shape) if i not in red)
+    return ctx.e.emit_const_fill(fill, TensorType(x.dtype, shape), "empty")
 
 
 @onnx_op("ArgMax", "ArgMin")
