@@ -166,12 +166,15 @@ class ReplSession:
         old = set(self.module.functions) | set(self.module.constants)
         merged = Module(self.module.name, {**self.module.constants, **parsed.constants},
                         {**self.module.functions, **parsed.functions}, self.module.source)
+        dropped = self.paused_note()
         self.set_module(merged)
         out = []
         for c in parsed.constants.values():
             out.append(f"{'re' * (c.name in old)}defined @{c.name} : {c.type}")
         for f in parsed.functions.values():
             out.append(f"{'re' * (f.name in old)}defined {signature(f)}")
+        if dropped:
+            out.append("(the paused run was dropped: the module changed; :run or :debug again)")
         return "\n".join(out) or "nothing defined"
 
     # -- registers --------------------------------------------------------------------------

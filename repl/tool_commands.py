@@ -38,19 +38,45 @@ def cmd_jit(s: ReplSession, arg: str) -> str:
     raise ReplError("usage: :jit [off|auto|always|on]  or  :jit ir N  or  :jit llvm N")
 
 
-def _region_text(region) -> str:
+def _region_text(s: ReplSession, region) -> str:
     start, end = getattr(region, "start", None), getattr(region, "end", None)
-    kind = getattr(region, "kind", "")
-    if start is None:
+    if start is None or end is None:
         return str(region)
-    return f"instructions {start}..{end - 1} {kind}".rstrip()
+    kind = getattr(region, "kind", "")
+    text = f"instructions {start}..{end - 1} {kind}".rstrip()
+    func = s.module.functions.get(getattr(region, "func", ""))
+    block = getattr(region, "block", None)
+    if func is not None and isinstance(block, int) and block < len(func.blocks):
+        ops = [ins.op for ins in func.blocks[block].instrs[start:end]]
+        text += f" ({', '.join(ops)})"
+    return text
+
+
+# keys of a runner's describe() that the region line above already shows
+_SHOWN = ("region", "kind")
 
 
 def _describe(runner) -> str:
+    """The runner's own description: a dict (key: value, lists of dicts as blocks) or text."""
     try:
-        return runner.describe()
+        info = runner.describe()
     except Exception as e:     # noqa: BLE001 - a JIT bug must not hide the rest of the list
         return f"(describe failed: {type(e).__name__}: {e})"
+    if not isinstance(info, dict):
+        return str(info)
+    flat, blocks = [], []
+    for k, v in info.items():
+        if k in _SHOWN or v is None:
+            continue
+        if isinstance(v, list) and v and all(isinstance(x, dict) for x in v):
+            for x in v:
+                head = x.get("spec", "")
+                rest = ", ".join(f"{a} {b}" for a, b in x.items() if a != "spec")
+                blocks.append(f"{k[:-1] if k.endswith('s') else k}: {rest}" +
+                              (f"\n  {head}".replace("\n", "\n  ") if head else ""))
+        else:
+            flat.append(f"{k.replace('_', ' ')} {v}")
+    return "\n".join([", ".join(flat)] + blocks)
 
 
 def _jit_status(s: ReplSession) -> str:
@@ -61,7 +87,7 @@ def _jit_status(s: ReplSession) -> str:
         out.append("no compiled regions yet")
     for i, (func, block, region, runner) in enumerate(runners):
         desc = _describe(runner).replace("\n", "\n      ")
-        out.append(f"  #{i} @{func}:{block} {_region_text(region)}\n      {desc}")
+        out.append(f"  #{i} @{func}:{block} {_region_text(s, region)}\n      {desc}")
     if runners:
         out.append(":jit ir N / :jit llvm N show the code of region N")
     return "\n".join(out)
