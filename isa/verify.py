@@ -83,10 +83,11 @@ def check_attrs(op: OpDef, attrs: dict[str, Any]) -> dict[str, Any]:
         if spec is None:
             known = ", ".join(a.name for a in op.attrs) or "none"
             raise OpTypeError(f"{op.name} has no attribute '{name}' (it takes: {known})")
-        if v is None and not spec.required:
-            continue
+        if v is None and spec.default is None:
+            continue           # an optional attribute explicitly left absent
         if not _attr_ok(spec.kind, v):
-            raise OpTypeError(f"{op.name} attribute '{name}' must be a {spec.kind.value}")
+            article = "an" if spec.kind.value[0] in "aeiou" else "a"
+            raise OpTypeError(f"{op.name} attribute '{name}' must be {article} {spec.kind.value}")
     for spec in op.attrs:
         if spec.required and spec.name not in attrs:
             raise OpTypeError(f"{op.name} needs the attribute '{spec.name}'")

@@ -27,7 +27,7 @@ ARG_ATTRS = (
 
 def reduced_axes(op: str, attrs, rank: int) -> list[int]:
     axes = attrs["axes"]
-    return list(range(rank)) if axes is None else normalize_axes(op, axes, rank)
+    return list(range(rank)) if axes is None else normalize_axes(op, axes, rank, scalar_ok=True)
 
 
 def reduce_rule(op: str, ok, what: str):

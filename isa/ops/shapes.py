@@ -48,17 +48,18 @@ def same_dtype(op: str, types: list[TensorType]) -> DType:
     return types[0].dtype
 
 
-def normalize_axis(op: str, axis: int, rank: int) -> int:
-    """A non-negative axis; a scalar accepts 0 and -1 (NumPy treats it as one element)."""
-    if rank == 0 and axis in (0, -1):
+def normalize_axis(op: str, axis: int, rank: int, scalar_ok: bool = False) -> int:
+    """A non-negative axis. With `scalar_ok` (reductions, as NumPy) a scalar accepts 0 and -1;
+    ops that index a dim (squeeze, slice, concat ...) have no axis on a scalar."""
+    if scalar_ok and rank == 0 and axis in (0, -1):
         return 0
     if not -rank <= axis < rank:
         raise OpTypeError(f"{op}: axis {axis} is out of range for rank {rank}")
     return axis % rank
 
 
-def normalize_axes(op: str, axes: list[int], rank: int) -> list[int]:
-    out = [normalize_axis(op, a, rank) for a in axes]
+def normalize_axes(op: str, axes: list[int], rank: int, scalar_ok: bool = False) -> list[int]:
+    out = [normalize_axis(op, a, rank, scalar_ok) for a in axes]
     if len(set(out)) != len(out):
         raise OpTypeError(f"{op}: axes {list(axes)} repeat an axis")
     return out
