@@ -56,6 +56,15 @@ def _key_bindings() -> KeyBindings:
         else:
             buf.validate_and_handle()
 
+    @kb.add("}")
+    def _(event) -> None:
+        # a closing brace on a line of its own goes back to the margin the `func` line has
+        buf = event.current_buffer
+        line = buf.document.current_line_before_cursor
+        if line and not line.strip():
+            buf.delete_before_cursor(len(line))
+        buf.insert_text("}")
+
     return kb
 
 
