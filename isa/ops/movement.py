@@ -331,7 +331,7 @@ def iota_rule(types: list[TensorType], attrs) -> list[TensorType]:
     dtype = attrs["dtype"]
     if dtype.is_bool:
         raise OpTypeError("iota dtype must be numeric, got bool")
-    normalize_axis("iota", attrs["axis"], len(shape))
+    normalize_axis("iota", attrs["axis"], len(shape), scalar_ok=True)
     return [TensorType(dtype, tuple(shape))]
 
 
