@@ -43,6 +43,7 @@ def sym_value(e, entries: list[Dim], runtime: Value | None, dtype=I64, shape=Non
 def to_int_shape(ctx: NodeCtx, dims: list[Dim], x: Value) -> tuple[list[int], TensorType]:
     """A reshape target with named dims as an int list (one unknown written -1) and the result
     type that keeps the names."""
+    dims = _solve_minus_one(dims, x)
     names = [i for i, d in enumerate(dims) if not isinstance(d, int)]
     ints = [d if isinstance(d, int) else -1 for d in dims]
     if len(names) > 1 or (names and -1 in dims):
@@ -53,6 +54,22 @@ def to_int_shape(ctx: NodeCtx, dims: list[Dim], x: Value) -> tuple[list[int], Te
         rest = int(np.prod([d for d in dims if d != -1]))
         shown = [total // rest if d == -1 and rest else d for d in dims]
     return ints, TensorType(x.dtype, tuple(shown))
+
+
+def _solve_minus_one(dims: list[Dim], x: Value) -> list[Dim]:
+    """Give -1 its size when the named dims of the target are exactly those of the input, so
+    they cancel: [N, -1] of a [N, 2, 3] tensor is [N, 6]."""
+    if -1 not in dims or None in x.shape or None in dims:
+        return dims
+    from collections import Counter
+    if Counter(d for d in dims if isinstance(d, str)) != \
+            Counter(d for d in x.shape if isinstance(d, str)):
+        return dims
+    total = int(np.prod([d for d in x.shape if isinstance(d, int)], dtype=np.int64))
+    rest = int(np.prod([d for d in dims if isinstance(d, int) and d != -1], dtype=np.int64))
+    if rest == 0 or total % rest:
+        return dims
+    return [total // rest if d == -1 else d for d in dims]
 
 
 def reshape(ctx: NodeCtx, x: Value, dims: list[Dim], hint: str) -> Value:

@@ -1,0 +1,184 @@
+"""The ONNX importer on small hand-built graphs: names, dims, errors, control flow, bytecode.
+
+Numerics are checked against onnxruntime where it is installed and against NumPy otherwise.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx")
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+
+import dlvmrt  # noqa: E402
+from frontends.onnx import import_onnx, import_onnx_result, import_to_file  # noqa: E402
+from frontends.onnx.errors import OnnxImportError  # noqa: E402
+
+pytestmark = pytest.mark.onnx
+F, I64, B = TensorProto.FLOAT, TensorProto.INT64, TensorProto.BOOL
+
+
+def model(nodes, inputs, outputs, inits=(), opset=17):
+    g = helper.make_graph(nodes, "g", inputs, outputs, initializer=list(inits))
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+
+
+def vi(name, elem, shape):
+    return helper.make_tensor_value_info(name, elem, shape)
+
+
+def run(m, *args):
+    return dlvmrt.VM(import_onnx(m)).run("main", *args)
+
+
+def test_names_are_sanitized_and_mapped_and_dims_named():
+    m = model([helper.make_node("Relu", ["input:0"], ["out 1"])],
+              [vi("input:0", F, ["batch size", 4])], [vi("out 1", F, ["batch size", 4])])
+    r = import_onnx_result(m)
+    main = r.module.functions["main"]
+    assert r.inputs == {"input:0": "input_0"}
+    assert [p.name for p in main.params] == ["input_0"]
+    assert main.params[0].type.shape == ("batch_size", 4)
+    assert r.dims == {"batch size": "batch_size"}
+    assert r.outputs == ["out 1"]
+    x = np.array([[-1, 2, -3, 4]] * 3, np.float32)
+    (y,) = dlvmrt.VM(r.module).run("main", x)
+    np.testing.assert_array_equal(y, np.maximum(x, 0))
+
+
+def test_initializers_become_constants_and_inputs_follow_graph_order():
+    w = numpy_helper.from_array(np.arange(12, dtype=np.float32).reshape(4, 3), "weight.0")
+    m = model([helper.make_node("MatMul", ["x", "weight.0"], ["h"]),
+               helper.make_node("Sub", ["h", "b"], ["y"])],
+              [vi("x", F, [2, 4]), vi("b", F, [3])], [vi("y", F, [2, 3])], [w])
+    mod = import_onnx(m)
+    assert "weight_0" in mod.constants
+    x, b = np.ones((2, 4), np.float32), np.array([1, 2, 3], np.float32)
+    (y,) = dlvmrt.VM(mod).run("main", x, b)
+    np.testing.assert_allclose(y, x @ numpy_helper.to_array(w) - b)
+
+
+def test_unsupported_ops_are_listed_together_with_their_opset():
+    m = model([helper.make_node("NonZero", ["x"], ["a"]),
+               helper.make_node("Unique", ["x"], ["b"]),
+               helper.make_node("NonZero", ["x"], ["c"])],
+              [vi("x", F, [3])], [vi("a", I64, None), vi("b", F, None), vi("c", I64, None)])
+    with pytest.raises(OnnxImportError) as info:
+        import_onnx(m)
+    msg = str(info.value)
+    assert "NonZero (opset 17) x2" in msg and "Unique (opset 17)" in msg
+
+
+def test_unsupported_attribute_value_fails_naming_it():
+    m = model([helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[2, 2], dilations=[2, 2])],
+              [vi("x", F, [1, 1, 6, 6])], [vi("y", F, None)])
+    with pytest.raises(OnnxImportError, match="dilated pooling"):
+        import_onnx(m)
+    m = model([helper.make_node("Relu", ["x"], ["y"], bogus=3)], [vi("x", F, [2])], [vi("y", F, [2])])
+    with pytest.raises(OnnxImportError, match="attribute bogus not supported"):
+        import_onnx(m)
+
+
+def test_old_opsets_are_refused():
+    m = model([helper.make_node("Relu", ["x"], ["y"])], [vi("x", F, [2])], [vi("y", F, [2])], opset=11)
+    with pytest.raises(OnnxImportError, match="opset 11 is older than 13"):
+        import_onnx(m)
+
+
+def test_reduce_axes_attribute_and_input_forms():
+    axes = numpy_helper.from_array(np.array([1], np.int64), "axes")
+    m18 = model([helper.make_node("ReduceMax", ["x", "axes"], ["y"], keepdims=0)],
+                [vi("x", F, [2, 3])], [vi("y", F, [2])], [axes], opset=18)
+    m13 = model([helper.make_node("ReduceMax", ["x"], ["y"], axes=[1], keepdims=0)],
+                [vi("x", F, [2, 3])], [vi("y", F, [2])], opset=13)
+    x = np.random.default_rng(0).random((2, 3)).astype(np.float32)
+    for m in (m13, m18):
+        np.testing.assert_array_equal(run(m, x)[0], x.max(1))
+
+
+def test_shape_chain_folds_and_keeps_a_dynamic_batch():
+    # Reshape(x, Concat(Shape(x)[0:1], [-1])) with a dynamic first dim: the exporters' idiom
+    nodes = [helper.make_node("Shape", ["x"], ["s"]),
+             helper.make_node("Gather", ["s", "zero"], ["n"], axis=0),
+             helper.make_node("Unsqueeze", ["n", "axes0"], ["n1"]),
+             helper.make_node("Concat", ["n1", "minus1"], ["shape"], axis=0),
+             helper.make_node("Reshape", ["x", "shape"], ["y"])]
+    inits = [numpy_helper.from_array(np.array(0, np.int64), "zero"),
+             numpy_helper.from_array(np.array([0], np.int64), "axes0"),
+             numpy_helper.from_array(np.array([-1], np.int64), "minus1")]
+    m = model(nodes, [vi("x", F, ["N", 2, 3])], [vi("y", F, ["N", 6])], inits)
+    mod = import_onnx(m)
+    assert mod.functions["main"].results[0].shape[1] == 6
+    x = np.arange(24, dtype=np.float32).reshape(4, 2, 3)
+    (y,) = dlvmrt.VM(mod).run("main", x)
+    np.testing.assert_array_equal(y, x.reshape(4, 6))
+
+
+def test_if_lowers_to_blocks_and_runs_both_ways():
+    then_g = helper.make_graph([helper.make_node("Neg", ["x"], ["t"])], "then", [], [vi("t", F, [3])])
+    else_g = helper.make_graph([helper.make_node("Exp", ["x"], ["e"])], "else", [], [vi("e", F, [3])])
+    m = model([helper.make_node("If", ["c"], ["y"], then_branch=then_g, else_branch=else_g)],
+              [vi("c", B, []), vi("x", F, [3])], [vi("y", F, [3])])
+    mod = import_onnx(m)
+    ops = [i.op for b in mod.functions["main"].blocks for i in b.instrs]
+    assert "br" in ops and len(mod.functions["main"].blocks) == 4
+    x = np.array([0.5, -1, 2], np.float32)
+    vm = dlvmrt.VM(mod)
+    np.testing.assert_allclose(vm.run("main", np.array(True), x)[0], -x)
+    np.testing.assert_allclose(vm.run("main", np.array(False), x)[0], np.exp(x), rtol=1e-6)
+
+
+def test_loop_with_carried_value_and_scan_output():
+    # for i < M: acc = acc + x * i; scan out acc
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+         helper.make_node("Cast", ["i"], ["fi"], to=F),
+         helper.make_node("Mul", ["x", "fi"], ["xi"]),
+         helper.make_node("Add", ["acc_in", "xi"], ["acc_out"]),
+         helper.make_node("Identity", ["acc_out"], ["scan"])],
+        "body", [vi("i", I64, []), vi("cond_in", B, []), vi("acc_in", F, [2])],
+        [vi("cond_out", B, []), vi("acc_out", F, [2]), vi("scan", F, [2])])
+    m = model([helper.make_node("Loop", ["M", "", "acc0"], ["acc", "hist"], body=body)],
+              [vi("M", I64, []), vi("acc0", F, [2]), vi("x", F, [2])],
+              [vi("acc", F, [2]), vi("hist", F, [None, 2])])
+    mod = import_onnx(m)
+    vm = dlvmrt.VM(mod)
+    x = np.array([1, 10], np.float32)
+    acc, hist = vm.run("main", np.array(4, np.int64), np.zeros(2, np.float32), x)
+    np.testing.assert_allclose(acc, x * 6)
+    np.testing.assert_allclose(hist, [x * 0, x * 1, x * 3, x * 6])
+    acc, hist = vm.run("main", np.array(0, np.int64), np.ones(2, np.float32), x)
+    assert hist.shape == (0, 2) and np.all(acc == 1)
+
+
+def test_function_bodied_op_is_inlined():
+    # Celu has no handler: its ONNX function body (Max, Min, Div, Exp, ...) is imported
+    m = model([helper.make_node("Celu", ["x"], ["y"], alpha=2.0)], [vi("x", F, [4])],
+              [vi("y", F, [4])], opset=13)
+    x = np.array([-3, -0.5, 0, 2], np.float32)
+    want = np.maximum(0, x) + np.minimum(0, 2.0 * (np.exp(x / 2.0) - 1))
+    np.testing.assert_allclose(run(m, x)[0], want, rtol=1e-6)
+
+
+def test_freeze_turns_a_shape_input_into_a_constant():
+    m = model([helper.make_node("Reshape", ["x", "shape"], ["y"])],
+              [vi("x", F, [2, 3]), vi("shape", I64, [2])], [vi("y", F, None)])
+    with pytest.raises(OnnxImportError, match="must be known at import") as info:
+        import_onnx(m)
+    assert info.value.value_name == "shape"
+    mod = import_onnx(m, freeze={"shape": np.array([3, 2], np.int64)})
+    assert [p.name for p in mod.functions["main"].params] == ["x"]
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    np.testing.assert_array_equal(dlvmrt.VM(mod).run("main", x)[0], x.reshape(3, 2))
+
+
+def test_import_to_file_writes_loadable_bytecode(tmp_path):
+    m = model([helper.make_node("Softmax", ["x"], ["y"], axis=-1)], [vi("x", F, [2, 3])],
+              [vi("y", F, [2, 3])])
+    src, out = tmp_path / "m.onnx", tmp_path / "m.dlbc"
+    onnx.save(m, str(src))
+    import_to_file(src, out)
+    x = np.random.default_rng(1).random((2, 3)).astype(np.float32)
+    (y,) = dlvmrt.VM(dlvmrt.load(str(out))).run("main", x)
+    e = np.exp(x - x.max(-1, keepdims=True))
+    np.testing.assert_allclose(y, e / e.sum(-1, keepdims=True), rtol=1e-6)
