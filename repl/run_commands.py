@@ -76,9 +76,10 @@ def cmd_continue(s: ReplSession, arg: str) -> str:
 
 
 def _resume(s: ReplSession, d: Debugger, action) -> str:
-    """Run `action`; report the stop, the results, or the trap with its stack."""
+    """Run `action`; report the stop, the results, or the trap with its stack. After one
+    instruction (step, next) also show the registers it wrote."""
     frame = d.frames[-1]
-    wrote = d.frames[-1].instr().results
+    wrote = d.frames[-1].instr().results if action != d.cont else []
     try:
         stop = action()
     except DlvmError as e:

@@ -69,11 +69,12 @@ def _describe(runner) -> str:
         if k in _SHOWN or v is None:
             continue
         if isinstance(v, list) and v and all(isinstance(x, dict) for x in v):
+            name = k[:-1] if k.endswith("s") else k
             for x in v:
-                head = x.get("spec", "")
-                rest = ", ".join(f"{a} {b}" for a, b in x.items() if a != "spec")
-                blocks.append(f"{k[:-1] if k.endswith('s') else k}: {rest}" +
-                              (f"\n  {head}".replace("\n", "\n  ") if head else ""))
+                first, _, more = str(x.get("spec", "")).strip().partition("\n")
+                title = first if first.startswith(name + ":") else f"{name}: {first}".rstrip()
+                rest = ", ".join(f"{a.replace('_', ' ')} {b}" for a, b in x.items() if a != "spec")
+                blocks.append(f"{title}  ({rest})" + ("\n" + more if more else ""))
         else:
             flat.append(f"{k.replace('_', ' ')} {v}")
     return "\n".join([", ".join(flat)] + blocks)

@@ -155,7 +155,7 @@ def test_breakpoints_stop_a_run(mlp):
     assert mlp.handle(":break @main:entry:2").startswith("breakpoint at @main:entry:2  %h = relu %h")
     assert "@main:entry:4" in mlp.handle(":break 13")          # a source line of mlp.dlasm
     out = mlp.handle(":run @main random")
-    assert "breakpoint @main:entry:2" in out and "-> @main:entry:2" in out
+    assert out.startswith("breakpoint @main:entry:2") and "-> @main:entry:2" in out
     assert "breakpoint @main:entry:4" in mlp.handle(":continue")
     assert "@main returned" in mlp.handle(":continue")
     assert "no block 'nope'" in mlp.handle(":break @main:nope")
