@@ -41,15 +41,15 @@ class Jit:
         self.max_variants = max_variants
         self.parallel_threshold_us = parallel_threshold_us
         self.disk = DiskCache(cache_dir)
-        self._types: dict[tuple[int, str], object] = {}
+        self._types: dict[int, tuple[Module, dict]] = {}
 
     def runner(self, module: Module, region: Region) -> RegionRunner:
-        key = (id(module), region.func)
-        types = self._types.get(key)
-        if types is None:
-            types = verify_module(module)[region.func]
-            self._types[key] = types
-        return RegionRunner(self, module, region, types)
+        # verified types per module; the entry holds the module, so its id is not reused
+        entry = self._types.get(id(module))
+        if entry is None or entry[0] is not module:
+            entry = (module, verify_module(module))
+            self._types[id(module)] = entry
+        return RegionRunner(self, module, region, entry[1][region.func])
 
 
 def _static_shape(t, dims: dict[str, int]) -> tuple[int, ...]:
@@ -63,11 +63,12 @@ def compile_program(module: Module, *, target: str = "cpu", emit: str = "llvm",
     """Compile every region of every function ahead of time and write one file per region:
     `<module>.<func>.b<block>_<start>_<end>.<ext>` with ext .kir (kernel IR), .ll or .s.
     Shapes come from the static types with named dims from `dims`."""
-    if target == "cuda":
-        raise NotImplementedError("target 'cuda' (PTX emission) is not implemented yet: it arrives "
-                                  "with the CUDA backend; use target='cpu'")
+    if target == "cuda":   # PTX per region: the CUDA backend (emit "ptx", "llvm" or "kernel-ir")
+        from .cuda.program import compile_program_cuda
+        return compile_program_cuda(module, emit="ptx" if emit == "asm" else emit, dims=dims,
+                                    out_dir=out_dir)
     if target != "cpu":
-        raise ValueError(f"unknown target {target!r}; expected 'cpu' (or 'cuda', not yet implemented)")
+        raise ValueError(f"unknown target {target!r}; expected 'cpu' or 'cuda'")
     if emit not in EMITS:
         raise ValueError(f"emit must be one of {', '.join(EMITS)}, got {emit!r}")
     from .compiler import assembly, optimized_ir

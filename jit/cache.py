@@ -1,6 +1,6 @@
 """The code cache: compiled object code in memory and on disk.
 
-Key: SHA-256 of the kernel IR text, the variant spec, the JIT's lowering version, the host
+Key: SHA-256 of the kernel IR text, the variant spec, the lowering's source code, the host
 target (triple, CPU name, features), the llvmlite version and the dlvm version, so that any
 change to what would be generated selects a different entry. Entries are written atomically
 (temporary file, then os.replace), and carry a checksum: a truncated or corrupt file is ignored
@@ -15,11 +15,22 @@ import hashlib
 import os
 import struct
 import tempfile
+from functools import lru_cache
 from pathlib import Path
 
-# Bump when the lowering changes what a given kernel IR compiles to.
-LOWERING_VERSION = "1"
 _MAGIC = b"DLVMOBJ1"
+
+
+@lru_cache(maxsize=None)
+def lowering_fingerprint() -> str:
+    """Hash of the sources that decide what a kernel compiles to (the LLVM backend), so that
+    editing the lowering can never load stale code, without anyone remembering to bump a number."""
+    h = hashlib.sha256()
+    here = Path(__file__).parent
+    for p in sorted((here / "llvm").glob("*.py")) + [here / "compiler.py"]:
+        h.update(p.name.encode())
+        h.update(p.read_bytes())
+    return h.hexdigest()
 
 
 def dlvm_version() -> str:
@@ -40,7 +51,7 @@ def default_dir() -> Path:
 
 def cache_key(kernel_text: str, spec_text: str, target_key: str) -> str:
     h = hashlib.sha256()
-    for part in (kernel_text, spec_text, LOWERING_VERSION, target_key, dlvm_version()):
+    for part in (kernel_text, spec_text, lowering_fingerprint(), target_key, dlvm_version()):
         h.update(part.encode())
         h.update(b"\0")
     return h.hexdigest()
@@ -85,6 +96,10 @@ class DiskCache:
             fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=".tmp-", suffix=".o")
             with os.fdopen(fd, "wb") as fh:
                 fh.write(blob)
-            os.replace(tmp, p)
+            try:
+                os.replace(tmp, p)
+            finally:
+                if os.path.exists(tmp):
+                    os.unlink(tmp)
         except OSError:
             pass      # a read-only or full cache dir only costs recompiling next time

@@ -20,6 +20,7 @@ from . import polys
 from .irutil import DEFAULT_FLAGS, F32, F64, I1, I32, I64, const, intrinsic
 
 FM = DEFAULT_FLAGS
+DIV_FLAGS = ("nsz", "contract")     # exact division: estimates break at 0 and Inf (see ops.py)
 SINCOS_LIMIT = float(2 ** 19)
 
 
@@ -49,7 +50,7 @@ class _F:
         return self.b.fmul(x, y, flags=FM)
 
     def div(self, x, y):
-        return self.b.fdiv(x, y, flags=FM)
+        return self.b.fdiv(x, y, flags=DIV_FLAGS)
 
     def fma(self, x, y, z):
         f = intrinsic(self.b.module, "llvm.fma", self.t, [self.t] * 3)
@@ -170,7 +171,7 @@ def _erf(f: _F, x):
     top = polys.ERF_BIG_HI[f.double]
     t_big = f.sub(f.mul(a, f.c(2.0 / (top - 2.0))), f.c((top + 2.0) / (top - 2.0)))
     tail = f.mul(_exp(f, f.sub(f.c(0.0), z)), f.clenshaw(t_big, polys.erf_big(f.double)))
-    tail = f.sel(f.lt(a, f.c(top)), tail, f.c(0.0))
+    tail = f.sel(f.ge(a, f.c(top)), f.c(0.0), tail)      # NaN keeps its NaN tail
     big = f.copysign(f.sub(f.c(1.0), tail), x)
     return f.sel(f.lt(a, f.c(2.0)), small, big)
 

@@ -62,8 +62,12 @@ def _intr(ctx, b, name, args):
 _FLOAT_BIN = {"add": "fadd", "sub": "fsub", "mul": "fmul", "div": "fdiv"}
 _INT_BIN = {"add": "add", "sub": "sub", "mul": "mul"}
 
+# Division is exact: with `arcp` LLVM turns 1/sqrt(x) and 1/x into hardware estimates plus a
+# Newton step, which give NaN for 0 and Inf.
+DIV_FLAGS = tuple(f for f in FM if f not in ("afn", "arcp"))
 for _op, _m in _FLOAT_BIN.items():
-    lowers(_op, "f")(lambda ctx, b, rt, dts, args, attr, _m=_m: getattr(b, _m)(*args, flags=FM))
+    lowers(_op, "f")(lambda ctx, b, rt, dts, args, attr, _m=_m:
+                     getattr(b, _m)(*args, flags=DIV_FLAGS if _m == "fdiv" else FM))
 for _op, _m in _INT_BIN.items():
     lowers(_op, "su")(lambda ctx, b, rt, dts, args, attr, _m=_m: getattr(b, _m)(*args))
 # bool arithmetic as NumPy does it: + is or, * is and

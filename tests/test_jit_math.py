@@ -1,0 +1,83 @@
+"""The IR math library against the references over wide ranges: uniform and log-uniform over the
+whole finite range, both signs, zeros, infinities, NaN and denormals (specs/tolerances.md)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from isa.builder import ModuleBuilder
+from isa.ops import OPS
+from isa.verify import verify_module
+from jit import Jit, form_regions
+from jit.testing import assert_matches
+
+FUNCS = ["exp", "log", "tanh", "erf", "sin", "cos", "sigmoid", "gelu"]
+
+
+@pytest.fixture(scope="module")
+def jit(tmp_path_factory):
+    return Jit(cache_dir=str(tmp_path_factory.mktemp("jitcache")), threads=1)
+
+
+def runner(jit, op: str, dtype: str, attrs=None):
+    mb = ModuleBuilder("m")
+    f = mb.function("main", [("x", f"{dtype}[N]")], [f"{dtype}[N]"])
+    y = getattr(f, op)(f.arg("x"), **(attrs or {}))
+    f.ret(f.mov(y, "out"))
+    m = mb.finish()
+    return jit.runner(m, form_regions(m, "main", verify_module(m)["main"])[0])
+
+
+def wide(dtype, rng, n=4000) -> np.ndarray:
+    fi = np.finfo(dtype)
+    logs = np.exp(rng.uniform(np.log(fi.smallest_subnormal) + 1, np.log(fi.max), n))
+    parts = [rng.uniform(-1, 1, n), rng.uniform(-10, 10, n), rng.uniform(-100, 100, n),
+             logs * rng.choice([-1.0, 1.0], n),
+             np.array([0.0, -0.0, np.inf, -np.inf, np.nan, fi.tiny, fi.tiny / 4, -fi.tiny / 3,
+                       fi.smallest_subnormal, fi.max, -fi.max, 1.0, -1.0, 0.3, -0.3, 2.0, -2.0])]
+    return np.concatenate(parts).astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f64"])
+@pytest.mark.parametrize("op", FUNCS)
+def test_math_wide_range(jit, op, dtype):
+    rng = np.random.default_rng(7)
+    x = wide(np.float32 if dtype == "f32" else np.float64, rng)
+    if op in ("sin", "cos"):
+        x = x[~(np.abs(x) >= 2.0 ** 19) | ~np.isfinite(x)]
+    attrs = {"approximate": "tanh"} if op == "gelu" and dtype == "f32" else None
+    run = runner(jit, op, dtype, attrs)
+    got = run([x])
+    assert got is not None, run.describe()
+    with np.errstate(all="ignore"):
+        ref = OPS[op].reference(OPS[op].with_defaults(attrs or {}), x)
+    assert_matches(got[0], ref, op, f"{op} {dtype}")
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f64"])
+def test_pow_special_cases_and_range(jit, dtype):
+    dt = np.float32 if dtype == "f32" else np.float64
+    specials = [0.0, -0.0, 1.0, -1.0, 2.0, -2.0, 0.5, -0.5, np.inf, -np.inf, np.nan, 3.0, -3.0, 1e-3]
+    a, b = np.meshgrid(np.array(specials), np.array(specials))
+    rng = np.random.default_rng(3)
+    xa = np.concatenate([a.ravel(), rng.uniform(0.01, 10, 2000), -rng.integers(1, 5, 200)]).astype(dt)
+    xb = np.concatenate([b.ravel(), rng.uniform(-20, 20, 2000), rng.integers(-3, 4, 200)]).astype(dt)
+    mb = ModuleBuilder("p")
+    f = mb.function("main", [("a", f"{dtype}[N]"), ("b", f"{dtype}[N]")], [f"{dtype}[N]"])
+    f.ret(f.mov(f.pow(*f.args()), "out"))
+    m = mb.finish()
+    run = jit.runner(m, form_regions(m, "main", verify_module(m)["main"])[0])
+    got = run([xa, xb])
+    assert got is not None, run.describe()
+    with np.errstate(all="ignore"):
+        ref = np.power(xa, xb)
+    assert_matches(got[0], ref, "pow", f"pow {dtype}")
+
+
+def test_sin_beyond_range_reduction_falls_back(jit):
+    run = runner(jit, "sin", "f32")
+    assert run([np.array([1.0, 3e6], np.float32)]) is None
+    assert "sin/cos argument" in run.describe()["last_fallback_reason"]
+    got = run([np.array([1.0, np.inf, np.nan, 5e5], np.float32)])
+    assert got is not None
+    assert np.isnan(got[0][1]) and np.isnan(got[0][2])
