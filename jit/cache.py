@@ -15,13 +15,13 @@ import hashlib
 import os
 import struct
 import tempfile
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 _MAGIC = b"DLVMOBJ1"
 
 
-@lru_cache(maxsize=None)
+@cache
 def lowering_fingerprint() -> str:
     """Hash of the sources that decide what a kernel compiles to (the LLVM backend), so that
     editing the lowering can never load stale code, without anyone remembering to bump a number."""

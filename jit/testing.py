@@ -9,7 +9,7 @@
 from __future__ import annotations
 
 import re
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +24,7 @@ from .regions import form_regions
 SPEC = Path(__file__).resolve().parent.parent / "specs" / "tolerances.md"
 
 
-@lru_cache(maxsize=None)
+@cache
 def _table() -> dict[str, dict[str, tuple[float | str, float | str]]]:
     rows: dict[str, dict[str, tuple[float | str, float | str]]] = {}
     for line in SPEC.read_text().splitlines():

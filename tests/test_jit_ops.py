@@ -10,7 +10,8 @@ from isa.dtypes import BY_NAME
 from isa.errors import OpTypeError
 from isa.ops import OPS
 from isa.types import TensorType
-from jit import Jit
+from isa.verify import verify_module
+from jit import Jit, form_regions
 from jit.testing import assert_matches, reference_run, run_with_jit
 
 DTYPES = ["f32", "f64", "i8", "i32", "i64", "u8", "bool"]
@@ -55,7 +56,8 @@ def values(dtype: str, n: int, rng, op: str = "", role: str = "a") -> np.ndarray
 def program(op: str, dtypes: list[str], attrs=None):
     mb = ModuleBuilder("t")
     params = [(f"p{i}", f"{d}[N]") for i, d in enumerate(dtypes)]
-    out_dt = OPS[op].infer([TensorType(BY_NAME[d], ("N",)) for d in dtypes], OPS[op].with_defaults(attrs or {}))
+    full = OPS[op].with_defaults(attrs or {})
+    out_dt = OPS[op].infer([TensorType(BY_NAME[d], ("N",)) for d in dtypes], full)
     f = mb.function("main", params, [str(out_dt[0])])
     y = getattr(f, op)(*f.args(), **(attrs or {}))
     y = f.mov(y, "out")      # a second instruction, so that the region is worth compiling
@@ -129,7 +131,7 @@ def test_integer_division_by_zero_falls_back(jit):
     m = program("div", ["i32", "i32"])
     a = np.arange(8, dtype=np.int32)
     b = np.array([1, 2, 0, 3, 1, 1, 1, 1], dtype=np.int32)
-    run = jit.runner(m, __import__("jit").form_regions(m, "main", __import__("isa").verify_module(m)["main"])[0])
+    run = jit.runner(m, form_regions(m, "main", verify_module(m)["main"])[0])
     assert run([a, b]) is None
     assert "trap" in run.describe()["last_fallback_reason"]
     ok = run([a, b + (b == 0)])
