@@ -108,6 +108,7 @@ def build_kernel(module: Module, types: FunctionTypes, region: Region) -> Kernel
         mm = instrs[region.start]
         t = rows[region.start].results[0]
         env[mm.results[0]] = load(Reg(mm.results[0]), t.dtype, t.rank, -1)
+        reg_types[mm.results[0]] = t
 
     def value(o: Any, t: TensorType) -> int:
         if isinstance(o, Imm):
