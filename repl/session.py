@@ -180,13 +180,13 @@ class ReplSession:
     # -- registers --------------------------------------------------------------------------
 
     def lookup(self, name: str) -> Any:
-        """A register by name: the session's, else the paused frame's (so a value seen while
-        stepping can be used at the prompt)."""
-        if name in self.regs:
-            return self.regs[name]
+        """A register by name. While a run is paused its frame comes first (what you step
+        through is what you inspect), then the session's registers."""
         if self.debugger is not None and self.debugger.running:
-            return self.debugger.registers().get(name)
-        return None
+            value = self.debugger.registers().get(name)
+            if value is not None:
+                return value
+        return self.regs.get(name)
 
     def immediate(self, text: str) -> str:
         ins = parse_instruction(text)

@@ -272,3 +272,12 @@ def test_internal_errors_do_not_end_the_session(mlp, monkeypatch):
         "funcs", "", "", lambda s, a: 1 / 0, "x"))
     assert mlp.handle(":funcs").startswith("internal error: ZeroDivisionError")
     assert mlp.handle("%x = const 1 : i32[]").startswith("%x = i32[]")
+
+
+def test_a_paused_frame_shadows_session_registers(mlp):
+    mlp.handle("%x = const 7.0 : f32[1, 4]")
+    mlp.handle(":debug @main random N=3")
+    assert mlp.handle(":print %x").startswith("%x = f32[3, 4]")       # the frame's %x
+    assert mlp.handle("%s = reduce_sum %x").startswith("%s = f32[]")
+    mlp.handle(":continue")
+    assert mlp.handle(":print %x").startswith("%x = f32[1, 4]")       # the session's again
