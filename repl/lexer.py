@@ -37,7 +37,6 @@ class DlasmLexer(RegexLexer):
     aliases = ["dlasm", "dlvm"]
     filenames = ["*.dlasm"]
     mimetypes = ["text/x-dlasm"]
-    url = "https://example.invalid/dlvm"   # the project's specs/language.md describes the language
 
     tokens = {
         "root": [
