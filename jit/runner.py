@@ -228,11 +228,11 @@ class RegionRunner:
         Two are kept because a caller usually still holds the previous result while it makes
         the next call (a loop register is overwritten only after the call returns)."""
         spare = call.spare[j]
-        for i, buf in enumerate(spare):
+        for i in range(len(spare)):
             # 2 references: the spare list and getrefcount's argument; more means it is held
-            if sys.getrefcount(buf) == 2:
+            if sys.getrefcount(spare[i]) == 2:
                 spare.append(spare.pop(i))
-                return buf
+                return spare[-1]
         buf = np.empty(shape, call.out_dtypes[j])
         self.allocations += 1
         spare.append(buf)

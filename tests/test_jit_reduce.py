@@ -39,7 +39,8 @@ def test_row_reductions(jit, op, dtype):
     y = getattr(f, op)(f.mul(x, x), axes=[2], keepdims=True)
     f.ret(f.add(y, 1))
     rng = np.random.default_rng(0)
-    x = (rng.standard_normal((5, 3, 40)) * (0.5 if op == "reduce_prod" else 3)).astype(dtype.replace("f", "float").replace("i", "int"))
+    np_dtype = {"f32": np.float32, "f64": np.float64, "i32": np.int32}[dtype]
+    x = (rng.standard_normal((5, 3, 40)) * (0.5 if op == "reduce_prod" else 3)).astype(np_dtype)
     x.flat[7] = np.nan if dtype != "i32" and op == "reduce_max" else x.flat[7]
     compare(jit, mb.finish(), [x], op)
 
@@ -57,7 +58,8 @@ def test_full_reduction_and_dropped_dims(jit):
 
 def softmax_layernorm_module():
     mb = ModuleBuilder("sl")
-    f = mb.function("main", [("x", "f32[N, D]"), ("g", "f32[D]"), ("b", "f32[D]")], ["f32[N, D]", "f32[N, D]"])
+    f = mb.function("main", [("x", "f32[N, D]"), ("g", "f32[D]"), ("b", "f32[D]")],
+                    ["f32[N, D]", "f32[N, D]"])
     x, g, b = f.args()
     m = f.reduce_max(x, axes=[-1], keepdims=True)
     e = f.exp(f.sub(x, m))
