@@ -182,3 +182,18 @@ def test_import_to_file_writes_loadable_bytecode(tmp_path):
     (y,) = dlvmrt.VM(dlvmrt.load(str(out))).run("main", x)
     e = np.exp(x - x.max(-1, keepdims=True))
     np.testing.assert_allclose(y, e / e.sum(-1, keepdims=True), rtol=1e-6)
+
+
+def test_builder_example_runs(tmp_path):
+    import runpy
+    import sys
+    path = __file__.rsplit("tests", 1)[0] + "examples/builder_mlp.py"
+    out = tmp_path / "mlp.dlbc"
+    argv = sys.argv
+    try:
+        sys.argv = [path, str(out)]
+        with pytest.raises(SystemExit) as done:
+            runpy.run_path(path, run_name="__main__")
+    finally:
+        sys.argv = argv
+    assert done.value.code == 0 and out.stat().st_size > 0
