@@ -56,6 +56,15 @@ def test_transformer_encoder_layer():
     _check(nets.encoder_layer(32, 4, 64), {"x": _rand(2, 5, 32)})
 
 
+def test_decoder_with_transposed_conv_and_resize():
+    nn = torch.nn
+    torch.manual_seed(5)
+    net = nn.Sequential(nn.ConvTranspose2d(4, 6, 3, stride=2, padding=1, output_padding=1, groups=2),
+                        nn.ReLU(), nn.Upsample(scale_factor=2, mode="bilinear"),
+                        nn.Conv2d(6, 2, 3, padding=1), nn.Upsample(scale_factor=2, mode="nearest"))
+    _check(net, {"x": _rand(1, 4, 5, 6)})
+
+
 def test_dynamic_batch_is_a_named_dim():
     torch.manual_seed(4)
     net = nets.small_cnn()

@@ -293,3 +293,67 @@ def lp_pool(ctx: NodeCtx) -> list[Value]:
     y = e.emit("mul", [y, scalar(float(np.prod(kernel)), y)])
     y = e.emit("pow", [y, scalar(1.0 / p, y)])
     return [e.emit("squeeze", [y], axes=[2]) if nd == 1 else y]
+
+
+def _conv_transpose_pads(ctx: NodeCtx, sizes, kernel, strides, dil, out_pad) -> list[int]:
+    n = len(kernel)
+    auto = ctx.attr("auto_pad", "NOTSET")
+    out_shape = ctx.attr("output_shape", None)
+    pads = list(ctx.attr("pads", [0] * (2 * n)))
+    if out_shape is None and auto not in ("SAME_UPPER", "SAME_LOWER"):
+        if auto not in ("NOTSET", "VALID"):
+            raise ctx.fail(f"auto_pad={auto} is not supported")
+        return pads if auto == "NOTSET" else [0] * (2 * n)
+    targets = list(out_shape)[-n:] if out_shape is not None else [s * st for s, st in zip(sizes, strides)]
+    for i in range(n):
+        total = strides[i] * (sizes[i] - 1) + out_pad[i] + (kernel[i] - 1) * dil[i] + 1 - targets[i]
+        small, big = total // 2, total - total // 2
+        pads[i], pads[i + n] = (small, big) if auto == "SAME_UPPER" else (big, small)
+    return pads
+
+
+@onnx_op("ConvTranspose")
+def conv_transpose(ctx: NodeCtx) -> list[Value]:
+    # a transposed convolution is a stride-1 convolution of the input with s-1 zeros inserted
+    # between its elements, padded by (k_eff - 1 - pad), with the kernel flipped and its two
+    # channel axes swapped (per group)
+    x, w, b, e = ctx.req(0), ctx.req(1), ctx.input(2), ctx.e
+    nd = x.rank - 2
+    if nd not in (1, 2) or not (x.type.is_static and w.type.is_static):
+        raise ctx.fail("ConvTranspose needs a static 1-D or 2-D input and weights")
+    kernel = list(ctx.attr("kernel_shape", w.shape[2:]))
+    strides = list(ctx.attr("strides", [1] * nd))
+    dil = list(ctx.attr("dilations", [1] * nd))
+    out_pad = list(ctx.attr("output_padding", [0] * nd))
+    g = int(ctx.attr("group", 1))
+    sizes = list(x.shape[2:])
+    pads = _conv_transpose_pads(ctx, sizes, kernel, strides, dil, out_pad)
+    x2, w2 = _to_2d(ctx, x, nd), _to_2d(ctx, w, nd)
+    if nd == 1:
+        kernel, strides, dil, out_pad, sizes = ([1] + kernel, [1] + strides, [1] + dil,
+                                                [0] + out_pad, [1] + sizes)
+        pads = [0, pads[0], 0, pads[1]]
+    n, c = x.shape[0], x.shape[1]
+    (h, wd), (s0, s1) = sizes, strides
+    if s0 > 1 or s1 > 1:
+        t = e.emit("reshape", [x2], shape=[n, c, h, 1, wd, 1])
+        t = e.emit("pad", [t], pads=[0] * 6 + [0, 0, 0, s0 - 1, 0, s1 - 1])
+        t = e.emit("reshape", [t], shape=[n, c, h * s0, wd * s1])
+        x2 = e.emit("slice", [t], starts=[0, 0], ends=[(h - 1) * s0 + 1, (wd - 1) * s1 + 1],
+                    axes=[2, 3])
+    c_out_g = w.shape[1]
+    kh, kw = kernel
+    wt = e.emit("reshape", [w2], shape=[g, c // g, c_out_g, kh, kw])
+    wt = e.emit("transpose", [wt], perm=[0, 2, 1, 3, 4])
+    wt = e.emit("reshape", [wt], shape=[g * c_out_g, c // g, kh, kw])
+    wt = e.emit("slice", [wt], starts=[-1, -1], ends=[-(kh + 1), -(kw + 1)], axes=[2, 3],
+                steps=[-1, -1])
+    full = []
+    for i in range(2):
+        k_eff = (kernel[i] - 1) * dil[i] + 1
+        full.append((k_eff - 1 - pads[i], k_eff - 1 - pads[i + 2] + out_pad[i]))
+    x2 = e.emit("pad", [x2], pads=[0, 0, full[0][0], full[1][0], 0, 0, full[0][1], full[1][1]])
+    args = [x2, wt] + ([b] if b is not None else [])
+    y = e.emit("conv2d", args, ctx.node.output[0], strides=[1, 1], pads=[0, 0, 0, 0],
+               dilations=dil, groups=g)
+    return [e.emit("squeeze", [y], axes=[2]) if nd == 1 else y]
