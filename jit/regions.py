@@ -13,7 +13,8 @@ A region is a contiguous run of instructions of one block. Three kinds are forme
 
 What is not fused stays interpreted: f16 (no CPU kernel), reductions over non-trailing axes,
 integer matmul, movement ops, control flow. A region needs at least two instructions, except a
-lone composite op (softmax, layer_norm, ...) which is several after decomposition.
+lone composite op (softmax, layer_norm, gelu, ...) that is several primitives after decomposition
+or expansion.
 """
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ from isa.ops import OPS, Family
 from isa.verify import FunctionTypes
 
 from .flatten import Prim, flat_prims
+from .kernel_ir import Node
 from .liveness import Liveness
 
 REDUCE_OPS = ("reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod")
@@ -100,7 +102,21 @@ def classify_instr(module: Module, ins, types) -> _Shape:
                 return _Shape(False, reason="reductions over different axis counts")
             inner = s.inner
         ends = s.ends
-    return _Shape(True, inner=inner, ends=ends, heavy=opdef.decompose is not None)
+    heavy = opdef.decompose is not None or (opdef.expand is not None and _expansion_size(prims) >= 3)
+    return _Shape(True, inner=inner, ends=ends, heavy=heavy)
+
+
+def _expansion_size(prims: list[Prim]) -> int:
+    """How many primitive ops a composite elementwise op expands into (a lone gelu is worth a
+    kernel: NumPy would make a pass over memory for each of them)."""
+    from .build import KernelBuilder
+    total = 0
+    for p in prims:
+        kb = KernelBuilder("probe", 0)
+        args = [kb.kernel.add(Node("load", t.dtype, (), i)) for i, t in enumerate(p.in_types)]
+        kb.apply(p.op, args, p.attrs)
+        total += sum(1 for n in kb.kernel.nodes if n.op not in ("load", "const"))
+    return total
 
 
 def _is_blas_matmul(ins, types) -> bool:

@@ -104,30 +104,39 @@ def reference_run(module: Module, func: str, args: list[np.ndarray]) -> list[np.
         return _interpret(module, func, f.blocks[0].instrs, types[0], env)
 
 
+class JitDriver:
+    """Runs a single-block function the way the VM does: regions formed once, each through its
+    RegionRunner, other instructions (and declined regions) with the references."""
+
+    def __init__(self, module: Module, func: str, jit):
+        self.module, self.func = module, func
+        self.types = verify_module(module)[func]
+        self.instrs = module.functions[func].blocks[0].instrs
+        self.params = [p.name for p in module.functions[func].params]
+        self.regions = {r.start: r for r in form_regions(module, func, self.types) if r.block == 0}
+        self.runners = {start: jit.runner(module, r) for start, r in self.regions.items()}
+
+    def __call__(self, args: list[np.ndarray]) -> list[np.ndarray]:
+        module, env = self.module, dict(zip(self.params, args))
+        i = 0
+        with np.errstate(all="ignore"):
+            while i < len(self.instrs):
+                reg = self.regions.get(i)
+                if reg is not None:
+                    outs = self.runners[i]([_operand(env, module, o, None) for o in reg.inputs])
+                    if outs is not None:
+                        env.update(zip(reg.outputs, outs))
+                        i = reg.end         # registers dead after the region are not produced
+                        continue
+                res = _interpret(module, self.func, self.instrs[i:i + 1], self.types[0][i:i + 1], env)
+                if res is not None:
+                    return res
+                i += 1
+        raise AssertionError("function ended without ret")
+
+
 def run_with_jit(module: Module, func: str, args: list[np.ndarray], jit) -> tuple[list[np.ndarray], list]:
-    """Run a single-block function, regions through `jit`, the rest with the references.
-    Returns the results and the runners (for their describe())."""
-    f = module.functions[func]
-    types = verify_module(module)[func]
-    env = {p.name: a for p, a in zip(f.params, args)}
-    instrs = f.blocks[0].instrs
-    regions = [r for r in form_regions(module, func, types) if r.block == 0]
-    runners = [jit.runner(module, r) for r in regions]
-    i = 0
-    with np.errstate(all="ignore"):
-        while i < len(instrs):
-            reg = next((r for r in regions if r.start == i), None)
-            if reg is not None:
-                runner = runners[regions.index(reg)]
-                ins_vals = [_operand(env, module, o, None) for o in reg.inputs]
-                outs = runner(ins_vals)
-                if outs is not None:
-                    env.update(zip(reg.outputs, outs))
-                    # registers written in the region but dead after it are not produced
-                    i = reg.end
-                    continue
-            res = _interpret(module, func, instrs[i:i + 1], types[0][i:i + 1], env)
-            if res is not None:
-                return res, runners
-            i += 1
-    raise AssertionError("function ended without ret")
+    """Run a single-block function once through a fresh JitDriver. Returns the results and the
+    runners (for their describe())."""
+    driver = JitDriver(module, func, jit)
+    return driver(args), list(driver.runners.values())

@@ -141,3 +141,15 @@ def test_matmul_with_epilogue():
     (r,) = regions_of(mb.finish())
     assert (r.kind, r.start, r.end) == ("matmul+epilogue", 0, 3)
     assert r.inputs == [Reg("x"), ConstRef("w"), ConstRef("b")]
+
+
+def test_lone_composite_op_is_a_region_but_a_lone_primitive_is_not():
+    mb = ModuleBuilder("m")
+    f = mb.function("main", [("x", "f32[N]")], ["f32[N]", "f32[N]"])
+    x = f.arg("x")
+    g = f.gelu(x, approximate="tanh")
+    f.transpose(g, into="sep")
+    e = f.exp(x)
+    f.ret(g, e)
+    rs = regions_of(mb.finish())
+    assert [(r.start, r.end) for r in rs] == [(0, 1)]
