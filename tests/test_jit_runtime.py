@@ -140,3 +140,17 @@ def test_import_jit_does_not_import_llvmlite():
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert res.stdout.strip() == "False", res.stderr
+
+
+def test_unloading_compiled_code_keeps_the_compiler_usable():
+    # an engine owns its target machine; disposing one must not break later compiles
+    from jit.compiler import lower_to_llvm
+    from jit.llvm import target
+    m = elementwise_module()
+    types = verify_module(m)["main"]
+    k = build_kernel(m, types, form_regions(m, "main", types)[0])
+    text, _ = lower_to_llvm(k, make_plan(k, [(3, 4), (4,)]).spec)
+    loaded = target.LoadedObject(target.emit_object(target.optimize(text)))
+    assert loaded.address("dlvm_kernel")
+    del loaded
+    assert target.emit_object(target.optimize(text))

@@ -39,12 +39,17 @@ def host() -> HostTarget:
                       llvm.get_host_cpu_features().flatten())
 
 
-@cache
-def target_machine(opt_level: int = 3):
+def new_target_machine(opt_level: int = 3):
     h = host()
     target = llvm.Target.from_triple(h.triple)
     return target.create_target_machine(cpu=h.cpu, features=h.features, opt=opt_level,
                                         reloc="static", codemodel="jitdefault")
+
+
+@cache
+def target_machine(opt_level: int = 3):
+    """The shared machine for optimizing and emitting code (never handed to an engine)."""
+    return new_target_machine(opt_level)
 
 
 def optimize(ir_text: str, opt_level: int = 3):
@@ -84,7 +89,9 @@ class LoadedObject:
         _init()
         with _lock:
             empty = llvm.parse_assembly("")
-            self.engine = llvm.create_mcjit_compiler(empty, target_machine(3))
+            # the engine takes ownership of its target machine and destroys it with itself,
+            # so it gets its own (handing it the shared one crashed after a disposal)
+            self.engine = llvm.create_mcjit_compiler(empty, new_target_machine(3))
             self.engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
             self.engine.finalize_object()
 
