@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from isa.errors import DlvmError, Trap
+from isa.errors import DlvmError, InternalError, Trap
 
 from .devices import resolve_device
 from .function_code import BlockCode, FunctionCode
@@ -139,23 +139,52 @@ def _splice_region(fcode: FunctionCode, blk: BlockCode, region, runner, profiler
     in_slots = [fcode.layout.operand_slot_of(o) for o in region.inputs]
     out_slots = [fcode.layout.reg(n) for n in region.outputs]
 
+    def interpret(r):
+        for s in inside:
+            try:
+                s(r)
+            except BaseException as e:
+                e.dlvm_where = s.where
+                raise
+
     def fused(r):
         outs = runner([r[i] for i in in_slots])
         if outs is None:
-            for s in inside:
-                try:
-                    s(r)
-                except BaseException as e:
-                    e.dlvm_where = s.where
-                    raise
+            interpret(r)
         else:
             for s, v in zip(out_slots, outs):
                 r[s] = v
-    fused.where = (blk.index, region.start)
-    step = profiler.wrap_region(fcode, blk.index, region, runner, fused) if profiler else fused
+
+    def checked(r):
+        # DLVM_JIT_CHECK: run the interpreter beside every compiled call and compare
+        before = list(r)
+        fused(r)
+        ref = list(before)
+        interpret(ref)
+        for name, s in zip(region.outputs, out_slots):
+            _check_same(fcode, blk, region, name, r[s], ref[s])
+    run_region = checked if os.environ.get("DLVM_JIT_CHECK") else fused
+    run_region.where = (blk.index, region.start)
+    step = (profiler.wrap_region(fcode, blk.index, region, runner, run_region) if profiler
+            else run_region)
     before = [s for s in blk.steps if s.where[1] < region.start]
     after = [s for s in blk.steps if s.where[1] >= region.end]
     return before + [step] + after
+
+
+def _check_same(fcode, blk, region, name: str, got, want) -> None:
+    got, want = np.asarray(got), np.asarray(want)
+    tol = {"f": dict(rtol=2e-5, atol=1e-6) if want.dtype == np.float32 else dict(rtol=1e-9, atol=1e-12)}
+    ok = got.shape == want.shape and got.dtype == want.dtype and (
+        np.allclose(got, want, equal_nan=True, **tol["f"]) if want.dtype.kind == "f"
+        else np.array_equal(got, want))
+    if not ok:
+        err = (float(np.nanmax(np.abs(got.astype(np.float64) - want))) if got.shape == want.shape
+               else float("nan"))
+        raise InternalError(f"JIT check: region [{region.start}:{region.end}] ({region.kind}) of "
+                            f"@{fcode.func.name} block {blk.label} gave %{name} = {got.dtype}"
+                            f"{list(got.shape)}, the interpreter {want.dtype}{list(want.shape)}; "
+                            f"max abs error {err:.3g}")
 
 
 def _readonly(a: np.ndarray) -> np.ndarray:

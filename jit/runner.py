@@ -195,15 +195,17 @@ class RegionRunner:
         for j, shape in enumerate(call.plan.out_shapes):
             bufs[j] = self._free_buffer(call, j, shape)
         ptrs = []
+        keep = []     # arrays whose raw pointers the kernel reads: alive until it returns
         k = self.kernel
         for t in k.inputs:
             if t.source < 0:
-                ptrs.append(self._matmul(call, args).ctypes.data)
+                a = self._matmul(call, args)
             else:
                 a = args[t.source]
                 if not a.flags.c_contiguous:
                     a = np.ascontiguousarray(a)
-                ptrs.append(a.ctypes.data)
+            keep.append(a)
+            ptrs.append(a.ctypes.data)
         for j in range(len(k.outputs)):
             if j != call.mm_out:
                 ptrs.append(bufs[j].ctypes.data)

@@ -1,0 +1,57 @@
+"""JIT bugs found by running real models, kept as tests; and the DLVM_JIT_CHECK mode that found
+them (every compiled region also run through the interpreter and compared)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import dlvmrt
+from isa.builder import ModuleBuilder
+from isa.errors import InternalError
+
+
+def rotary_module():
+    mb = ModuleBuilder("rotary")
+    f = mb.function("main", [("c", "f32[2, 3, 1, 4]"), ("s", "f32[2, 3, 1, 4]"),
+                             ("x1", "f32[2, 3, 4, 4]"), ("x2", "f32[2, 3, 4, 4]")],
+                    ["f32[2, 3, 4, 4]", "f32[2, 3, 4, 4]"])
+    c, s, x1, x2 = f.args()
+    real = f.sub(f.mul(c, x1), f.mul(s, x2))
+    imag = f.add(f.mul(s, x1), f.mul(c, x2))
+    f.ret(real, imag)
+    return mb.finish()
+
+
+def test_strided_view_inputs_stay_alive_during_the_kernel(monkeypatch):
+    # the runner copied non-contiguous inputs and dropped the copy before the kernel read it
+    monkeypatch.setenv("DLVM_JIT_CHECK", "1")
+    rng = np.random.default_rng(0)
+    c, s = (rng.standard_normal((2, 3, 1, 4)).astype(np.float32) for _ in range(2))
+    big = rng.standard_normal((2, 4, 3, 8)).astype(np.float32).transpose(0, 2, 1, 3)
+    x1, x2 = big[..., :4], big[..., 4:]
+    assert not x1.flags.c_contiguous
+    real, imag = dlvmrt.VM(rotary_module(), jit="always").run("main", c, s, x1, x2)
+    np.testing.assert_allclose(real, c * x1 - s * x2, rtol=1e-6)
+    np.testing.assert_allclose(imag, s * x1 + c * x2, rtol=1e-6)
+
+
+def test_check_mode_reports_a_wrong_kernel(monkeypatch):
+    monkeypatch.setenv("DLVM_JIT_CHECK", "1")
+    vm = dlvmrt.VM(rotary_module(), jit="always")
+    x = np.ones((2, 3, 4, 4), np.float32)
+    c = np.ones((2, 3, 1, 4), np.float32)
+    vm.run("main", c, c, x, x)
+    (_, _, region, runner) = vm.runners[0]
+    real_call = runner.__call__
+
+    class Wrong:
+        def __call__(self, args):
+            outs = real_call(args)
+            return [o + 1 for o in outs]
+    code = vm.code("main")
+    blk = code.blocks[0]
+    from dlvmrt.vm import _splice_region
+    blk.steps = list(blk.interp_steps)
+    blk.steps = _splice_region(code, blk, region, Wrong(), None)
+    with pytest.raises(InternalError, match="JIT check: region"):
+        vm.run("main", c, c, x, x)
