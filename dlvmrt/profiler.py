@@ -25,7 +25,14 @@ class Record:
     calls: int = 0
     ns: int = 0
     fallbacks: int = 0
+    compile_ns: int = 0     # JIT compiles (or cache loads) during these calls, not in `ns`
     extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _compile_ns(runner) -> int:
+    """Time a region runner has spent compiling (or loading from the code cache) so far."""
+    return int(sum(getattr(c, "compile_ms", 0.0) for c in getattr(runner, "variants", {}).values())
+               * 1e6)
 
 
 class Profiler:
@@ -76,13 +83,16 @@ class Profiler:
 
         def timed(r):
             before = getattr(runner, "fallbacks", 0)
+            compiled_before = _compile_ns(runner)
             t = clock()
             try:
                 fused(r)
             finally:
                 dt = clock() - t
+                compiled = _compile_ns(runner) - compiled_before
                 rec.calls += 1
-                rec.ns += dt
+                rec.ns += dt - compiled
+                rec.compile_ns += compiled
                 rec.fallbacks += getattr(runner, "fallbacks", 0) - before
                 if trace:
                     self._event(rec, t, dt)
@@ -100,6 +110,7 @@ class Profiler:
             out.append(f"@{r.func:<11} {r.block:<10} {r.index:>3} {r.label:<28.28} {r.kind:<12} "
                        f"{r.device:<6} {r.calls:>8} {r.ns / 1e6:>10.3f} "
                        f"{(r.ns / max(r.calls, 1)) / 1e3:>9.2f} {100 * r.ns / total:>5.1f}%"
+                       + (f"  (+{r.compile_ns / 1e6:.1f} ms compiling)" if r.compile_ns else "")
                        + (f"  ({r.fallbacks} fell back)" if r.fallbacks else ""))
         if vm is not None:
             out.append("")
