@@ -112,3 +112,12 @@ def test_vm_auto_runs_on_cpu_without_warnings():
         (y,) = vm.run("main", np.zeros(4, np.float32))
     assert vm.device == "cpu"
     np.testing.assert_allclose(y, 2.0)
+
+
+def test_asking_for_a_gpu_does_not_load_the_compiler():
+    import subprocess
+    import sys
+    code = ("import sys, dlvmrt.devices as d; d.resolve_device('auto'); d.cuda_available(); "
+            "import jit.cuda; print('llvmlite' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

@@ -2,10 +2,23 @@
 libdevice for math, cuBLAS for matmul, and pycuda (or cuda-python) to load and launch.
 
 Building PTX needs llvmlite and the CUDA toolkit's libdevice, not a GPU; loading and launching
-need a driver (`dlvmrt.devices.cuda_available`). Importing this package imports neither pycuda
-nor cuda-python.
+need a driver (`dlvmrt.devices.cuda_available`). Importing this package imports nothing heavy
+(no llvmlite, pycuda or cuda-python): the VM asks `jit.cuda.driver` whether a GPU exists
+without loading the compiler. The names below are loaded on first use.
 """
-from .codegen import CudaKernel, build_cuda_kernel, launch_dims
-from .program import compile_program_cuda, region_ptx
+from __future__ import annotations
 
-__all__ = ["CudaKernel", "build_cuda_kernel", "compile_program_cuda", "launch_dims", "region_ptx"]
+import importlib
+from typing import Any
+
+_EXPORTS = {"CudaKernel": "codegen", "build_cuda_kernel": "codegen", "launch_dims": "codegen",
+            "compile_program_cuda": "program", "region_ptx": "program"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = sorted(_EXPORTS)

@@ -13,7 +13,7 @@ from pathlib import Path
 from isa.module import Module
 from isa.verify import FunctionTypes, verify_module
 from jit.build import build_kernel
-from jit.plan import Spec, make_plan
+from jit.plan import make_plan
 from jit.regions import Region, form_regions
 
 from .codegen import CudaKernel, build_cuda_kernel
@@ -74,4 +74,4 @@ def compile_program_cuda(module: Module, *, emit: str = "ptx", dims: dict[str, i
     return written
 
 
-__all__ = ["EMITS", "Spec", "compile_program_cuda", "region_ptx", "region_spec"]
+__all__ = ["EMITS", "compile_program_cuda", "region_ptx", "region_spec"]
