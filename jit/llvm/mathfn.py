@@ -22,6 +22,8 @@ from .irutil import DEFAULT_FLAGS, F32, F64, I1, I32, I64, const, intrinsic
 FM = DEFAULT_FLAGS
 DIV_FLAGS = ("nsz", "contract")     # exact division: estimates break at 0 and Inf (see ops.py)
 SINCOS_LIMIT = float(2 ** 19)
+# |2x| beyond which tanh x is +-1 after rounding: 2 e^-2|x| < 2^-25 (f32), 2^-54 (f64)
+TANH_CLAMP = {False: 20.0, True: 40.0}
 
 
 class _F:
@@ -153,14 +155,34 @@ def _log(f: _F, x):
     return f.sel(bad, f.c(math.nan), y)
 
 
+def _expm1_bounded(f: _F, y):
+    """e^y - 1 for |y| <= 40 (no overflow, no NaN handling needed: NaN flows through).
+
+    y = n ln2 + r with |r| <= ln2/2; e^y - 1 = 2^n (e^r - 1) + (2^n - 1), one FMA. For n = 0 this
+    is the polynomial itself, so the result keeps its relative accuracy near 0, where e^y - 1
+    would cancel."""
+    n = f.unary("llvm.rint", f.mul(y, f.c(1 / math.log(2))))
+    ln2_hi, ln2_lo = _ln2(f)
+    r = f.fma(n, f.c(-ln2_hi), y)
+    r = f.fma(n, f.c(-ln2_lo), r)
+    coeffs = polys.exp_taylor(14 if f.double else 8)[2:]       # 1/2!, 1/3!, ...
+    p = f.fma(f.mul(r, r), f.horner(r, coeffs), r)
+    s = f.pow2i(f.to_int(n))                                   # |n| <= 58: a normal float
+    return f.fma(s, p, f.sub(s, f.c(1.0)))
+
+
 def _tanh(f: _F, x):
-    a = f.unary("llvm.fabs", x)
-    z = f.mul(x, x)
-    coeffs = polys.tanh_taylor(12 if f.double else 6)
-    small = f.fma(f.mul(x, z), f.horner(z, coeffs[1:]), x)
-    e = _exp(f, f.add(a, a))
-    big = f.sub(f.c(1.0), f.div(f.c(2.0), f.add(e, f.c(1.0))))
-    return f.sel(f.lt(a, f.c(0.3)), small, f.copysign(big, x))
+    """tanh x = e / (e + 2) with e = e^2x - 1: a single branch-free path (one exp-like
+    polynomial and one division) that vectorizes well and is accurate near 0 as well.
+
+    2x is clamped to +-TANH_CLAMP, beyond which tanh rounds to +-1; NaN passes the clamp (its
+    comparisons are false) and propagates. The sign is copied from x so that tanh(-0) = -0."""
+    lim = f.c(TANH_CLAMP[f.double])
+    y = f.add(x, x)
+    y = f.sel(f.lt(y, f.b.fneg(lim)), f.b.fneg(lim), y)
+    y = f.sel(f.lt(lim, y), lim, y)
+    e = _expm1_bounded(f, y)
+    return f.copysign(f.div(e, f.add(e, f.c(2.0))), x)
 
 
 def _erf(f: _F, x):
