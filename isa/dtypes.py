@@ -22,6 +22,10 @@ class DType(enum.Enum):
     F16 = ("f16", 6, "float16")
     F32 = ("f32", 7, "float32")
     F64 = ("f64", 8, "float64")
+    # added later, so their codes follow the first nine (a code is never reused or renumbered)
+    U16 = ("u16", 9, "uint16")
+    U32 = ("u32", 10, "uint32")
+    U64 = ("u64", 11, "uint64")
 
     @property
     def text(self) -> str:
@@ -41,7 +45,8 @@ class DType(enum.Enum):
 
     @property
     def is_int(self) -> bool:
-        return self in (DType.I8, DType.I16, DType.I32, DType.I64, DType.U8)
+        return self in (DType.I8, DType.I16, DType.I32, DType.I64, DType.U8, DType.U16, DType.U32,
+                        DType.U64)
 
     @property
     def is_signed(self) -> bool:
@@ -79,5 +84,5 @@ def dtype_from_name(name: str) -> DType | None:
 
 
 def dtype_from_numpy(dt: np.dtype | type) -> DType | None:
-    """The dlvm dtype of a NumPy dtype, or None where dlvm has none (complex, u16, strings ...)."""
+    """The dlvm dtype of a NumPy dtype, or None where dlvm has none (complex, bfloat16, strings ...)."""
     return _BY_NP.get(np.dtype(dt))
