@@ -165,7 +165,7 @@ def _expm1_bounded(f: _F, y):
     ln2_hi, ln2_lo = _ln2(f)
     r = f.fma(n, f.c(-ln2_hi), y)
     r = f.fma(n, f.c(-ln2_lo), r)
-    coeffs = polys.exp_taylor(14 if f.double else 8)[2:]       # 1/2!, 1/3!, ...
+    coeffs = polys.exp_taylor(14)[2:] if f.double else list(polys.expm1_tail_f32())
     p = f.fma(f.mul(r, r), f.horner(r, coeffs), r)
     s = f.pow2i(f.to_int(n))                                   # |n| <= 58: a normal float
     return f.fma(s, p, f.sub(s, f.c(1.0)))

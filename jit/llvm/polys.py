@@ -18,6 +18,18 @@ def exp_taylor(degree: int) -> list[float]:
     return [1.0 / math.factorial(k) for k in range(degree + 1)]
 
 
+@cache
+def expm1_tail_f32() -> tuple[float, ...]:
+    """q with e^r - 1 = r + r^2 q(r) on |r| <= ln2/2, degree 4, for f32 (relative error of the
+    whole 2.5e-8, a fifth of an f32 ulp; the Taylor series needs degree 6 for that). A least
+    squares fit at Chebyshev nodes, which is within a hair of the minimax polynomial."""
+    h = math.log(2) / 2
+    n = 64
+    r = h * np.cos(np.pi * (np.arange(n) + 0.5) / n)
+    q = (np.expm1(r) - r) / r ** 2
+    return tuple(float(c) for c in np.polynomial.polynomial.polyfit(r, q, 4))
+
+
 def _bernoulli(n: int) -> list[Fraction]:
     b = [Fraction(1)]
     for m in range(1, n + 1):
