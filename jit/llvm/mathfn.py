@@ -161,13 +161,19 @@ def _expm1_bounded(f: _F, y):
     y = n ln2 + r with |r| <= ln2/2; e^y - 1 = 2^n (e^r - 1) + (2^n - 1), one FMA. For n = 0 this
     is the polynomial itself, so the result keeps its relative accuracy near 0, where e^y - 1
     would cancel."""
-    n = f.unary("llvm.rint", f.mul(y, f.c(1 / math.log(2))))
+    # n = round(y / ln2) by adding 1.5 * 2^mbits: n lands in the low mantissa bits of k, so 2^n
+    # is a shift of k's bits. Unlike fptosi this is defined for NaN (no poison); NaN goes on
+    # through r into the result.
+    magic = f.c(1.5 * 2.0 ** f.mbits)
+    k = f.fma(y, f.c(1 / math.log(2)), magic)
+    n = f.sub(k, magic)
     ln2_hi, ln2_lo = _ln2(f)
     r = f.fma(n, f.c(-ln2_hi), y)
     r = f.fma(n, f.c(-ln2_lo), r)
     coeffs = polys.exp_taylor(14)[2:] if f.double else list(polys.expm1_tail_f32())
     p = f.fma(f.mul(r, r), f.horner(r, coeffs), r)
-    s = f.pow2i(f.to_int(n))                                   # |n| <= 58: a normal float
+    bits = f.b.shl(f.b.add(f.b.bitcast(k, f.it), f.ci(f.bias)), f.ci(f.mbits))
+    s = f.b.bitcast(bits, f.t)                                 # 2^n, |n| <= 58: a normal float
     return f.fma(s, p, f.sub(s, f.c(1.0)))
 
 
