@@ -283,6 +283,12 @@ def _loop_conv2d(x, w, bias, strides, pads, dilations, groups):
     ((2, 3, 5, 6), (4, 3, 3, 2), True, [2, 1], [1, 0, 2, 1], [1, 1], 1),
     ((1, 4, 7, 7), (6, 2, 2, 3), True, [1, 2], [0, 1, 1, 0], [2, 1], 2),
     ((1, 3, 5, 5), (3, 1, 3, 3), False, [1, 1], [1, 1, 1, 1], [1, 1], 3),
+    # depthwise with a channel multiplier (2 outputs per input channel), batch of 2
+    ((2, 2, 6, 5), (4, 1, 3, 2), True, [2, 1], [1, 0, 0, 2], [1, 2], 2),
+    # grouped, batch of 3 (the patch matrix's columns span n), no padding, 1x1 kernel
+    ((3, 4, 5, 4), (6, 2, 1, 1), True, [2, 2], [0, 0, 0, 0], [1, 1], 2),
+    # dilation and stride larger than the kernel, uneven pads
+    ((2, 3, 9, 8), (2, 3, 2, 3), False, [3, 2], [2, 0, 1, 3], [3, 2], 1),
 ])
 def test_conv2d_against_loops(xs, ws, bias, strides, pads, dilations, groups):
     x, w = _f(*xs, dtype=np.float64), _f(*ws, dtype=np.float64)
@@ -290,6 +296,25 @@ def test_conv2d_against_loops(xs, ws, bias, strides, pads, dilations, groups):
     attrs = {"strides": strides, "pads": pads, "dilations": dilations, "groups": groups}
     got = run("conv2d", *([x, w] + ([b] if bias else [])), **attrs)
     np.testing.assert_allclose(got, _loop_conv2d(x, w, b, strides, pads, dilations, groups),
+                               rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("dtype, tol", [(np.float32, 1e-5), (np.float16, 2e-2)])
+@pytest.mark.parametrize("groups, ws", [(1, (4, 4, 3, 3)), (2, (4, 2, 3, 1)), (4, (8, 1, 3, 3))])
+def test_conv2d_low_precision_against_loops(dtype, tol, groups, ws):
+    x, w, b = _f(2, 4, 7, 6, dtype=dtype), _f(*ws, dtype=dtype), _f(ws[0], dtype=dtype)
+    attrs = {"strides": [2, 1], "pads": [1, 2, 0, 1], "dilations": [1, 2], "groups": groups}
+    got = run("conv2d", x, w, b, **attrs)
+    assert got.dtype == dtype and got.flags.c_contiguous
+    want = _loop_conv2d(x, w, b, attrs["strides"], attrs["pads"], attrs["dilations"], groups)
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+
+
+def test_conv2d_reads_strided_inputs():
+    x = _f(1, 6, 8, 10, dtype=np.float64)[:, ::2, :, ::2]      # not contiguous
+    w = _f(3, 3, 3, 3, dtype=np.float64).transpose(0, 1, 3, 2)
+    got = run("conv2d", x, w, pads=[1, 1, 1, 1])
+    np.testing.assert_allclose(got, _loop_conv2d(x, w, None, [1, 1], [1, 1, 1, 1], [1, 1], 1),
                                rtol=1e-12, atol=1e-12)
 
 
@@ -325,9 +350,12 @@ def _loop_pool(x, kernel, strides, pads, kind, include_pad=False):
     ((1, 1, 4, 4), [2, 2], [2, 2], [0, 0, 0, 0]),
     ((2, 3, 5, 6), [3, 2], [1, 2], [1, 1, 2, 0]),
     ((1, 2, 3, 3), [3, 3], [1, 1], [2, 2, 2, 2]),
+    ((2, 2, 9, 7), [3, 3], [2, 3], [1, 0, 1, 2]),     # ResNet's stem pool, uneven
+    ((1, 3, 8, 8), [1, 1], [3, 2], [0, 0, 0, 0]),
 ])
-def test_pools_against_loops(shape, kernel, strides, pads):
-    x = _f(*shape, dtype=np.float64) - 3.0     # all negative: zero padding would win a max
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_pools_against_loops(shape, kernel, strides, pads, dtype):
+    x = _f(*shape, dtype=dtype) - 3.0     # all negative: zero padding would win a max
     attrs = {"kernel": kernel, "strides": strides, "pads": pads}
     np.testing.assert_array_equal(run("maxpool2d", x, **attrs),
                                   _loop_pool(x, kernel, strides, pads, "max"))
@@ -336,7 +364,8 @@ def test_pools_against_loops(shape, kernel, strides, pads):
                                   _loop_pool(xi, kernel, strides, pads, "max"))
     for include in (False, True):
         np.testing.assert_allclose(run("avgpool2d", x, count_include_pad=include, **attrs),
-                                   _loop_pool(x, kernel, strides, pads, "avg", include), rtol=1e-12)
+                                   _loop_pool(x, kernel, strides, pads, "avg", include),
+                                   rtol=1e-12 if dtype == np.float64 else 1e-6)
 
 
 def test_maxpool_propagates_nan():

@@ -1,7 +1,9 @@
 """Neural-network ops: convolution and pooling (NCHW), softmax and normalizations.
 
-Convolution and pooling references are vectorized NumPy (windows through a strided view, then
-one einsum or reduction), never Python loops over pixels. Softmax, log_softmax, layer_norm and
+Convolution and pooling references are vectorized NumPy, never Python loops over pixels: a
+convolution copies its patches once into a matrix (im2col through a strided view) and makes one
+BLAS matmul; depthwise convolutions and pools loop over the kH * kW kernel taps only, each a
+whole-tensor ufunc on a strided view. Softmax, log_softmax, layer_norm and
 batch_norm also carry a decomposition into reductions and elementwise ops, which backends that
 lack them use (and which fusing backends turn into a few kernels); their references perform the
 same steps in the same order, so the two agree to rounding.
@@ -9,7 +11,6 @@ same steps in the same order, so the two agree to rounding.
 from __future__ import annotations
 
 import numpy as np
-from numpy.lib.stride_tricks import sliding_window_view
 
 from ..errors import OpTypeError, Trap
 from ..types import Dim, TensorType
@@ -40,15 +41,6 @@ def window_out(size: Dim, kernel: Dim, stride: int, pad_sum: int, dilation: int,
         raise OpTypeError(f"{op}: the {what} window ({span}) is larger than the padded input "
                           f"({size + pad_sum})")
     return (size + pad_sum - span) // stride + 1
-
-
-def _windows(x: np.ndarray, kernel: tuple[int, int], strides, dilations) -> np.ndarray:
-    """[N, C, Ho, Wo, kH, kW] view of the (already padded) NCHW x, no copy."""
-    kh, kw = kernel
-    dh, dw = dilations
-    span = (dh * (kh - 1) + 1, dw * (kw - 1) + 1)
-    view = sliding_window_view(x, span, axis=(2, 3))
-    return view[:, :, ::strides[0], ::strides[1], ::dh, ::dw]
 
 
 def _pad_hw(x: np.ndarray, pads, fill) -> np.ndarray:
@@ -91,6 +83,52 @@ def conv2d_rule(types: list[TensorType], attrs) -> list[TensorType]:
     return [TensorType(dt, (x.shape[0], o, ho, wo))]
 
 
+def _im2col(xp: np.ndarray, groups: int, kernel: tuple[int, int], strides, dilations,
+            out_hw: tuple[int, int]) -> np.ndarray:
+    """[groups, C/groups * kH * kW, N * Ho * Wo] patch matrix of the padded NCHW xp (one copy).
+
+    The rows run over (c, p, q) in the order of OIHW weights, so the weights reshape to
+    [groups, O/groups, C/groups * kH * kW] without a copy and one batched matmul (sgemm/dgemm for
+    f32/f64) does the whole convolution. The columns run over (n, i, j): for N = 1 the product
+    is already NCHW.
+    """
+    n, c = xp.shape[:2]
+    kh, kw = kernel
+    ho, wo = out_hw
+    sn, sc, sh, sw = xp.strides
+    view = np.lib.stride_tricks.as_strided(
+        xp, (c, kh, kw, n, ho, wo),
+        (sc, sh * dilations[0], sw * dilations[1], sn, sh * strides[0], sw * strides[1]),
+        writeable=False)
+    cols = np.empty((c, kh, kw, n, ho, wo), xp.dtype)
+    np.copyto(cols, view)
+    return cols.reshape(groups, (c // groups) * kh * kw, n * ho * wo)
+
+
+def _depthwise(xp: np.ndarray, w: np.ndarray, groups: int, strides, dilations,
+               out_hw: tuple[int, int]) -> np.ndarray:
+    """Convolution with one input channel per group: a sum of kH * kW scaled shifted views.
+
+    A patch matrix would hold kH * kW rows per group and feed a matmul of [O/groups, kH * kW]
+    by [kH * kW, N * Ho * Wo] per group, which is all loop overhead; multiplying whole shifted
+    views keeps every step one vectorized pass over the output.
+    """
+    o, _, kh, kw = w.shape
+    ho, wo = out_hw
+    # output channel o reads input channel o // (O/groups)
+    src = xp if o == groups else np.repeat(xp, o // groups, axis=1)
+    out = np.zeros((xp.shape[0], o, ho, wo), xp.dtype)
+    term = np.empty_like(out)
+    for p in range(kh):
+        for q in range(kw):
+            top, left = p * dilations[0], q * dilations[1]
+            shifted = src[:, :, top:top + strides[0] * (ho - 1) + 1:strides[0],
+                          left:left + strides[1] * (wo - 1) + 1:strides[1]]
+            np.multiply(shifted, w[:, 0, p, q].reshape(1, o, 1, 1), out=term)
+            out += term
+    return out
+
+
 def conv2d_ref(attrs, x: np.ndarray, w: np.ndarray, bias: np.ndarray | None = None) -> np.ndarray:
     g = attrs["groups"]
     n, c = x.shape[:2]
@@ -100,15 +138,26 @@ def conv2d_ref(attrs, x: np.ndarray, w: np.ndarray, bias: np.ndarray | None = No
                    f"groups = {cg * g}")
     if bias is not None and bias.shape != (o,):
         raise Trap(f"conv2d bias has shape {list(bias.shape)}, not [{o}]")
-    d, p = attrs["dilations"], attrs["pads"]
+    d, p, s = attrs["dilations"], attrs["pads"], attrs["strides"]
     _check_spatial("conv2d", x, d[0] * (kh - 1) + 1, d[1] * (kw - 1) + 1, p)
-    win = _windows(_pad_hw(x, p, 0), (kh, kw), attrs["strides"], d)   # [N, C, Ho, Wo, kH, kW]
-    ho, wo = win.shape[2:4]
-    win = win.reshape(n, g, cg, ho, wo, kh, kw)
-    wg = w.reshape(g, o // g, cg, kh, kw)
-    out = np.einsum("ngchwij,gocij->ngohw", win, wg, optimize=True).reshape(n, o, ho, wo)
+    if x.dtype == np.float16:
+        # f16 products are summed in f32 and rounded once (as NumPy's f16 matmul and the
+        # einsum this replaced do); f32 also reaches sgemm, which f16 has no BLAS kernel for
+        x, w, bias = (None if a is None else a.astype(np.float32) for a in (x, w, bias))
+        return conv2d_ref(attrs, x, w, bias).astype(np.float16)
+    xp = _pad_hw(x, p, 0) if any(p) else x
+    ho = (xp.shape[2] - d[0] * (kh - 1) - 1) // s[0] + 1
+    wo = (xp.shape[3] - d[1] * (kw - 1) - 1) // s[1] + 1
+    if cg == 1 and g > 1:
+        out = _depthwise(xp, w, g, s, d, (ho, wo))
+    else:
+        cols = _im2col(xp, g, (kh, kw), s, d, (ho, wo))              # [g, K, N*Ho*Wo]
+        wg = np.ascontiguousarray(w).reshape(g, o // g, cg * kh * kw)  # [g, O/g, K]
+        out = np.matmul(wg, cols).reshape(o, n, ho, wo).transpose(1, 0, 2, 3)
+        if n > 1:
+            out = np.ascontiguousarray(out)
     if bias is not None:
-        out = out + bias.reshape(1, o, 1, 1)
+        out += bias.reshape(1, o, 1, 1)
     return out.astype(x.dtype, copy=False)
 
 
@@ -135,22 +184,50 @@ def _lowest(dtype: np.dtype):
     return -np.inf if dtype.kind == "f" else np.iinfo(dtype).min
 
 
+def _window_taps(xp: np.ndarray, kernel, strides, out_hw: tuple[int, int]):
+    """For each kernel position (p, q), row-major: the [N, C, Ho, Wo] strided view of the padded
+    xp that this tap sees across all windows. Reducing tap by tap with in-place ufuncs makes
+    kH * kW passes over the (small) output instead of one reduction over a 6-D strided view,
+    which NumPy walks element by element."""
+    ho, wo = out_hw
+    for p in range(kernel[0]):
+        for q in range(kernel[1]):
+            yield xp[:, :, p:p + strides[0] * (ho - 1) + 1:strides[0],
+                     q:q + strides[1] * (wo - 1) + 1:strides[1]]
+
+
+def _pool_out_hw(xp: np.ndarray, kernel, strides) -> tuple[int, int]:
+    return ((xp.shape[2] - kernel[0]) // strides[0] + 1, (xp.shape[3] - kernel[1]) // strides[1] + 1)
+
+
 def maxpool2d_ref(attrs, x: np.ndarray) -> np.ndarray:
-    k, p = attrs["kernel"], attrs["pads"]
+    k, p, s = attrs["kernel"], attrs["pads"], attrs["strides"]
     _check_spatial("maxpool2d", x, k[0], k[1], p)
-    win = _windows(_pad_hw(x, p, _lowest(x.dtype)), tuple(k), attrs["strides"], (1, 1))
-    return win.max(axis=(4, 5))
+    xp = _pad_hw(x, p, _lowest(x.dtype)) if any(p) else x
+    taps = _window_taps(xp, k, s, _pool_out_hw(xp, k, s))
+    out = np.array(next(taps))
+    for tap in taps:
+        np.maximum(out, tap, out=out)      # propagates NaN, as max does
+    return out
+
+
+def _window_sums(xp: np.ndarray, kernel, strides) -> np.ndarray:
+    taps = _window_taps(xp, kernel, strides, _pool_out_hw(xp, kernel, strides))
+    out = np.array(next(taps))
+    for tap in taps:
+        out += tap
+    return out
 
 
 def avgpool2d_ref(attrs, x: np.ndarray) -> np.ndarray:
     k, p, s = attrs["kernel"], attrs["pads"], attrs["strides"]
     _check_spatial("avgpool2d", x, k[0], k[1], p)
-    sums = _windows(_pad_hw(x, p, 0), tuple(k), s, (1, 1)).sum(axis=(4, 5), dtype=x.dtype)
+    sums = _window_sums(_pad_hw(x, p, 0), k, s)
     if attrs["count_include_pad"]:
         return (sums / x.dtype.type(k[0] * k[1])).astype(x.dtype)
     # divide each window by the number of real (unpadded) elements it covers
     ones = np.ones((1, 1) + x.shape[2:], dtype=x.dtype)
-    counts = _windows(_pad_hw(ones, p, 0), tuple(k), s, (1, 1)).sum(axis=(4, 5), dtype=x.dtype)
+    counts = _window_sums(_pad_hw(ones, p, 0), k, s)
     return (sums / counts).astype(x.dtype)
 
 
