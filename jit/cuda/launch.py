@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
+import numpy as np
+
 from jit.kernel_ir import Kernel
 from jit.plan import Decline, Plan, Spec, make_plan
 
@@ -49,7 +51,8 @@ class GpuLauncher:
     def launch(self, handle: Any, plan: Plan, ptrs: list[int]) -> None:
         ck, _, fn = handle
         grid, block = launch_dims(ck.rows, rows_total(plan), plan.elements, plan.inner_total)
-        self.driver.launch(fn, grid, block, list(ptrs) + [int(d) for d in plan.dims.tolist()])
+        # pointers as Python ints, sizes and strides as np.int64 (the drivers pack them so)
+        self.driver.launch(fn, grid, block, list(ptrs) + [np.int64(d) for d in plan.dims.tolist()])
 
 
 class HostLauncher:
