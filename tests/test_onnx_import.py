@@ -160,16 +160,50 @@ def test_function_bodied_op_is_inlined():
     np.testing.assert_allclose(run(m, x)[0], want, rtol=1e-6)
 
 
-def test_freeze_turns_a_shape_input_into_a_constant():
+def test_run_time_shape_input_becomes_a_dynamic_reshape():
+    # the shape is a graph input: its static length (2) fixes the rank, its values the sizes
     m = model([helper.make_node("Reshape", ["x", "shape"], ["y"])],
               [vi("x", F, [2, 3]), vi("shape", I64, [2])], [vi("y", F, None)])
+    mod = import_onnx(m)
+    ops = [ins.op for ins in mod.functions["main"].blocks[0].instrs]
+    assert "reshape_dyn" in ops
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    vm = dlvmrt.VM(mod)
+    np.testing.assert_array_equal(vm.run("main", x, np.array([3, 2], np.int64))[0], x.reshape(3, 2))
+    # ONNX's 0 copies the input's dim; -1 takes the rest
+    np.testing.assert_array_equal(vm.run("main", x, np.array([0, -1], np.int64))[0], x)
+    with pytest.raises(dlvmrt.Trap, match="element count"):
+        vm.run("main", x, np.array([4, 2], np.int64))
+
+
+def test_run_time_axes_of_reductions_slices_and_ranges():
+    m = model([helper.make_node("ReduceSum", ["x", "axes"], ["s"], keepdims=0),
+               helper.make_node("Slice", ["x", "st", "en"], ["sl"]),
+               helper.make_node("Range", ["a", "b", "d"], ["r"])],
+              [vi("x", F, [2, 3]), vi("axes", I64, [1]), vi("st", I64, [2]), vi("en", I64, [2]),
+               vi("a", I64, []), vi("b", I64, []), vi("d", I64, [])],
+              [vi("s", F, None), vi("sl", F, None), vi("r", I64, None)])
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    i = np.array
+    s, sl, r = run(m, x, i([1]), i([0, 1]), i([1, 3]), i(2), i(9), i(3))
+    np.testing.assert_array_equal(s, x.sum(1))
+    np.testing.assert_array_equal(sl, x[0:1, 1:3])
+    np.testing.assert_array_equal(r, [2, 5, 8])
+
+
+def test_freeze_turns_a_shape_input_into_a_constant():
+    # Pad's axes say which dims grow, so they must be known at import: freezing fixes them
+    m = model([helper.make_node("Pad", ["x", "pads", "", "axes"], ["y"])],
+              [vi("x", F, [2, 3]), vi("pads", I64, [2]), vi("axes", I64, [1])],
+              [vi("y", F, None)], opset=18)
     with pytest.raises(OnnxImportError, match="must be known at import") as info:
         import_onnx(m)
-    assert info.value.value_name == "shape"
-    mod = import_onnx(m, freeze={"shape": np.array([3, 2], np.int64)})
-    assert [p.name for p in mod.functions["main"].params] == ["x"]
+    assert info.value.value_name == "axes"
+    mod = import_onnx(m, freeze={"axes": np.array([1], np.int64)})
+    assert [p.name for p in mod.functions["main"].params] == ["x", "pads"]
     x = np.arange(6, dtype=np.float32).reshape(2, 3)
-    np.testing.assert_array_equal(dlvmrt.VM(mod).run("main", x)[0], x.reshape(3, 2))
+    got = dlvmrt.VM(mod).run("main", x, np.array([1, 2], np.int64))[0]
+    np.testing.assert_array_equal(got, np.pad(x, ((0, 0), (1, 2))))
 
 
 def test_import_to_file_writes_loadable_bytecode(tmp_path):

@@ -1,9 +1,11 @@
 """ONNX ops that move elements: Transpose, Concat, Split, Slice, Gather, GatherElements, Tile, Pad,
-Trilu, OneHot, DepthToSpace, SpaceToDepth, CumSum.
+Trilu, OneHot, DepthToSpace, SpaceToDepth, CumSum, CumProd.
 
 Where dlvm has no op, the decomposition uses sizes known at import (slices and concats for Tile
-and the non-constant Pad modes, a triangular matmul for CumSum, a flat gather for GatherElements),
-and the import fails with the reason when a needed size is dynamic.
+and the non-constant Pad modes, a flat gather for GatherElements), and the import fails with the
+reason when a needed size is dynamic. Shape-like operands computed at run time (Slice's starts,
+Tile's repeats, Pad's pads, Split's sizes, Trilu's k, OneHot's depth, CumSum's axis) map to the
+dynamic rows (see dynshape.py).
 """
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from isa.types import Dim
 from ..registry import NodeCtx, onnx_op
 from ..values import Value, known
 from .common import cast, norm_axis, scalar, where
+from .dynshape import is_dynamic, pad_dyn, scalar_of, slice_dyn, split_dyn, vector
 from .shape import sym_value
 
 I64 = BY_NAME["i64"]
@@ -54,6 +57,8 @@ def slice_axis(e, x: Value, axis: int, start: int, end: int, step: int = 1) -> V
 @onnx_op("Slice", since=13)
 def slice_(ctx: NodeCtx) -> list[Value]:
     x = ctx.req(0)
+    if any(is_dynamic(ctx.input(i)) for i in range(1, 5)):
+        return [slice_dyn(ctx, x)]
     starts = ctx.const_ints(1, "starts")
     ends = ctx.const_ints(2, "ends")
     axes = ctx.const_ints(3, "axes")
@@ -73,6 +78,8 @@ def split(ctx: NodeCtx) -> list[Value]:
     x = ctx.req(0)
     axis = norm_axis(int(ctx.attr("axis", 0)), x.rank)
     n_out = len(ctx.node.output)
+    if is_dynamic(ctx.input(1)):
+        return split_dyn(ctx, x, axis)
     sizes = ctx.const_ints(1, "split")
     num = ctx.attr("num_outputs", None) if ctx.version >= 18 else None
     dim = x.shape[axis]
@@ -122,6 +129,8 @@ def gather_elements(ctx: NodeCtx) -> list[Value]:
 @onnx_op("Tile", since=13)
 def tile(ctx: NodeCtx) -> list[Value]:
     x = ctx.req(0)
+    if is_dynamic(ctx.input(1)):
+        return [ctx.e.emit("tile_dyn", [x, vector(ctx, 1, "repeats")], ctx.node.output[0])]
     reps = ctx.const_ints(1, "repeats")
     for axis, r in enumerate(reps):
         if r != 1:
@@ -157,6 +166,8 @@ def _pad_axis(ctx: NodeCtx, x: Value, axis: int, before: int, after: int, mode: 
 def pad(ctx: NodeCtx) -> list[Value]:
     x = ctx.req(0)
     mode = ctx.attr("mode", "constant")
+    if is_dynamic(ctx.input(1)) or is_dynamic(ctx.input(2)):
+        return [pad_dyn(ctx, x, mode)]
     pads = ctx.const_ints(1, "pads")
     cval = ctx.const_input(2, "constant_value")
     axes = ctx.const_ints(3, "axes") if ctx.version >= 18 else None
@@ -185,11 +196,18 @@ def pad(ctx: NodeCtx) -> list[Value]:
 def trilu(ctx: NodeCtx) -> list[Value]:
     x = ctx.req(0)
     upper = bool(ctx.attr("upper", 1))
-    k = ctx.const_ints(1, "k")
-    k = 0 if k is None else k[0]
     n, m = x.shape[-2], x.shape[-1]
     if not (isinstance(n, int) and isinstance(m, int)):
         raise ctx.fail("Trilu needs static sizes in the last two dims")
+    if is_dynamic(ctx.input(1)):
+        # keep (i, j) where j - i >= k (upper) or j - i <= k (lower), k known at run time
+        e = ctx.e
+        k = cast(e, scalar_of(ctx, 1, "k"), I64)
+        diff = known(np.arange(m)[None, :] - np.arange(n)[:, None])
+        keep = e.emit("ge" if upper else "le", [diff, k])
+        return [where(e, keep, x, scalar(0, x))]
+    k = ctx.const_ints(1, "k")
+    k = 0 if k is None else k[0]
     ones = np.ones((n, m), dtype=bool)
     mask = np.triu(ones, k) if upper else np.tril(ones, k)
     return [where(ctx.e, known(mask), x, scalar(0, x))]
@@ -198,14 +216,24 @@ def trilu(ctx: NodeCtx) -> list[Value]:
 @onnx_op("OneHot")
 def one_hot(ctx: NodeCtx) -> list[Value]:
     idx, values, e = ctx.req(0), ctx.req(2), ctx.e
-    depth = int(np.asarray(ctx.const_input(1, "depth")).reshape(-1)[0])
     axis = norm_axis(int(ctx.attr("axis", -1)), idx.rank + 1)
+    shape: list = [1] * (idx.rank + 1)
+    if is_dynamic(ctx.input(1)):
+        # depth at run time: the classes are range(0, depth), reshaped onto the new axis
+        d = cast(e, scalar_of(ctx, 1, "depth"), I64)
+        classes = e.emit("range", [known(np.array(0, np.int64)), d, known(np.array(1, np.int64))])
+        shape[axis] = -1
+        classes = e.emit("reshape", [classes], shape=shape)
+        depth: Value | int = d
+    else:
+        depth = int(np.asarray(ctx.const_input(1, "depth")).reshape(-1)[0])
+        shape[axis] = depth
+        classes = known(np.arange(depth, dtype=np.int64).reshape(shape))
     i = cast(e, idx, I64)
-    i = where(e, e.emit("lt", [i, scalar(0, i)]), e.emit("add", [i, scalar(depth, i)]), i)
+    shift = depth if isinstance(depth, Value) else scalar(depth, i)
+    i = where(e, e.emit("lt", [i, scalar(0, i)]), e.emit("add", [i, shift]), i)
     i = e.emit("expand_dims", [i], axes=[axis])
-    shape = [1] * (idx.rank + 1)
-    shape[axis] = depth
-    hit = e.emit("eq", [i, known(np.arange(depth, dtype=np.int64).reshape(shape))])
+    hit = e.emit("eq", [i, classes])
     off = e.emit("reshape", [e.emit("slice", [values], starts=[0], ends=[1])], shape=[])
     on = e.emit("reshape", [e.emit("slice", [values], starts=[1], ends=[2])], shape=[])
     return [where(e, hit, on, off)]
@@ -232,45 +260,11 @@ def depth_space(ctx: NodeCtx) -> list[Value]:
     return [e.emit("reshape", [t], ctx.node.output[0], shape=[n, c * b * b, h // b, w // b])]
 
 
-@onnx_op("CumSum")
-def cumsum(ctx: NodeCtx) -> list[Value]:
-    # a prefix sum along one axis is a matmul with a triangular 0/1 matrix
-    x, e = ctx.req(0), ctx.e
-    axis = norm_axis(int(np.asarray(ctx.const_input(1, "axis")).reshape(-1)[0]), x.rank)
-    exclusive, reverse = bool(ctx.attr("exclusive", 0)), bool(ctx.attr("reverse", 0))
-    n = x.shape[axis]
-    if not isinstance(n, int):
-        raise ctx.fail("CumSum needs a static size on its axis")
-    i, j = np.indices((n, n))
-    m = (i > j if exclusive else i >= j) if reverse else (i < j if exclusive else i <= j)
-    perm = [d for d in range(x.rank) if d != axis] + [axis]
-    inv = list(np.argsort(perm))
-    t = e.emit("transpose", [x], perm=perm) if axis != x.rank - 1 else x
-    y = e.emit("matmul", [t, known(m.astype(x.dtype.np))], "cumsum")
-    return [e.emit("transpose", [y], perm=[int(p) for p in inv]) if axis != x.rank - 1 else y]
-
-
-@onnx_op("CumProd")
-def cumprod(ctx: NodeCtx) -> list[Value]:
-    # running products slice by slice (no log/exp: exact for integers, zeros and signs)
-    x, e = ctx.req(0), ctx.e
-    axis = norm_axis(int(np.asarray(ctx.const_input(1, "axis")).reshape(-1)[0]), x.rank)
-    exclusive, reverse = bool(ctx.attr("exclusive", 0)), bool(ctx.attr("reverse", 0))
-    n = x.shape[axis]
-    if not isinstance(n, int) or n == 0:
-        raise ctx.fail("CumProd needs a static, non-zero size on its axis")
-    order = list(range(n - 1, -1, -1)) if reverse else list(range(n))
-    parts: dict[int, Value] = {}
-    acc = None
-    for k in order:
-        piece = slice_axis(e, x, axis, k, k + 1)
-        if exclusive:
-            # the first exclusive product is the empty product, 1
-            parts[k] = acc if acc is not None else e.emit("broadcast_to", [scalar(1, x)],
-                                                          shape=list(piece.shape))
-            acc = piece if acc is None else e.emit("mul", [acc, piece])
-        else:
-            acc = piece if acc is None else e.emit("mul", [acc, piece])
-            parts[k] = acc
-    pieces = [parts[k] for k in range(n)]
-    return [pieces[0] if n == 1 else e.emit("concat", pieces, "cumprod", axis=axis)]
+@onnx_op("CumSum", "CumProd")
+def cumulative(ctx: NodeCtx) -> list[Value]:
+    # the axis is an operand of the dlvm rows, so a run-time axis needs nothing special
+    x = ctx.req(0)
+    axis = cast(ctx.e, scalar_of(ctx, 1, "axis"), I64)
+    op = "cumsum" if ctx.node.op_type == "CumSum" else "cumprod"
+    return [ctx.e.emit(op, [x, axis], ctx.node.output[0],
+                       exclusive=bool(ctx.attr("exclusive", 0)), reverse=bool(ctx.attr("reverse", 0)))]

@@ -1,11 +1,13 @@
 """ONNX reductions. Axes moved from an attribute to an input (ReduceSum at opset 13, the others at
-18); both forms are read here, and an axes input must be known at import (dlvm types depend on
-it). ONNX keeps reduced dims by default; dlvm does not, so keepdims is always passed."""
+18); both forms are read here. Known axes give the static reduce_* ops; axes computed at run time
+give reduce_dyn (the rank still follows from the axes vector's static length). ONNX keeps reduced
+dims by default; dlvm does not, so keepdims is always passed."""
 from __future__ import annotations
 
 from ..registry import NodeCtx, onnx_op
 from ..values import Value
 from .common import norm_axis, scalar
+from .dynshape import is_dynamic, reduce_dyn
 
 _DIRECT = {"ReduceSum": "reduce_sum", "ReduceMean": "reduce_mean", "ReduceMax": "reduce_max",
            "ReduceMin": "reduce_min", "ReduceProd": "reduce_prod"}
@@ -33,9 +35,45 @@ def _spec(ctx: NodeCtx) -> tuple[list[int] | None, bool] | None:
     return axes, keep
 
 
+def _dynamic(ctx: NodeCtx, x: Value) -> Value:
+    """A reduction whose axes input is known only at run time."""
+    e, op = ctx.e, ctx.node.op_type
+    keep = bool(ctx.attr("keepdims", 1))
+    noop = bool(ctx.attr("noop_with_empty_axes", 0))
+    if 0 in x.shape and op in ("ReduceMax", "ReduceMin", "ReduceLogSumExp"):
+        # ONNX gives the identity over an empty set where dlvm's reduce_max traps; which axes
+        # are reduced (and so whether the set is empty) is known only at run time
+        raise ctx.not_known(1, "axes")
+    if op in ("ReduceMax", "ReduceMin") and x.dtype.is_bool:
+        # on bools max is any and min is all: reduce 0/1 bytes
+        from isa.dtypes import BY_NAME
+        b = reduce_dyn(ctx, e.emit("cast", [x], to=BY_NAME["u8"]), op[len("Reduce"):].lower(),
+                       keep, noop)
+        return e.emit("cast", [b], ctx.node.output[0], to=x.dtype)
+    if op in _DIRECT and not x.dtype.is_bool:
+        return reduce_dyn(ctx, x, _DIRECT[op][len("reduce_"):], keep, noop)
+    if op == "ReduceL1":
+        return reduce_dyn(ctx, e.emit("abs", [x]), "sum", keep, noop)
+    if op == "ReduceSumSquare":
+        return reduce_dyn(ctx, e.emit("mul", [x, x]), "sum", keep, noop)
+    if op == "ReduceL2" and x.dtype.is_float:
+        return e.emit("sqrt", [reduce_dyn(ctx, e.emit("mul", [x, x]), "sum", keep, noop)])
+    if op == "ReduceLogSum":
+        return e.emit("log", [reduce_dyn(ctx, x, "sum", keep, noop)])
+    if op == "ReduceLogSumExp" and x.dtype.is_float:
+        m = reduce_dyn(ctx, x, "max", True, noop)
+        m = e.emit("select", [e.emit("isnan", [e.emit("sub", [m, m])]), scalar(0, x), m])
+        s = reduce_dyn(ctx, e.emit("exp", [e.emit("sub", [x, m])]), "sum", keep, noop)
+        m_out = m if keep else reduce_dyn(ctx, m, "max", False, noop)
+        return e.emit("add", [e.emit("log", [s]), m_out])
+    raise ctx.not_known(1, "axes")
+
+
 @onnx_op(*_DIRECT, *_COMPOSED)
 def reduce(ctx: NodeCtx) -> list[Value]:
     x, e = ctx.req(0), ctx.e
+    if ctx.version >= (13 if ctx.node.op_type == "ReduceSum" else 18) and is_dynamic(ctx.input(1)):
+        return [_dynamic(ctx, x)]
     spec = _spec(ctx)
     op = ctx.node.op_type
     if spec is None:

@@ -1,9 +1,11 @@
 """Shape-valued ONNX ops: Shape, Size, Reshape, Flatten, Squeeze, Unsqueeze, Expand,
 ConstantOfShape, Range, EyeLike.
 
-dlvm fixes ranks (and, where it can, sizes) before a program runs, so shape operands must be known
-at import. Exporters compute them with Shape -> Gather -> Concat chains; those fold at import
-when the sizes are static, and keep named dims (`Value.sym`) when a dim is dynamic.
+Exporters compute shape operands with Shape -> Gather -> Concat chains; those fold at import
+when the sizes are static, and keep named dims (`Value.sym`) when a dim is dynamic, so the
+static ops (reshape {shape} ...) apply. A shape operand known only at run time maps to the
+dynamic rows (reshape_dyn, broadcast_dyn, fill, range, squeeze_dyn, unsqueeze_dyn): its static
+length fixes the result's rank, its values the sizes.
 """
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from isa.types import Dim, TensorType
 from ..registry import NodeCtx, onnx_op
 from ..values import Value, known
 from .common import norm_axis
+from .dynshape import is_dynamic, scalar_of, vector
 
 I64 = BY_NAME["i64"]
 
@@ -107,8 +110,11 @@ def size(ctx: NodeCtx) -> list[Value]:
 @onnx_op("Reshape", since=13)
 def reshape_(ctx: NodeCtx) -> list[Value]:
     x = ctx.req(0)
-    dims = shape_entries(ctx, 1, "shape")
     allowzero = ctx.attr("allowzero", 0) if ctx.version >= 14 else 0
+    if is_dynamic(ctx.input(1)):
+        return [ctx.e.emit("reshape_dyn", [x, vector(ctx, 1, "shape")], ctx.node.output[0],
+                           copy_zero=not allowzero)]
+    dims = shape_entries(ctx, 1, "shape")
     if not allowzero:
         # ONNX 0 copies the input's dim; dlvm's 0 is a size of zero
         dims = [x.shape[i] if d == 0 else d for i, d in enumerate(dims)]
@@ -132,7 +138,7 @@ def flatten(ctx: NodeCtx) -> list[Value]:
 
 def _axes_input_or_attr(ctx: NodeCtx) -> list[int] | None:
     if ctx.version >= 13:
-        return ctx.const_ints(1, "axes")
+        return ctx.const_ints(1, "axes") if not is_dynamic(ctx.input(1)) else None
     a = ctx.attr("axes", None)
     return None if a is None else list(a)
 
@@ -140,6 +146,8 @@ def _axes_input_or_attr(ctx: NodeCtx) -> list[int] | None:
 @onnx_op("Squeeze", since=13)
 def squeeze(ctx: NodeCtx) -> list[Value]:
     x = ctx.req(0)
+    if ctx.version >= 13 and is_dynamic(ctx.input(1)):
+        return [ctx.e.emit("squeeze_dyn", [x, vector(ctx, 1, "axes")], ctx.node.output[0])]
     axes = _axes_input_or_attr(ctx)
     if axes is not None:
         axes = [norm_axis(a, x.rank) for a in axes]
@@ -152,6 +160,8 @@ def squeeze(ctx: NodeCtx) -> list[Value]:
 @onnx_op("Unsqueeze", since=13)
 def unsqueeze(ctx: NodeCtx) -> list[Value]:
     x = ctx.req(0)
+    if ctx.version >= 13 and is_dynamic(ctx.input(1)):
+        return [ctx.e.emit("unsqueeze_dyn", [x, vector(ctx, 1, "axes")], ctx.node.output[0])]
     axes = _axes_input_or_attr(ctx)
     rank = x.rank + len(axes)
     axes = sorted(norm_axis(a, rank) for a in axes)
@@ -182,6 +192,8 @@ def broadcast_target(ctx: NodeCtx, a: tuple[Dim, ...], b: list[Dim]) -> list[Dim
 @onnx_op("Expand", since=13)
 def expand(ctx: NodeCtx) -> list[Value]:
     x = ctx.req(0)
+    if is_dynamic(ctx.input(1)):
+        return [ctx.e.emit("broadcast_dyn", [x, vector(ctx, 1, "shape")], ctx.node.output[0])]
     dims = shape_entries(ctx, 1, "shape")
     target = broadcast_target(ctx, x.shape, dims)
     if any(d is None for d in target):
@@ -193,13 +205,16 @@ def expand(ctx: NodeCtx) -> list[Value]:
 
 @onnx_op("ConstantOfShape")
 def constant_of_shape(ctx: NodeCtx) -> list[Value]:
-    dims = shape_entries(ctx, 0, "shape")
     value = ctx.attr("value", None)
     fill = np.zeros(1, np.float32) if value is None else np.asarray(value).reshape(-1)
     from isa.dtypes import dtype_from_numpy
     dt = dtype_from_numpy(fill.dtype)
     if dt is None:
         raise ctx.fail(f"value dtype {fill.dtype} has no dlvm equivalent")
+    if is_dynamic(ctx.input(0)):
+        return [ctx.e.emit("fill", [vector(ctx, 0, "shape"), known(fill.reshape(()))],
+                           ctx.node.output[0])]
+    dims = shape_entries(ctx, 0, "shape")
     if any(d is None for d in dims):
         raise ctx.fail(f"shape {dims} has a size unknown at import")
     return [ctx.e.emit_const_fill(fill[0], TensorType(dt, tuple(dims)), ctx.node.output[0])]
@@ -207,6 +222,10 @@ def constant_of_shape(ctx: NodeCtx) -> list[Value]:
 
 @onnx_op("Range")
 def range_(ctx: NodeCtx) -> list[Value]:
+    if any(is_dynamic(ctx.input(i)) or (ctx.input(i) is not None and ctx.input(i).sym is not None)
+           for i in range(3)):
+        args = [scalar_of(ctx, i, what) for i, what in enumerate(("start", "limit", "delta"))]
+        return [ctx.e.emit("range", args, ctx.node.output[0])]
     start = ctx.const_input(0, "start")
     limit = ctx.const_input(1, "limit")
     delta = ctx.const_input(2, "delta")
