@@ -223,6 +223,29 @@ def test_erf_and_gelu_against_math():
     np.testing.assert_allclose(run("gelu", x), exact, rtol=1e-13, atol=1e-15)
 
 
+def test_erf_dense_grid_tails_and_specials():
+    # every table cell of the reference (centers j/128 on [0, 6]) hit many times, both signs,
+    # the tails past 6 and tiny and subnormal inputs, where erf(x) ~ 2x/sqrt(pi)
+    x = np.concatenate([np.linspace(-6.5, 6.5, 200_001), RNG.uniform(-6.2, 6.2, 50_000),
+                        [5.9999, 6.0, 6.0001, 26.0, 1e300, -1e-300, 5e-324, 1e-8, 0.5 / 128]])
+    want = np.array([math.erf(v) for v in x])
+    got = run("erf", x)
+    np.testing.assert_allclose(got, want, rtol=4e-16, atol=2.3e-16)
+    specials = np.array([np.inf, -np.inf, np.nan, -0.0, 0.0])
+    got = run("erf", specials)
+    np.testing.assert_array_equal(got[:2], [1.0, -1.0])
+    assert np.isnan(got[2]) and np.signbit(got[3]) and not np.signbit(got[4])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_erf_low_precision_is_the_rounded_float64_value(dtype):
+    x = np.concatenate([RNG.standard_normal(20_000) * 2, [np.nan, np.inf, -0.0]]).astype(dtype)
+    got = run("erf", x)
+    assert got.dtype == dtype
+    want = np.array([math.erf(float(v)) if np.isfinite(v) else np.tanh(float(v)) for v in x])
+    np.testing.assert_array_equal(got, want.astype(dtype))
+
+
 # ---- contraction ---------------------------------------------------------------------------
 
 def _loop_matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
