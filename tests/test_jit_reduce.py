@@ -127,3 +127,20 @@ def test_matmul_epilogue_keeps_product_when_it_is_read_later(jit):
     f.ret(p, q)
     args = [rng.standard_normal((4, 5)), rng.standard_normal((5, 6))]
     compare(jit, mb.finish(), args, "tanh")
+
+
+@pytest.mark.parametrize("op", ["reduce_sum", "reduce_prod", "reduce_mean"])
+@pytest.mark.parametrize("shape", [(3, 1), (4, 255), (4, 256), (3, 257), (2, 1000), (3, 7, 300)])
+def test_f32_chunked_accumulation(jit, op, shape):
+    """f32 sums accumulate in f32 within chunks of 256 of the innermost axis, then in f64:
+    rows shorter than, equal to and longer than a chunk, and two reduced axes."""
+    axes = list(range(1, len(shape)))
+    mb = ModuleBuilder("c")
+    dims = ", ".join(["N"] + [str(d) for d in shape[1:]])
+    f = mb.function("main", [("x", f"f32[{dims}]")], [f"f32[{', '.join(['N'] + ['1'] * len(axes))}]"])
+    x = f.arg("x")
+    y = getattr(f, op)(f.exp(f.mul(x, 0.01 if op == "reduce_prod" else 1.0)), axes=axes, keepdims=True)
+    f.ret(f.add(y, 0.5))
+    rng = np.random.default_rng(len(shape) * 1000 + shape[-1])
+    x = rng.standard_normal(shape).astype(np.float32)
+    compare(jit, mb.finish(), [x], op)

@@ -21,6 +21,10 @@ from .irutil import F32, F64, I8, I32, I64, PTR, REDUCE_FLAGS, const, for_range,
 from .mathfn import MathLib
 from .ops import LowerCtx, load_value, lower_op, store_value
 
+# Elements of the innermost axis an f32 sum accumulates in f32 before adding into its f64 total:
+# the vector loop then runs at full f32 width (an f64 accumulator halves it), and a chunk's sum,
+# split by the vectorizer over 16-64 partial sums, has only a few additions per partial sum.
+CHUNK = 256
 MATH_OPS = {"exp", "log", "tanh", "erf", "sin", "cos", "pow"}
 
 
@@ -81,6 +85,9 @@ class _KernelLowering:
         self.accs: dict[int, ir.AllocaInstr] = {}
         for i in kernel.reductions:
             self.accs[i] = b.alloca(self._acc_type(i), name=f"acc{i}")
+        # f32 partial sums of one chunk of the innermost axis (see _nest)
+        self.chunk_accs = {i: b.alloca(F32, name=f"chunk{i}") for i in kernel.reductions
+                           if self._acc_type(i) != reg_type(kernel.nodes[i].dtype)}
 
     def _aliased(self, j: int) -> bool:
         return bool(self.spec.inplace) and self.spec.inplace[j] >= 0
@@ -188,14 +195,34 @@ class _KernelLowering:
 
     # ---- loops -------------------------------------------------------------------------
 
-    def _nest(self, axes: list[int], body, idx: list[ir.Value]):
+    def _nest(self, axes: list[int], body, idx: list[ir.Value], chunked: list[int] = ()):
+        """Loops over `axes` around `body`. With `chunked` reductions, the last axis is split in
+        chunks of CHUNK: they accumulate in f32 within a chunk and add each chunk's partial sum
+        to their f64 accumulator (see _acc_type)."""
         if not axes:
             body(idx)
             return
         ax = axes[0]
+        b = self.b
         lo, hi = (self.start, self.stop) if ax == 0 else (const(I64, 0), self.sizes[ax])
-        with for_range(self.b, lo, hi, name=f"i{ax}") as iv:
-            self._nest(axes[1:], body, idx + [iv])
+        if chunked and len(axes) == 1:
+            n_chunks = b.udiv(b.add(hi, const(I64, CHUNK - 1)), const(I64, CHUNK))
+            with for_range(b, const(I64, 0), n_chunks, name=f"c{ax}") as c:
+                c_lo = b.mul(c, const(I64, CHUNK))
+                c_hi = b.add(c_lo, const(I64, CHUNK))
+                c_hi = b.select(b.icmp_signed("<", hi, c_hi), hi, c_hi)
+                for i in chunked:
+                    b.store(const(F32, 1.0 if self.k.nodes[i].op == "reduce_prod" else 0.0),
+                            self.chunk_accs[i])
+                with for_range(b, c_lo, c_hi, name=f"i{ax}") as iv:
+                    body(idx + [iv])
+                for i in chunked:
+                    part = b.fpext(b.load(self.chunk_accs[i], typ=F32), F64)
+                    acc = b.load(self.accs[i], typ=F64)
+                    self.b.store(self._combine(i, acc, part), self.accs[i])
+            return
+        with for_range(b, lo, hi, name=f"i{ax}") as iv:
+            self._nest(axes[1:], body, idx + [iv], chunked)
 
     def build(self) -> ir.Module:
         self._nest(list(range(self.spec.outer)), self._row, [])
@@ -228,7 +255,7 @@ class _KernelLowering:
                 if not self.full[i] and i not in row_vals and k.nodes[i].op not in REDUCE_KINDS:
                     row_vals[i] = self._compute(i, row_vals, outer_idx)
 
-        def phase_loop(p: int, roots: list[int], on_values) -> None:
+        def phase_loop(p: int, roots: list[int], on_values, chunked: list[int] = ()) -> None:
             def from_scratch(x: int) -> bool:
                 return x in cached and p > self._cache_phase(x, cached)
             need = self._closure(roots, lambda x: not self.full[x] or from_scratch(x))
@@ -249,7 +276,7 @@ class _KernelLowering:
                             ptr = self._scratch_ptr(cached[i], k.nodes[i].dtype, inner_idx)
                             store_value(self.b, vals[i], ptr, k.nodes[i].dtype)
                 on_values(vals, idx)
-            self._nest(inner_axes, body, outer_idx)
+            self._nest(inner_axes, body, outer_idx, chunked)
 
         self._phase_of = {i: self.depth[i] for i in reductions}
         for p in range(1, phases + 1):
@@ -257,11 +284,15 @@ class _KernelLowering:
             for i in group:
                 self.b.store(self._acc_init(i), self.accs[i])
 
-            def accumulate(vals, idx, group=group):
+            # (no inner axes left in this variant: one element per row, nothing to chunk)
+            chunked = [i for i in group if i in self.chunk_accs] if inner_axes else []
+
+            def accumulate(vals, idx, group=group, chunked=chunked):
                 for i in group:
-                    acc = self.b.load(self.accs[i], typ=self._acc_type(i))
-                    self.b.store(self._combine(i, acc, vals[k.nodes[i].args[0]]), self.accs[i])
-            phase_loop(p, [k.nodes[i].args[0] for i in group], accumulate)
+                    ptr, t = (self.chunk_accs[i], F32) if i in chunked else (self.accs[i], self._acc_type(i))
+                    acc = self.b.load(ptr, typ=t)
+                    self.b.store(self._combine(i, acc, vals[k.nodes[i].args[0]]), ptr)
+            phase_loop(p, [k.nodes[i].args[0] for i in group], accumulate, chunked)
             for i in group:
                 v = self.b.load(self.accs[i], typ=self._acc_type(i))
                 if v.type != reg_type(k.nodes[i].dtype):
