@@ -1,4 +1,5 @@
-"""The dynamic-shape rows (isa/ops/dynamic.py) and the ordering rows (isa/ops/ordering.py):
+"""The dynamic-shape rows (isa/ops/dynamic.py), the ordering rows (isa/ops/ordering.py) and the
+indexing rows (isa/ops/indexing.py):
 references against their type rules (rank, dtype and every dim the rule claims to know), against
 independent NumPy computations, and their run-time traps.
 """
@@ -90,6 +91,23 @@ CASES: list[tuple[str, list, dict, Any]] = [
     ("cumprod", [np.arange(1, 5, dtype=np.uint16), np.int32(-1)], {"exclusive": True},
      np.array([1, 1, 2, 6], np.uint16)),
     ("cumprod", [X, np.int64(2)], {"reverse": True}, np.flip(np.cumprod(np.flip(X, 2), 2), 2)),
+    ("gather_elements", [X, np.array([[[0, -1]], [[2, 1]]], np.int32)], {"axis": 2},
+     np.array([[[X[0, 0, 0], X[0, 0, 3]]], [[X[1, 0, 2], X[1, 0, 1]]]], np.float32)),
+    ("scatter_elements", [np.zeros((2, 3), np.int64), np.array([[2, -3]], np.int64),
+                          np.array([[5, 6]], np.int64)], {"axis": 1},
+     np.array([[6, 0, 5], [0, 0, 0]], np.int64)),
+    ("scatter_elements", [np.ones((3,), np.float32), np.array([0, 0, 2], np.int64),
+                          np.array([2, 3, 4], np.float32)], {"reduction": "mul"},
+     np.array([6, 1, 4], np.float32)),
+    ("gather_nd", [X, np.array([[0, 2], [1, -1]], np.int64)], {}, np.stack([X[0, 2], X[1, 2]])),
+    ("gather_nd", [X, np.array([[1], [0]], np.int64)], {"batch_dims": 1},
+     np.stack([X[0, 1], X[1, 0]])),
+    ("scatter_nd", [np.zeros((2, 2), np.int32), np.array([[1], [1]], np.int64),
+                    np.array([[1, 2], [3, 4]], np.int32)], {"reduction": "add"},
+     np.array([[0, 0], [4, 6]], np.int32)),
+    ("nonzero", [np.array([[0, 2], [3, 0]], np.uint32)], {}, np.array([[0, 1], [1, 0]])),
+    ("compress", [X, np.array([True, False, True])], {"axis": 1}, X[:, [0, 2]]),
+    ("compress", [X, np.array([False, True])], {}, X.reshape(-1)[1:2]),
 ]
 
 
@@ -106,8 +124,8 @@ def test_reference_values_and_type_rule(op, arrays, attrs, want):
 
 
 def test_every_new_row_has_a_case():
-    from isa.ops import dynamic, ordering
-    assert {op.name for op in dynamic.OPS + ordering.OPS} <= COVERED
+    from isa.ops import dynamic, indexing, ordering
+    assert {op.name for op in dynamic.OPS + ordering.OPS + indexing.OPS} <= COVERED
 
 
 def test_topk_orders_ties_by_index_and_handles_unsigned():
@@ -136,6 +154,11 @@ def test_traps():
     assert "repeat an axis" in trap("reduce_dyn", X, i64(0, -3), kind="sum")
     assert "not 1" in trap("squeeze_dyn", X, i64(0))
     assert "out of range" in trap("cumsum", X, np.int64(3))
+    assert "index 3 is out of range" in trap("gather_elements", X, np.full((2, 3, 4), 3), axis=1)
+    assert "out of range" in trap("gather_nd", X, np.array([[2, 0]]))
+    assert "differ" in trap("scatter_elements", X, np.zeros((2, 3, 1), np.int64),
+                            np.zeros((2, 3, 2), np.float32))
+    assert "longer" in trap("compress", X, np.ones(5, bool), axis=1)
 
 
 @pytest.mark.parametrize("op, types", [

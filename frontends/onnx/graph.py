@@ -133,6 +133,17 @@ class GraphConverter:
         from onnx import helper
         given = {a.name: a for a in node.attribute}
         defaults = {a.name: a for a in fn.attribute_proto}
+        # a schema's function body refers to the op's attributes; those the node leaves out take
+        # the schema's default value (e.g. HannWindow's periodic = 1)
+        from onnx import defs
+        try:
+            schema = defs.get_schema(node.op_type, self.opsets.get(node.domain or "", 1),
+                                     node.domain or "")
+            for name, spec in schema.attributes.items():
+                if name not in defaults and spec.default_value.type:
+                    defaults[name] = spec.default_value
+        except Exception:        # noqa: BLE001 - no schema: the function's own defaults only
+            pass
         fscope: Scope = ChainMap({n: v for n, v in zip(fn.input, inputs) if n and v is not None})
         opsets = dict(self.opsets)
         opsets.update({o.domain or "": o.version for o in fn.opset_import})

@@ -1,8 +1,8 @@
-"""ONNX ops that move elements: Transpose, Concat, Split, Slice, Gather, GatherElements, Tile, Pad,
+"""ONNX ops that move elements: Transpose, Concat, Split, Slice, Gather, Tile, Pad,
 Trilu, OneHot, DepthToSpace, SpaceToDepth, CumSum, CumProd.
 
 Where dlvm has no op, the decomposition uses sizes known at import (slices and concats for Tile
-and the non-constant Pad modes, a flat gather for GatherElements), and the import fails with the
+and the non-constant Pad modes), and the import fails with the
 reason when a needed size is dynamic. Shape-like operands computed at run time (Slice's starts,
 Tile's repeats, Pad's pads, Split's sizes, Trilu's k, OneHot's depth, CumSum's axis) map to the
 dynamic rows (see dynshape.py).
@@ -106,24 +106,6 @@ def gather(ctx: NodeCtx) -> list[Value]:
         picked = [x.sym[int(i)] for i in idx.const.reshape(-1)]
         out = sym_value(ctx.e, picked, out, out.dtype, shape=idx.const.shape)
     return [out]
-
-
-@onnx_op("GatherElements", since=13)
-def gather_elements(ctx: NodeCtx) -> list[Value]:
-    # r[i, j, k] = x[i, idx[i, j, k], k] (axis 1) as one gather on the flattened x
-    x, idx, e = ctx.req(0), ctx.req(1), ctx.e
-    axis = norm_axis(int(ctx.attr("axis", 0)), x.rank)
-    if not (x.type.is_static and idx.type.is_static):
-        raise ctx.fail("GatherElements needs static shapes")
-    strides = np.cumprod([1] + list(x.shape[::-1]))[:-1][::-1]
-    coords = np.indices(idx.shape, dtype=np.int64)
-    offset = sum(coords[d] * strides[d] for d in range(x.rank) if d != axis)
-    i = cast(e, idx, I64)
-    i = where(e, e.emit("lt", [i, scalar(0, i)]), e.emit("add", [i, scalar(x.shape[axis], i)]), i)
-    flat = e.emit("add", [e.emit("mul", [i, scalar(int(strides[axis]), i)]),
-                          known(np.asarray(offset, np.int64))])
-    xs = e.emit("reshape", [x], shape=[-1])
-    return [e.emit("gather", [xs, flat], ctx.node.output[0], axis=0)]
 
 
 @onnx_op("Tile", since=13)

@@ -118,6 +118,10 @@ def reshape_(ctx: NodeCtx) -> list[Value]:
     if not allowzero:
         # ONNX 0 copies the input's dim; dlvm's 0 is a size of zero
         dims = [x.shape[i] if d == 0 else d for i, d in enumerate(dims)]
+    if sum(1 for d in dims if d is None or d == -1) > 1:
+        # more than one size known only at run time: the dynamic row
+        return [ctx.e.emit("reshape_dyn", [x, vector(ctx, 1, "shape")], ctx.node.output[0],
+                           copy_zero=not allowzero)]
     return [reshape(ctx, x, dims, ctx.node.output[0])]
 
 
@@ -197,7 +201,7 @@ def expand(ctx: NodeCtx) -> list[Value]:
     dims = shape_entries(ctx, 1, "shape")
     target = broadcast_target(ctx, x.shape, dims)
     if any(d is None for d in target):
-        raise ctx.fail(f"expand to {target}: a size is unknown at import")
+        return [ctx.e.emit("broadcast_dyn", [x, vector(ctx, 1, "shape")], ctx.node.output[0])]
     if list(x.shape) == target:
         return [x]
     return [ctx.e.emit("broadcast_to", [x], ctx.node.output[0], shape=target)]
@@ -216,7 +220,9 @@ def constant_of_shape(ctx: NodeCtx) -> list[Value]:
                            ctx.node.output[0])]
     dims = shape_entries(ctx, 0, "shape")
     if any(d is None for d in dims):
-        raise ctx.fail(f"shape {dims} has a size unknown at import")
+        # some entries are computed at run time: the dynamic row takes the whole vector
+        return [ctx.e.emit("fill", [vector(ctx, 0, "shape"), known(fill.reshape(()))],
+                           ctx.node.output[0])]
     return [ctx.e.emit_const_fill(fill[0], TensorType(dt, tuple(dims)), ctx.node.output[0])]
 
 
