@@ -140,7 +140,7 @@ class ModuleParser:
             held = f"{dt.text}{list(arr.shape)}" if dt else f"{arr.dtype} of shape {list(arr.shape)}"
             raise cur.fail(f"{path_tok.text} holds {held}, but {name} is declared {t}", path_tok)
         # big-endian files are fine; in memory everything is native and contiguous
-        return np.ascontiguousarray(arr, dtype=t.dtype.np)
+        return np.asarray(arr, dtype=t.dtype.np, order="C")   # (ascontiguousarray makes 0-d 1-d)
 
     # ---- functions ----------------------------------------------------------------------------
 

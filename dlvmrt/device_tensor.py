@@ -70,7 +70,7 @@ def empty(device, dtype, shape: tuple[int, ...]) -> DeviceTensor:
 
 def to_device(array: np.ndarray, device) -> DeviceTensor:
     """Copy a host array to `device` (one counted host-to-device transfer)."""
-    a = np.ascontiguousarray(array)
+    a = np.asarray(array, order="C")     # ascontiguousarray would make a 0-d array 1-d
     t = empty(device, a.dtype, a.shape)
     raw: RawMemory = device.pool.raw
     if a.nbytes:

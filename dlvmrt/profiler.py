@@ -35,6 +35,21 @@ def _compile_ns(runner) -> int:
                * 1e6)
 
 
+def placement_report(scheduler) -> list[str]:
+    """Where regions were placed, every transfer per device, and every CPU fallback."""
+    stats = scheduler.stats
+    lines = ["placements: " + (", ".join(f"{d} {n}" for d, n in sorted(stats.placed.items()))
+                               or "none")]
+    for d in scheduler.devices.values():
+        if not d.is_host:
+            t = d.transfers
+            lines.append(f"transfers {d.name}: {t.h2d} to the device ({t.h2d_bytes} bytes), "
+                         f"{t.d2h} to the host ({t.d2h_bytes} bytes)")
+    lines.append(f"CPU fallbacks: {stats.fallbacks}")
+    lines.extend(f"  {why}" for why in stats.reasons)
+    return lines
+
+
 class Profiler:
     def __init__(self, trace: bool = False):
         self.records: dict[tuple, Record] = {}
@@ -90,6 +105,7 @@ class Profiler:
             finally:
                 dt = clock() - t
                 compiled = _compile_ns(runner) - compiled_before
+                rec.device = getattr(runner, "last_device", "cpu")
                 rec.calls += 1
                 rec.ns += dt - compiled
                 rec.compile_ns += compiled
@@ -102,7 +118,8 @@ class Profiler:
     # -- reports ----------------------------------------------------------------------------
 
     def table(self, vm=None) -> str:
-        rows = sorted(self.records.values(), key=lambda r: -r.ns)
+        # steps a tier-up replaced before they ever ran have no calls: not worth a row
+        rows = sorted((r for r in self.records.values() if r.calls), key=lambda r: -r.ns)
         total = sum(r.ns for r in rows) or 1
         out = [f"{'function':<12} {'block':<10} {'#':>3} {'op / region':<28} {'mode':<12} "
                f"{'device':<6} {'calls':>8} {'total ms':>10} {'us/call':>9} {'%':>6}"]
@@ -112,6 +129,9 @@ class Profiler:
                        f"{(r.ns / max(r.calls, 1)) / 1e3:>9.2f} {100 * r.ns / total:>5.1f}%"
                        + (f"  (+{r.compile_ns / 1e6:.1f} ms compiling)" if r.compile_ns else "")
                        + (f"  ({r.fallbacks} fell back)" if r.fallbacks else ""))
+        if vm is not None and getattr(vm, "scheduler", None) is not None:
+            out.append("")
+            out.extend(placement_report(vm.scheduler))
         if vm is not None:
             out.append("")
             out.append(f"{'function':<12} {'block':<10} {'runs':>8} {'back-edges':>10}")

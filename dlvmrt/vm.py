@@ -18,7 +18,7 @@ import numpy as np
 
 from isa.errors import DlvmError, InternalError, Trap
 
-from .devices import resolve_device
+from .devices import Device, get_device, resolve_device
 from .function_code import BlockCode, FunctionCode
 from .loader import ProgramSource, load
 from .profiler import Profiler
@@ -37,7 +37,8 @@ def _env_int(name: str, default: int) -> int:
 
 
 class VM:
-    def __init__(self, program: ProgramSource, jit: str | None = None, device: str = "auto", *,
+    def __init__(self, program: ProgramSource, jit: str | None = None,
+                 device: str | Device = "auto", *, gpus: list[Device] | None = None,
                  hot_threshold: int | None = None, max_steps: int | None = None,
                  max_call_depth: int = DEFAULT_MAX_CALL_DEPTH, profile: bool = False,
                  trace: bool = False, jit_options: dict[str, Any] | None = None):
@@ -46,7 +47,7 @@ class VM:
         if jit not in JIT_MODES:
             raise ValueError(f"jit must be one of {', '.join(JIT_MODES)}, got {jit!r}")
         self.jit_mode = jit
-        self.device = resolve_device(device)
+        self.device, self.scheduler = _devices(device, gpus)
         threshold = hot_threshold or _env_int("DLVM_JIT_THRESHOLD", DEFAULT_HOT_THRESHOLD)
         self.hot_threshold = {"off": -1, "auto": max(threshold, 1), "always": 1}[jit]
         self.max_steps = max_steps or _env_int("DLVM_MAX_STEPS", DEFAULT_MAX_STEPS)
@@ -128,18 +129,31 @@ class VM:
             raise
         except NotImplementedError:
             return
+        outside = None
         for region in sorted(regions, key=lambda r: -r.start):
             runner = self.jit.runner(self.module, region)
+            if self.scheduler is not None:
+                from .placement import PlacedRegion, read_outside_regions
+                if outside is None:
+                    outside = read_outside_regions(fcode.func, self.regions(fcode))
+                keep = self.jit_mode == "always" and not set(region.outputs) & outside
+                runner = PlacedRegion(self.module, region, fcode.types, runner, self.scheduler, keep)
             self.runners.append((fcode.func.name, blk.label, region, runner))
-            blk.steps = _splice_region(fcode, blk, region, runner, self.profiler)
+            blk.steps = _splice_region(fcode, blk, region, runner, self.profiler,
+                                       on_devices=self.scheduler is not None)
 
 
-def _splice_region(fcode: FunctionCode, blk: BlockCode, region, runner, profiler) -> list:
+def _splice_region(fcode: FunctionCode, blk: BlockCode, region, runner, profiler,
+                   on_devices: bool = False) -> list:
     inside = [s for s in blk.steps if region.start <= s.where[1] < region.end]
     in_slots = [fcode.layout.operand_slot_of(o) for o in region.inputs]
     out_slots = [fcode.layout.reg(n) for n in region.outputs]
 
     def interpret(r):
+        if on_devices:      # inputs a GPU region left on its device come home first
+            from .placement import host
+            for i in in_slots:
+                r[i] = host(r[i])
         for s in inside:
             try:
                 s(r)
@@ -170,6 +184,28 @@ def _splice_region(fcode: FunctionCode, blk: BlockCode, region, runner, profiler
     before = [s for s in blk.steps if s.where[1] < region.start]
     after = [s for s in blk.steps if s.where[1] >= region.end]
     return before + [step] + after
+
+
+def _devices(device: str | Device, gpus: list[Device] | None):
+    """The device name the VM reports and the scheduler (None: everything on the CPU).
+
+    `device` is "auto" (the cost model places regions when a GPU is usable, silently the CPU
+    otherwise), "cpu", "cuda"/"cuda:N" (regions go there when they can; fallbacks are reported),
+    or a Device object (e.g. `devices.sim_device()`); `gpus` gives "auto" devices to choose from
+    (tests use a simulated GPU this way)."""
+    from .scheduler import Scheduler
+    if isinstance(device, Device):
+        return device.name, Scheduler([device, *(gpus or [])], hint=device.name)
+    if gpus:
+        if device not in ("auto", "cpu") and device not in (g.name for g in gpus):
+            raise ValueError(f"device {device!r} is not one of the given gpus "
+                             f"({', '.join(g.name for g in gpus)})")
+        return device, Scheduler(gpus, hint=None if device == "auto" else device)
+    name = resolve_device(device)
+    if name == "cpu":
+        return "cpu", None
+    gpu = get_device("cuda:0" if name in ("auto", "cuda") else name)
+    return name, Scheduler([gpu], hint=None if name == "auto" else name)
 
 
 def _check_same(fcode, blk, region, name: str, got, want) -> None:

@@ -103,7 +103,7 @@ def add_constant(module: Module, value: np.ndarray, t: TensorType, stem: str = "
         if same_array(c.value, value):
             return c.name
     name = fresh_constant_name(module, stem)
-    module.constants[name] = Constant(name, t, np.ascontiguousarray(value))
+    module.constants[name] = Constant(name, t, np.asarray(value, order="C"))
     return name
 
 
