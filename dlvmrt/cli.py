@@ -170,10 +170,19 @@ def cmd_opt(a) -> int:
 
 
 def cmd_compile(a) -> int:
-    from jit import compile_program
     module = _module_of(a.prog)
-    paths = compile_program(module, target=a.target, emit=a.emit, dims=_dims(a.dim),
-                            out_dir=a.output)
+    if a.target == "cuda":
+        from jit.cuda.program import compile_program_cuda
+        emit = "ptx" if a.emit == "asm" else a.emit
+        paths = [p for arch in (a.arch or ["sm_80", "sm_90"])
+                 for p in compile_program_cuda(module, emit=emit, dims=_dims(a.dim),
+                                               out_dir=a.output, arch=arch)]
+    else:
+        if a.emit == "ptx" or a.arch:
+            raise UsageError("--emit ptx and --arch go with --target cuda")
+        from jit import compile_program
+        paths = compile_program(module, target="cpu", emit=a.emit, dims=_dims(a.dim),
+                                out_dir=a.output)
     for p in paths:
         print(p)
     return 0
@@ -230,6 +239,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("prog")
     s.add_argument("--target", choices=["cpu", "cuda"], default="cpu")
     s.add_argument("--emit", choices=["kernel-ir", "llvm", "asm", "ptx"], default="llvm")
+    s.add_argument("--arch", action="append", metavar="SM",
+                   help="CUDA architecture (repeatable; default sm_80 and sm_90)")
     s.add_argument("--dim", action="append", metavar="N=SIZE")
     s.add_argument("-o", "--output", required=True, metavar="DIR")
     s.set_defaults(fn=cmd_compile)

@@ -108,3 +108,35 @@ def test_wrong_input_dtype_is_a_trap(capsys, tmp_path):
     np.savez(inputs, x=np.zeros((2, 4)))        # float64, but %x is f32
     code, _, err = run_cli(capsys, "run", MLP, "--inputs", str(inputs))
     assert code == 1 and "must be f32[N, 4], got f64[2, 4]" in err
+
+
+@pytest.mark.parametrize("emit, suffix", [("kernel-ir", ".kir"), ("llvm", ".ll"), ("asm", ".s")])
+def test_compile_writes_one_file_per_region(capsys, tmp_path, emit, suffix):
+    code, out, _ = run_cli(capsys, "compile", str(PROJECT_EXAMPLES / "layernorm.dlasm"),
+                           "--emit", emit, "--dim", "N=8", "--dim", "D=16", "-o", str(tmp_path))
+    assert code == 0
+    files = sorted(tmp_path.iterdir())
+    assert files and all(f.suffix == suffix for f in files)
+    assert [str(f) for f in files] == sorted(out.split())
+
+
+def test_compile_for_cuda_writes_ptx_that_ptxas_accepts(capsys, tmp_path):
+    import shutil
+    import subprocess
+    code, out, _ = run_cli(capsys, "compile", str(PROJECT_EXAMPLES / "gelu.dlasm"), "--target",
+                           "cuda", "--emit", "ptx", "--dim", "N=1024", "-o", str(tmp_path))
+    assert code == 0
+    ptx = sorted(tmp_path.glob("*.ptx"))
+    assert {p.name.split(".")[-2] for p in ptx} == {"sm_80", "sm_90"}
+    if shutil.which("ptxas") is None:
+        pytest.skip("ptxas (CUDA toolkit) not installed")
+    for p in ptx:
+        arch = p.name.split(".")[-2]
+        r = subprocess.run(["ptxas", f"-arch={arch}", str(p), "-o", str(tmp_path / "k.cubin")],
+                           capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+
+
+def test_ptx_needs_the_cuda_target(capsys, tmp_path):
+    code, _, err = run_cli(capsys, "compile", MLP, "--emit", "ptx", "-o", str(tmp_path))
+    assert code == 2 and "--target cuda" in err
