@@ -11,15 +11,31 @@ the inner axes are computed once per row. The result is a status word (see ops.T
 """
 from __future__ import annotations
 
+import math
+
 from llvmlite import ir
 
 from isa.dtypes import DType
 
 from ..kernel_ir import REDUCE_KINDS, Kernel
 from ..plan import Spec
-from .irutil import F32, F64, I8, I32, I64, PTR, REDUCE_FLAGS, const, for_range, intrinsic, mem_type, reg_type
+from .irutil import (
+    F32,
+    F64,
+    I1,
+    I8,
+    I32,
+    I64,
+    PTR,
+    REDUCE_FLAGS,
+    const,
+    for_range,
+    intrinsic,
+    mem_type,
+    reg_type,
+)
 from .mathfn import MathLib
-from .ops import LowerCtx, load_value, lower_op, store_value
+from .ops import DIV_FLAGS, LowerCtx, load_value, lower_op, store_value
 
 # Elements of the innermost axis an f32 sum accumulates in f32 before adding into its f64 total:
 # the vector loop then runs at full f32 width (an f64 accumulator halves it), and a chunk's sum,
@@ -82,6 +98,7 @@ class _KernelLowering:
                 else:
                     row.append(self._dim(dims, self.rank + e * self.rank + ax))
             self.strides.append(row)
+        self.recips: dict[int, ir.Value] = {}     # div node -> 1/divisor (see _reciprocals)
         self.accs: dict[int, ir.AllocaInstr] = {}
         for i in kernel.reductions:
             self.accs[i] = b.alloca(self._acc_type(i), name=f"acc{i}")
@@ -166,6 +183,8 @@ class _KernelLowering:
                 total = b.mul(total, self.sizes[ax])
             t = reg_type(n.dtype)
             return b.sitofp(total, t) if n.dtype.is_float else b.trunc(total, t) if t.width < 64 else total
+        if i in self.recips:
+            return b.fmul(vals[n.args[0]], self.recips[i], flags=DIV_FLAGS)
         dts = [self.k.nodes[a].dtype for a in n.args]
         return lower_op(self.ctx, b, n.op, n.dtype, dts, [vals[a] for a in n.args], n.attr)
 
@@ -302,10 +321,58 @@ class _KernelLowering:
             def store_late(vals, idx):
                 for j in late_outs:
                     self._store(j, vals[k.outputs[j].node], idx)
-            phase_loop(phases + 1, [k.outputs[j].node for j in late_outs], store_late)
+            roots = [k.outputs[j].node for j in late_outs]
+            divs = self._row_divisions(roots)
+            if not divs:
+                phase_loop(phases + 1, roots, store_late)
+            else:
+                # every row value of the loop is computed before the branch, so both loops see it
+                emit_rows([x for x in self._closure(roots, lambda x: not self.full[x]) if not self.full[x]])
+                ok, recips = self._reciprocals(divs, row_vals)
+                with self.b.if_else(ok) as (fast, exact):
+                    with fast:
+                        self.recips = recips
+                        phase_loop(phases + 1, roots, store_late)
+                        self.recips = {}
+                    with exact:
+                        phase_loop(phases + 1, roots, store_late)
         emit_rows([k.outputs[j].node for j in row_outs])
         for j in row_outs:
             self._store(j, row_vals[k.outputs[j].node], outer_idx)
+
+    def _row_divisions(self, roots: list[int]) -> list[int]:
+        """Float divisions in the store loop whose divisor is one value per row (softmax's
+        division by the row sum, layer_norm's by the standard deviation)."""
+        found = []
+        for i in self._closure(roots, lambda x: not self.full[x]):
+            n = self.k.nodes[i]
+            if n.op == "div" and n.dtype.is_float and self.full[i] and not self.full[n.args[1]]:
+                found.append(i)
+        return found
+
+    def _reciprocals(self, divs: list[int], row_vals: dict[int, ir.Value]):
+        """Per row: 1/d of every row divisor d, and whether x * (1/d) may replace x / d.
+
+        The product is within 1 ulp of the quotient (both roundings) unless 1/d leaves the
+        normal range: d denormal (1/d overflows) or |d| near the largest float (1/d denormal).
+        Those rows take the loop that divides; 0, Inf and NaN divisors give the same results
+        both ways (x * Inf, x * 0, NaN)."""
+        b = self.b
+        ok = const(I1, 1)
+        recips: dict[int, ir.Value] = {}
+        for i in divs:
+            d = row_vals[self.k.nodes[i].args[1]]
+            t = d.type
+            tiny, big = (2.0 ** -1022, 2.0 ** 1021) if t == F64 else (2.0 ** -126, 2.0 ** 125)
+            a = b.call(intrinsic(self.mod, "llvm.fabs", t, [t]), [d])
+            denormal, huge = self._between(a, 0.0, tiny), self._between(a, big, math.inf)
+            ok = b.and_(ok, b.not_(b.or_(denormal, huge)))
+            recips[i] = b.fdiv(ir.Constant(t, 1.0), d, flags=DIV_FLAGS)
+        return ok, recips
+
+    def _between(self, a: ir.Value, lo: float, hi: float) -> ir.Value:
+        b, t = self.b, a.type
+        return b.and_(b.fcmp_ordered(">", a, ir.Constant(t, lo)), b.fcmp_ordered("<", a, ir.Constant(t, hi)))
 
     def _cache_phase(self, node: int, cached: dict[int, int]) -> int:
         """The phase that computes a cached node: that of the first reduction reading it."""
