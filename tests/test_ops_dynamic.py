@@ -108,6 +108,10 @@ CASES: list[tuple[str, list, dict, Any]] = [
     ("nonzero", [np.array([[0, 2], [3, 0]], np.uint32)], {}, np.array([[0, 1], [1, 0]])),
     ("compress", [X, np.array([True, False, True])], {"axis": 1}, X[:, [0, 2]]),
     ("compress", [X, np.array([False, True])], {}, X.reshape(-1)[1:2]),
+    ("einsum", [X, X], {"equation": "bij,bkj->bik"}, X @ X.transpose(0, 2, 1)),
+    ("einsum", [X], {"equation": "...ii"}, None),
+    ("einsum", [X[0]], {"equation": "ji"}, X[0].T),
+    ("einsum", [np.arange(6, dtype=np.int8).reshape(2, 3)], {"equation": "ij->"}, np.int8(15)),
 ]
 
 
@@ -118,14 +122,18 @@ COVERED = {c[0] for c in CASES} | {"topk"}
 @pytest.mark.parametrize("op, arrays, attrs, want", CASES,
                          ids=[f"{c[0]}-{i}" for i, c in enumerate(CASES)])
 def test_reference_values_and_type_rule(op, arrays, attrs, want):
+    if want is None:
+        with pytest.raises(OpTypeError):
+            run(op, *arrays, **attrs)
+        return
     got = run(op, *arrays, **attrs)
     np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-6)
     assert np.asarray(got).dtype == np.asarray(want).dtype
 
 
 def test_every_new_row_has_a_case():
-    from isa.ops import dynamic, indexing, ordering
-    assert {op.name for op in dynamic.OPS + ordering.OPS + indexing.OPS} <= COVERED
+    from isa.ops import dynamic, einsum, indexing, ordering
+    assert {op.name for op in dynamic.OPS + ordering.OPS + indexing.OPS + einsum.OPS} <= COVERED
 
 
 def test_topk_orders_ties_by_index_and_handles_unsigned():

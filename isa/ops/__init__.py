@@ -4,11 +4,23 @@ Every stage looks ops up here (`OPS[name]`, `BY_CODE[code]`); nothing keeps a pa
 """
 from __future__ import annotations
 
-from . import contraction, control, dynamic, elementwise, indexing, movement, nn, ordering, reduce, value
+from . import (
+    contraction,
+    control,
+    dynamic,
+    einsum,
+    elementwise,
+    indexing,
+    movement,
+    nn,
+    ordering,
+    reduce,
+    value,
+)
 from .opdef import REQUIRED, AttrKind, AttrSpec, Family, OpDef, Syntax
 
 _FAMILY_FILES = (elementwise, reduce, contraction, nn, movement, value, control, dynamic,
-                 ordering, indexing)
+                 ordering, indexing, einsum)
 
 OPS: dict[str, OpDef] = {}
 BY_CODE: dict[int, OpDef] = {}

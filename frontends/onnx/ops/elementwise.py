@@ -294,15 +294,29 @@ def atanh(ctx: NodeCtx) -> list[Value]:
 
 @onnx_op("BitShift")
 def bit_shift(ctx: NodeCtx) -> list[Value]:
-    # x << y is x * 2^y and x >> y is floor(x / 2^y), with the integer wrap of dlvm's mul
+    # x << y is x * 2^y and x >> y is floor(x / 2^y), with the integer wrap of dlvm's mul. A
+    # shift by `width` or more (or a negative one, which ONNX reads as a huge unsigned count)
+    # shifts every bit out: 0, or the sign fill for a right shift of a signed value. For signed
+    # right shifts 2^(width-1) wraps negative, so that count is also a sign fill (exactly
+    # x >> (width-1)).
     x, y, e = ctx.req(0), ctx.req(1), ctx.e
+    left = ctx.attr("direction") == "LEFT"
+    width = 8 * x.dtype.itemsize
+    limit = width - 1 if x.dtype.is_signed and not left else width
+    out = e.emit("ge", [y, scalar(limit, y)])
+    if y.dtype.is_signed:
+        out = e.emit("or", [out, e.emit("lt", [y, scalar(0, y)])])
+    y = where(e, out, scalar(0, y), y)
     p = e.emit("pow", [scalar(2, x), y])
-    if ctx.attr("direction") == "LEFT":
-        return [e.emit("mul", [x, p])]
+    if left:
+        r = e.emit("mul", [x, p])
+        return [where(e, out, scalar(0, x), r)]
     q = e.emit("div", [x, p])
     if not x.dtype.is_signed:
-        return [q]
+        return [where(e, out, scalar(0, x), q)]
     # dlvm's div truncates toward zero; an arithmetic shift floors
     inexact = e.emit("ne", [e.emit("mul", [q, p]), x])
-    fix = e.emit("and", [inexact, e.emit("lt", [x, scalar(0, x)])])
-    return [where(e, fix, e.emit("sub", [q, scalar(1, x)]), q)]
+    neg = e.emit("lt", [x, scalar(0, x)])
+    fix = e.emit("and", [inexact, neg])
+    r = where(e, fix, e.emit("sub", [q, scalar(1, x)]), q)
+    return [where(e, out, where(e, neg, scalar(-1, x), scalar(0, x)), r)]

@@ -1,5 +1,5 @@
-"""ONNX indexing ops with a dlvm row each: GatherElements, ScatterElements (and the deprecated
-Scatter spelling is not imported: it predates opset 13), GatherND, ScatterND, NonZero, Compress."""
+"""ONNX ops with a dlvm row each: GatherElements, ScatterElements, GatherND, ScatterND, NonZero,
+Compress, TopK and Einsum."""
 from __future__ import annotations
 
 from ..registry import NodeCtx, onnx_op
@@ -57,3 +57,19 @@ def compress(ctx: NodeCtx) -> list[Value]:
     if axis is not None:
         axis = norm_axis(int(axis), x.rank)
     return [ctx.e.emit("compress", [x, cond], ctx.node.output[0], axis=axis)]
+
+
+@onnx_op("TopK", since=11)
+def top_k(ctx: NodeCtx) -> list[Value]:
+    x = ctx.req(0)
+    axis = norm_axis(int(ctx.attr("axis", -1)), x.rank)
+    values, indices = ctx.e.emit("topk", [x, ctx.req(1)], ctx.node.output[0], n_results=2,
+                                 axis=axis, largest=bool(ctx.attr("largest", 1)),
+                                 sorted=bool(ctx.attr("sorted", 1)))
+    return [values, indices]
+
+
+@onnx_op("Einsum")
+def einsum(ctx: NodeCtx) -> list[Value]:
+    vals = [v for v in ctx.inputs if v is not None]
+    return [ctx.e.emit("einsum", vals, ctx.node.output[0], equation=str(ctx.attr("equation")))]
