@@ -7,9 +7,7 @@ holds that step, and each step carries its (block, instruction) position.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from isa.errors import DlvmError, InternalError, ResourceExhausted, Trap
 from isa.module import Function
@@ -156,6 +154,3 @@ class FunctionCode:
             return Trap(f"{ins.op if ins else 'instruction'}: {e}", loc, context=ctx)
         return InternalError(f"{type(e).__name__}: {e}", loc, context=ctx)
 
-
-def as_array(value: Any) -> np.ndarray:
-    return value if isinstance(value, np.ndarray) else np.asarray(value)

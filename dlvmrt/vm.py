@@ -12,18 +12,24 @@ and the block's original interpreted steps run instead, so the interpreter is al
 from __future__ import annotations
 
 import os
+import warnings
 from typing import Any
 
 import numpy as np
 
-from isa.errors import DlvmError, InternalError, Trap
+from isa.errors import InternalError, Trap
 
 from .devices import Device, get_device, resolve_device
+from .frame_layout import readonly
 from .function_code import BlockCode, FunctionCode
 from .loader import ProgramSource, load
 from .profiler import Profiler
 
 JIT_MODES = ("off", "auto", "always")
+
+
+class JitWarning(UserWarning):
+    """The JIT failed on a block (a bug in dlvm): it keeps running on the interpreter."""
 DEFAULT_HOT_THRESHOLD = 2
 DEFAULT_MAX_STEPS = 5_000_000
 DEFAULT_MAX_CALL_DEPTH = 200
@@ -55,7 +61,7 @@ class VM:
         self.budget = self.max_steps
         self.depth = 0
         self.profiler = Profiler(trace=trace) if (profile or trace) else None
-        self.constants = {name: _readonly(c.value) for name, c in
+        self.constants = {name: readonly(c.value) for name, c in
                           self.program.module.constants.items()}
         self._codes: dict[str, FunctionCode] = {}
         self._jit = None
@@ -124,11 +130,15 @@ class VM:
         if self.jit_mode == "off":
             return
         try:
-            regions = [r for r in self.regions(fcode) if r.block == blk.index]
-        except DlvmError:
-            raise
-        except NotImplementedError:
-            return
+            self._install_regions(fcode, blk)
+        except Exception as e:  # noqa: BLE001 - a JIT bug must not cost the user the run
+            blk.steps = list(blk.interp_steps)
+            warnings.warn(f"JIT disabled for @{fcode.func.name} block {blk.label}, which keeps "
+                          f"running on the interpreter: {type(e).__name__}: {e}", JitWarning,
+                          stacklevel=2)
+
+    def _install_regions(self, fcode: FunctionCode, blk: BlockCode) -> None:
+        regions = [r for r in self.regions(fcode) if r.block == blk.index]
         outside = None
         for region in sorted(regions, key=lambda r: -r.start):
             runner = self.jit.runner(self.module, region)
@@ -221,11 +231,6 @@ def _check_same(fcode, blk, region, name: str, got, want) -> None:
                             f"@{fcode.func.name} block {blk.label} gave %{name} = {got.dtype}"
                             f"{list(got.shape)}, the interpreter {want.dtype}{list(want.shape)}; "
                             f"max abs error {err:.3g}")
-
-
-def _readonly(a: np.ndarray) -> np.ndarray:
-    from .frame_layout import readonly
-    return readonly(a)
 
 
 def _as_input(value: Any, t) -> Any:

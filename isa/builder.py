@@ -19,7 +19,7 @@ from typing import Any, Union
 
 import numpy as np
 
-from .dtypes import DType, dtype_from_numpy
+from .dtypes import DType, dtype_from_name, dtype_from_numpy
 from .errors import InvalidError
 from .module import Block, Constant, ConstRef, Function, Imm, Instr, Module, Operand, Param, Reg
 from .ops import OPS, Syntax
@@ -157,8 +157,7 @@ class FunctionBuilder:
         def emit_op(*operands: OperandLike, result_type: TypeLike | None = None,
                     into: str | None = None, **attrs: Any) -> Reg:
             if "to" in attrs and isinstance(attrs["to"], str):
-                from .dtypes import dtype_from_name
-                attrs["to"] = dtype_from_name(attrs["to"])
+                attrs["to"] = dtype_of(attrs["to"])     # cast(x, to="f32") reads naturally
             return self.emit(op, operands, attrs, [into] if into else None, result_type)
         emit_op.__name__ = op
         emit_op.__doc__ = opdef.doc
@@ -166,7 +165,6 @@ class FunctionBuilder:
 
 
 def dtype_of(name: str) -> DType:
-    from .dtypes import dtype_from_name
     d = dtype_from_name(name)
     if d is None:
         raise ValueError(f"unknown dtype {name!r}")

@@ -55,3 +55,18 @@ def test_check_mode_reports_a_wrong_kernel(monkeypatch):
     blk.steps = _splice_region(code, blk, region, Wrong(), None)
     with pytest.raises(InternalError, match="JIT check: region"):
         vm.run("main", c, c, x, x)
+
+
+def test_a_jit_failure_keeps_the_block_on_the_interpreter():
+    from dlvmrt.vm import JitWarning
+    vm = dlvmrt.VM(rotary_module(), jit="always")
+
+    def broken(module, region):
+        raise RuntimeError("simulated JIT bug")
+    vm.jit.runner = broken
+    x = np.full((2, 3, 4, 4), 2.0, np.float32)
+    c = np.ones((2, 3, 1, 4), np.float32)
+    with pytest.warns(JitWarning, match="simulated JIT bug"):
+        real, imag = vm.run("main", c, c, x, x)
+    np.testing.assert_array_equal(real, np.zeros_like(x))
+    np.testing.assert_array_equal(imag, np.full_like(x, 4.0))
