@@ -231,3 +231,16 @@ def test_builder_example_runs(tmp_path):
     finally:
         sys.argv = argv
     assert done.value.code == 0 and out.stat().st_size > 0
+
+
+def test_quantize_rounds_half_to_even_and_saturates_then_dequantizes():
+    m = model([helper.make_node("QuantizeLinear", ["x", "s", "zp"], ["q"]),
+               helper.make_node("DequantizeLinear", ["q", "s", "zp"], ["y"])],
+              [vi("x", F, [6])], [vi("q", TensorProto.INT8, [6]), vi("y", F, [6])],
+              inits=[numpy_helper.from_array(np.array(2.0, np.float32), "s"),
+                     numpy_helper.from_array(np.array(1, np.int8), "zp")], opset=21)
+    x = np.array([1.0, 3.0, 5.0, -3.0, 1000.0, -1000.0], np.float32)
+    q, y = run(m, x)
+    # x / 2 = 0.5, 1.5, 2.5, -1.5 round to 0, 2, 2, -2 (ties to even), then + 1; +-500 saturate
+    np.testing.assert_array_equal(q, np.array([1, 3, 3, -1, 127, -128], np.int8))
+    np.testing.assert_array_equal(y, (q.astype(np.float32) - 1) * 2)

@@ -1,0 +1,108 @@
+"""ONNX linear quantization, decomposed into dlvm arithmetic: QuantizeLinear, DequantizeLinear,
+QLinearMatMul.
+
+    quantize:    y = cast(clip(round_half_even(x / scale) + zero_point, lo, hi))
+    dequantize:  y = (cast(x) - cast(zero_point)) * scale
+
+Scales and zero points are per tensor (a scalar), per axis (a vector along `axis`) or blocked
+(one per `block_size` elements along `axis`, spread by a gather). Only the integer element
+types dlvm has (i8, u8, i16, u16, i32) are imported; float8 and 2-/4-bit targets fail with the
+dtype error, and so does the `precision` attribute other than its default.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from isa.dtypes import BY_NAME, DType
+
+from ..registry import NodeCtx, onnx_op
+from ..values import Value, known
+from .common import cast, norm_axis, scalar
+
+F32 = BY_NAME["f32"]
+
+
+def _spread(ctx: NodeCtx, p: Value, x: Value, axis: int, block: int) -> Value:
+    """A scale or zero point shaped to broadcast against x."""
+    e = ctx.e
+    if p.rank == 0 or (p.rank == 1 and p.shape[0] == 1 and block == 0):
+        return e.emit("reshape", [p], shape=[]) if p.rank else p
+    if block:
+        n = x.shape[axis]
+        if not isinstance(n, int):
+            raise ctx.fail("blocked quantization needs a static size on the quantized axis")
+        return e.emit("gather", [p, known(np.arange(n, dtype=np.int64) // block)], axis=axis)
+    shape = [1] * x.rank
+    shape[axis] = -1
+    return e.emit("reshape", [p], shape=shape)
+
+
+def _params(ctx: NodeCtx, x: Value, has_block: bool) -> tuple[int, int]:
+    axis = norm_axis(int(ctx.attr("axis", 1)), max(x.rank, 1))
+    block = int(ctx.attr("block_size", 0)) if has_block else 0
+    return axis, block
+
+
+@onnx_op("QuantizeLinear", since=19)
+def quantize_linear(ctx: NodeCtx) -> list[Value]:
+    x, e = ctx.req(0), ctx.e
+    axis, block = _params(ctx, x, ctx.version >= 21)
+    if ctx.version >= 19 and int(ctx.attr("saturate", 1)) != 1:
+        raise ctx.fail("saturate=0 applies to float8 targets, which dlvm does not have")
+    if ctx.version >= 25 and int(ctx.attr("precision", 0)) != 0:
+        raise ctx.fail("the precision attribute is not supported")
+    zp = ctx.input(2)
+    out_attr = int(ctx.attr("output_dtype", 0)) if ctx.version >= 21 else 0
+    if zp is not None:
+        to = zp.dtype
+    elif out_attr:
+        from ..graph import onnx_dtype
+        to = onnx_dtype(out_attr, ctx.label)
+    else:
+        to = BY_NAME["u8"]
+    if not to.is_int:
+        raise ctx.fail(f"quantizing to {to} is not supported")
+    scale = _spread(ctx, ctx.req(1), x, axis, block)
+    q = e.emit("round", [e.emit("div", [x, scale])])
+    if zp is not None:
+        q = e.emit("add", [q, cast(e, _spread(ctx, zp, x, axis, block), q.dtype)])
+    info = np.iinfo(to.np)
+    q = e.emit("max", [e.emit("min", [q, scalar(float(info.max), q)]), scalar(float(info.min), q)])
+    return [e.emit("cast", [q], ctx.node.output[0], to=to)]
+
+
+@onnx_op("DequantizeLinear", since=19)
+def dequantize_linear(ctx: NodeCtx) -> list[Value]:
+    x, e = ctx.req(0), ctx.e
+    axis, block = _params(ctx, x, ctx.version >= 21)
+    if ctx.version >= 23 and int(ctx.attr("output_dtype", 0)) not in (0,):
+        from ..graph import onnx_dtype
+        want = onnx_dtype(int(ctx.attr("output_dtype")), ctx.label)
+        if want != ctx.req(1).dtype:
+            raise ctx.fail("output_dtype other than the scale's dtype is not supported")
+    scale = _spread(ctx, ctx.req(1), x, axis, block)
+    ft: DType = scale.dtype
+    # the difference is exact in f32 for every integer type up to 16 bits; i32 goes through f64
+    wide = BY_NAME["f64"] if x.dtype.itemsize >= 4 else F32
+    v = cast(e, x, wide)
+    zp = ctx.input(2)
+    if zp is not None:
+        v = e.emit("sub", [v, cast(e, _spread(ctx, zp, x, axis, block), wide)])
+    return [e.emit("mul", [cast(e, v, ft), scale], ctx.node.output[0])]
+
+
+@onnx_op("QLinearMatMul", since=21)
+def qlinear_matmul(ctx: NodeCtx) -> list[Value]:
+    # dequantize both operands exactly (integers in f64), multiply, requantize
+    e = ctx.e
+    a, a_s, a_zp, b, b_s, b_zp, y_s, y_zp = (ctx.req(i) for i in range(8))
+    f64 = BY_NAME["f64"]
+
+    def deq(v: Value, zp: Value) -> Value:
+        return e.emit("sub", [cast(e, v, f64), cast(e, zp, f64)])
+    acc = e.emit("matmul", [deq(a, a_zp), deq(b, b_zp)])
+    s = e.emit("div", [e.emit("mul", [cast(e, a_s, f64), cast(e, b_s, f64)]), cast(e, y_s, f64)])
+    q = e.emit("add", [e.emit("round", [e.emit("mul", [acc, s])]), cast(e, y_zp, f64)])
+    info = np.iinfo(y_zp.dtype.np)
+    q = e.emit("max", [e.emit("min", [q, scalar(float(info.max), q)]), scalar(float(info.min), q)])
+    return [e.emit("cast", [q], ctx.node.output[0], to=y_zp.dtype)]
