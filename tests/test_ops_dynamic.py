@@ -1,5 +1,5 @@
 """The dynamic-shape rows (isa/ops/dynamic.py), the ordering rows (isa/ops/ordering.py) and the
-indexing rows (isa/ops/indexing.py):
+indexing rows (isa/ops/indexing.py, with bitcast) and einsum:
 references against their type rules (rank, dtype and every dim the rule claims to know), against
 independent NumPy computations, and their run-time traps.
 """
@@ -108,6 +108,11 @@ CASES: list[tuple[str, list, dict, Any]] = [
     ("nonzero", [np.array([[0, 2], [3, 0]], np.uint32)], {}, np.array([[0, 1], [1, 0]])),
     ("compress", [X, np.array([True, False, True])], {"axis": 1}, X[:, [0, 2]]),
     ("compress", [X, np.array([False, True])], {}, X.reshape(-1)[1:2]),
+    ("bitcast", [np.array([1.0, -2.0], np.float32)], {"to": dtype_from_numpy(np.int32)},
+     np.array([1065353216, -1073741824], np.int32)),
+    ("bitcast", [np.array([True, False])], {"to": dtype_from_numpy(np.uint8)},
+     np.array([1, 0], np.uint8)),
+    ("bitcast", [np.zeros(2, np.int16)], {"to": dtype_from_numpy(np.float32)}, None),
     ("einsum", [X, X], {"equation": "bij,bkj->bik"}, X @ X.transpose(0, 2, 1)),
     ("einsum", [X], {"equation": "...ii"}, None),
     ("einsum", [X[0]], {"equation": "ji"}, X[0].T),

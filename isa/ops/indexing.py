@@ -211,3 +211,28 @@ OPS = [
           attrs=(AttrSpec("axis", AttrKind.INT, None, "the axis selected; absent: flatten"),),
           dtypes="a: any; cond: bool", extra={"operands": ("a", "cond")}),
 ]
+
+
+# ---- bitcast ---------------------------------------------------------------------------------
+
+def bitcast_rule(types: list[TensorType], attrs) -> list[TensorType]:
+    (a,) = types
+    to = attrs["to"]
+    if to.itemsize != a.dtype.itemsize:
+        raise OpTypeError(f"bitcast keeps the element size: {a.dtype} ({a.dtype.itemsize} bytes) "
+                          f"to {to} ({to.itemsize} bytes)")
+    if to.is_bool:
+        raise OpTypeError("bitcast to bool is not defined (only the bytes 0 and 1 are bools)")
+    return [a.with_dtype(to)]
+
+
+def bitcast_ref(attrs, a: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(a).view(attrs["to"].np).copy()
+
+
+OPS.append(
+    OpDef("bitcast", 194, Family.MISC, (1, 1), bitcast_rule, bitcast_ref,
+          "r := the bytes of a read as `to`, an element type of the same size (ONNX BitCast); "
+          "no value conversion (bool reads as the byte 0 or 1)",
+          attrs=(AttrSpec("to", AttrKind.DTYPE, doc="the result dtype, same element size"),),
+          dtypes="any; to: not bool", extra={"operands": ("a",)}))

@@ -1,5 +1,5 @@
 """ONNX ops with a dlvm row each: GatherElements, ScatterElements, GatherND, ScatterND, NonZero,
-Compress, TopK and Einsum."""
+Compress, TopK, Einsum and BitCast."""
 from __future__ import annotations
 
 from ..registry import NodeCtx, onnx_op
@@ -73,3 +73,10 @@ def top_k(ctx: NodeCtx) -> list[Value]:
 def einsum(ctx: NodeCtx) -> list[Value]:
     vals = [v for v in ctx.inputs if v is not None]
     return [ctx.e.emit("einsum", vals, ctx.node.output[0], equation=str(ctx.attr("equation")))]
+
+
+@onnx_op("BitCast")
+def bit_cast(ctx: NodeCtx) -> list[Value]:
+    from ..graph import onnx_dtype
+    to = onnx_dtype(int(ctx.attr("to")), ctx.label)
+    return [ctx.e.emit("bitcast", [ctx.req(0)], ctx.node.output[0], to=to)]
