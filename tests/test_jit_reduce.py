@@ -144,3 +144,16 @@ def test_f32_chunked_accumulation(jit, op, shape):
     rng = np.random.default_rng(len(shape) * 1000 + shape[-1])
     x = rng.standard_normal(shape).astype(np.float32)
     compare(jit, mb.finish(), [x], op)
+
+
+@pytest.mark.parametrize("ashape", [(2, 5, 16), (3, 1, 4, 16), (1, 16)])
+def test_matmul_epilogue_stacked_rows(jit, ashape):
+    """A stack of rows times one matrix runs as one 2-D product (reshaped views) in place."""
+    batch = ["B", "C"][:len(ashape) - 2]
+    dims, outd = ", ".join(batch + ["M", "16"]), ", ".join(batch + ["M", "8"])
+    mb = ModuleBuilder("s")
+    w = mb.constant("w", np.random.default_rng(2).standard_normal((16, 8)).astype(np.float32))
+    f = mb.function("main", [("x", f"f32[{dims}]")], [f"f32[{outd}]"])
+    f.ret(f.relu(f.add(f.matmul(f.arg("x"), w), 0.25)))
+    x = np.random.default_rng(3).standard_normal(ashape).astype(np.float32)
+    compare(jit, mb.finish(), [x])
