@@ -10,6 +10,8 @@ same steps in the same order, so the two agree to rounding.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..errors import OpTypeError, Trap
@@ -248,15 +250,18 @@ def _softmax_parts(op: str, attrs, x: np.ndarray):
     axis = attrs["axis"] % x.ndim
     if x.shape[axis] == 0:
         raise Trap(f"{op} over an empty axis")   # as its decomposition's reduce_max traps
-    m = np.max(x, axis=axis, keepdims=True)
+    # ufunc reductions and in-place steps: the same arithmetic as np.max / np.sum, without
+    # their Python-level dispatch, which dominates on the small rows of attention scores
+    m = np.maximum.reduce(x, axis=axis, keepdims=True)
     d = x - m                                   # the largest exponent is 0: no overflow
     e = np.exp(d)
-    return axis, d, e, np.sum(e, axis=axis, keepdims=True, dtype=x.dtype)
+    return axis, d, e, np.add.reduce(e, axis=axis, keepdims=True, dtype=x.dtype)
 
 
 def softmax_ref(attrs, x: np.ndarray) -> np.ndarray:
     _, _, e, s = _softmax_parts("softmax", attrs, x)
-    return e / s
+    e /= s
+    return e
 
 
 def log_softmax_ref(attrs, x: np.ndarray) -> np.ndarray:
@@ -319,11 +324,18 @@ def _norm_axes(attrs, rank: int) -> tuple[int, ...]:
 def layer_norm_ref(attrs, x: np.ndarray, scale: np.ndarray | None = None,
                    bias: np.ndarray | None = None) -> np.ndarray:
     axes = _norm_axes(attrs, x.ndim)
-    mu = np.mean(x, axis=axes, keepdims=True, dtype=x.dtype)
+    count = math.prod(x.shape[a] for a in axes)
+    # np.mean's own steps (a pairwise sum in x's dtype, then a division by the count), called
+    # directly; the temporaries are updated in place
+    mu = np.add.reduce(x, axis=axes, keepdims=True, dtype=x.dtype)
+    mu /= count
     xc = x - mu
-    var = np.mean(xc * xc, axis=axes, keepdims=True, dtype=x.dtype)
-    r = (1 / np.sqrt(var + x.dtype.type(attrs["epsilon"]))).astype(x.dtype)
-    y = xc * r
+    sq = xc * xc
+    var = np.add.reduce(sq, axis=axes, keepdims=True, dtype=x.dtype)
+    var /= count
+    var += x.dtype.type(attrs["epsilon"])
+    r = (1 / np.sqrt(var)).astype(x.dtype)
+    y = np.multiply(xc, r, out=xc)
     if scale is not None:
         y = y * scale
     if bias is not None:
