@@ -227,7 +227,8 @@ def bitcast_rule(types: list[TensorType], attrs) -> list[TensorType]:
 
 
 def bitcast_ref(attrs, a: np.ndarray) -> np.ndarray:
-    return np.ascontiguousarray(a).view(attrs["to"].np).copy()
+    # np.require keeps a 0-d array 0-d (ascontiguousarray would make it 1-d)
+    return np.require(a, requirements="C").view(attrs["to"].np).copy()
 
 
 OPS.append(

@@ -258,7 +258,9 @@ def lp_norm(ctx: NodeCtx) -> list[Value]:
         n = e.emit("sqrt", [e.emit("reduce_sum", [e.emit("mul", [x, x])], axes=[axis], keepdims=True)])
     else:
         raise ctx.fail(f"p={p} is not defined by ONNX")
-    return [e.emit("div", [x, n])]
+    # a slice whose norm is 0 is all zeros and stays zeros (ONNX), not 0/0 = NaN
+    q = e.emit("div", [x, n])
+    return [e.emit("select", [e.emit("eq", [n, scalar(0, n)]), scalar(0, x), q])]
 
 
 @onnx_op("MeanVarianceNormalization", since=13)
