@@ -70,3 +70,13 @@ def test_a_jit_failure_keeps_the_block_on_the_interpreter():
         real, imag = vm.run("main", c, c, x, x)
     np.testing.assert_array_equal(real, np.zeros_like(x))
     np.testing.assert_array_equal(imag, np.full_like(x, 4.0))
+
+
+def test_dtypes_without_kernels_decline_to_the_interpreter():
+    # u32 has no CPU kernels: the region must decline, not raise KeyError from the lowering
+    mb = ModuleBuilder("u")
+    f = mb.function("main", [("a", "u32[N]"), ("b", "u32[N]")], ["u32[N]"])
+    f.ret(f.add(f.mul(*f.args()), 1))
+    a = np.arange(5, dtype=np.uint32)
+    (y,) = dlvmrt.VM(mb.finish(), jit="always").run("main", a, a)
+    assert y.dtype == np.uint32 and y.tolist() == [1, 2, 5, 10, 17]

@@ -38,6 +38,8 @@ def reg_type(d: DType) -> ir.Type:
 
 def mem_type(d: DType) -> ir.Type:
     """The type of one element of dtype `d` in memory (bool is one byte)."""
+    if d not in _MEM:
+        raise NotImplementedError(f"the CPU JIT has no kernels for {d}")   # the region declines
     return _MEM[d]
 
 
