@@ -91,19 +91,17 @@ class _Rollback:
         self.n_blocks = len(fb.func.blocks)
         self.block = fb.block
         self.n_instrs = len(fb.block.instrs)
-        self.taken = (set(e.regs.taken), set(e.consts.taken), set(e.labels.taken))
-        self.consts = dict(e.mb.module.constants)
-        self.cache = dict(e._const_cache)
+        self.taken = (set(e.regs.taken), set(e.labels.taken))
 
     def undo(self) -> None:
         e, fb = self.e, self.e.fb
         del fb.func.blocks[self.n_blocks:]
         fb.block = self.block
         del fb.block.instrs[self.n_instrs:]
-        e.regs.taken, e.consts.taken, e.labels.taken = (set(s) for s in self.taken)
-        e.mb.module.constants.clear()
-        e.mb.module.constants.update(self.consts)
-        e._const_cache = self.cache
+        # module constants made during the dry run stay: a known Value of an enclosing scope
+        # that the body used now names one (materialize sets Value.operand), and a rolled-back
+        # name could be given to a different constant later
+        e.regs.taken, e.labels.taken = (set(s) for s in self.taken)
 
 
 @onnx_op("Loop", since=13)
