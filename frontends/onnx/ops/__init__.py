@@ -8,6 +8,7 @@ from . import (  # noqa: F401
     quant,
     reduce,
     resize,
+    rnn,
     scan,
     shape,
 )

@@ -1,0 +1,269 @@
+"""RNN, GRU and LSTM decomposed into a dlvm loop over time steps per direction.
+
+The input projection X·Wᵀ (+ the input bias) of every step is one matmul before the loop; the
+loop body gathers step t's rows, adds H·Rᵀ, applies the gate activations (ONNX's formulas, in
+the input's dtype) and writes the new states. Per-step outputs grow by `concat` (prepended for
+the reverse direction, so Y stays in time order). With `sequence_lens`, a batch entry whose
+sequence has ended (t >= len) keeps its state and gets zeros in Y; for the reverse direction
+this also starts each entry at its own last step, as ONNX defines.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from isa.dtypes import BY_NAME
+from isa.types import TensorType
+
+from ..registry import NodeCtx, onnx_op
+from ..values import Emitter, Value, known
+from .common import cast, scalar, where
+from .control import _reg
+
+I64 = BY_NAME["i64"]
+Act = Callable[[Value], Value]
+
+# activations that read alpha / beta, with ONNX's defaults
+_PARAMS = {"Affine": (1.0, 0.0), "LeakyRelu": (0.01, None), "ThresholdedRelu": (1.0, None),
+           "ScaledTanh": (1.0, 1.0), "HardSigmoid": (0.2, 0.5), "Elu": (1.0, None)}
+
+
+def _activation(e: Emitter, name: str, alpha: float | None, beta: float | None) -> Act:
+    def s(x: float, like: Value) -> Value:
+        return scalar(x, like)
+
+    simple = {"Sigmoid": "sigmoid", "Tanh": "tanh", "Relu": "relu"}
+    if name in simple:
+        return lambda v: e.emit(simple[name], [v], "act")
+    if name == "Affine":
+        return lambda v: e.emit("add", [e.emit("mul", [v, s(alpha, v)]), s(beta, v)], "act")
+    if name == "LeakyRelu":
+        return lambda v: where(e, e.emit("lt", [v, s(0, v)]), e.emit("mul", [v, s(alpha, v)]), v)
+    if name == "ThresholdedRelu":
+        return lambda v: where(e, e.emit("gt", [v, s(alpha, v)]), v, s(0, v))
+    if name == "ScaledTanh":
+        return lambda v: e.emit("mul", [e.emit("tanh", [e.emit("mul", [v, s(beta, v)])]),
+                                        s(alpha, v)], "act")
+    if name == "HardSigmoid":
+        return lambda v: e.emit("max", [e.emit("min", [e.emit(
+            "add", [e.emit("mul", [v, s(alpha, v)]), s(beta, v)]), s(1, v)]), s(0, v)], "act")
+    if name == "Elu":
+        return lambda v: where(e, e.emit("lt", [v, s(0, v)]), e.emit(
+            "mul", [e.emit("sub", [e.emit("exp", [v]), s(1, v)]), s(alpha, v)]), v)
+    if name == "Softsign":
+        return lambda v: e.emit("div", [v, e.emit("add", [e.emit("abs", [v]), s(1, v)])], "act")
+    if name == "Softplus":
+        return lambda v: e.emit("log", [e.emit("add", [e.emit("exp", [v]), s(1, v)])], "act")
+    raise ValueError(name)
+
+
+def _activations(ctx: NodeCtx, defaults: list[str], n_dir: int) -> list[list[Act]]:
+    """Per direction, the gate activations (f, g[, h]) with their alpha / beta."""
+    names = [str(a) for a in ctx.attr("activations", defaults * n_dir)]
+    if len(names) != len(defaults) * n_dir:
+        raise ctx.fail(f"activations lists {len(names)} functions; {len(defaults) * n_dir} "
+                       f"expected")
+    alphas = list(ctx.attr("activation_alpha", []))
+    betas = list(ctx.attr("activation_beta", []))
+    out: list[Act] = []
+    for name in names:
+        canon = next((k for k in (*_PARAMS, "Sigmoid", "Tanh", "Relu", "Softsign", "Softplus")
+                      if k.lower() == name.lower()), None)
+        if canon is None:
+            raise ctx.fail(f"activation {name} is not supported")
+        alpha = beta = None
+        if canon in _PARAMS:
+            da, db = _PARAMS[canon]
+            alpha = float(alphas.pop(0)) if alphas else da
+            if db is not None:
+                beta = float(betas.pop(0)) if betas else db
+        out.append(_activation(ctx.e, canon, alpha, beta))
+    k = len(defaults)
+    return [out[d * k:(d + 1) * k] for d in range(n_dir)]
+
+
+class _Cell:
+    """One direction's weights, as Values the step function reads."""
+
+    def __init__(self, ctx: NodeCtx, d: int, gates: int, hidden: int):
+        e = ctx.e
+        self.e, self.hidden = e, hidden
+        pick = lambda v: e.emit("gather", [v, scalar(d, I64)], "w", axis=0)  # noqa: E731
+        self.w_t = e.emit("transpose", [pick(ctx.req(1))], "wt", perm=[1, 0])
+        self.r_t = e.emit("transpose", [pick(ctx.req(2))], "rt", perm=[1, 0])
+        b = ctx.input(3)
+        gh = gates * hidden
+        if b is None:
+            b = known(np.zeros((2 * gh,), ctx.req(0).dtype.np))
+        else:
+            b = pick(b)
+        self.wb = e.emit("slice", [b], "wb", starts=[0], ends=[gh], axes=[0])
+        self.rb = e.emit("slice", [b], "rb", starts=[gh], ends=[2 * gh], axes=[0])
+        p = ctx.input(7) if ctx.node.op_type == "LSTM" else None
+        self.p = None if p is None else pick(p)
+
+    def gate(self, v: Value, k: int, width: int = 1) -> Value:
+        h = self.hidden
+        return self.e.emit("slice", [v], "gate", starts=[k * h], ends=[(k + width) * h], axes=[-1])
+
+
+def _clip(e: Emitter, v: Value, clip: float | None) -> Value:
+    if clip is None:
+        return v
+    return e.emit("min", [e.emit("max", [v, scalar(-clip, v)]), scalar(clip, v)], "clip")
+
+
+def _run_direction(ctx: NodeCtx, x: Value, cell: _Cell, acts: list[Act], states: list[Value],
+                   reverse: bool, lens: Value | None, clip: float | None) -> tuple[Value, list]:
+    """One direction's loop; returns Y_d [T, B, H] and the final states."""
+    e, op = ctx.e, ctx.node.op_type
+    # every step's input projection at once: [T, B, I] @ [I, G*H]
+    xw = e.emit("add", [e.emit("matmul", [x, cell.w_t], "xw"), cell.wb], "xw")
+    if op != "GRU":
+        xw = e.emit("add", [xw, cell.rb], "xw")
+    t_len = x.shape[0]
+    if isinstance(t_len, int):
+        trip = known(np.array(t_len, np.int64))
+    else:
+        trip = e.emit("gather", [e.emit("shape_of", [x]), scalar(0, I64)], "trip", axis=0)
+    i = _reg(e, "step", TensorType(I64, ()))
+    e.mov(known(np.array(0, np.int64)), i.operand.name)
+    regs = []
+    for s in states:
+        r = _reg(e, "state", s.type)
+        e.mov(s, r.operand.name)
+        regs.append(r)
+    h_t = states[0].type
+    if not h_t.is_static:
+        raise ctx.fail("RNN states need a static batch size")
+    acc = _reg(e, "ys", h_t.with_shape((None,) + h_t.shape))
+    e.mov(known(np.zeros((0,) + h_t.shape, h_t.dtype.np)), acc.operand.name)
+
+    l_head, l_body, l_exit = e.label("rnn"), e.label("rnnstep"), e.label("endrnn")
+    e.fb.jmp(l_head)
+    e.fb.label(l_head)
+    e.fb.br(e.materialize(e.emit("lt", [i, trip], "inrange")), l_body, l_exit)
+    e.fb.label(l_body)
+    t = e.emit("sub", [e.emit("sub", [trip, scalar(1, I64)]), i], "t") if reverse else i
+    x_t = e.emit("gather", [xw, t], "xt", axis=0)
+    new = _step(e, op, ctx, cell, acts, x_t, regs, clip)
+    y = new[0]
+    if lens is not None:
+        valid = e.emit("expand_dims", [e.emit("lt", [t, lens], "valid")], axes=[1])
+        new = [where(e, valid, n, r) for n, r in zip(new, regs)]
+        y = where(e, valid, new[0], scalar(0, y))
+    y1 = e.emit("expand_dims", [y], axes=[0])
+    grown = e.emit("concat", [y1, acc] if reverse else [acc, y1], "ys", axis=0)
+    for r, v in zip(regs, new):
+        e.mov(v, r.operand.name)
+    e.mov(grown, acc.operand.name)
+    e.mov(e.emit("add", [i, scalar(1, I64)], "next"), i.operand.name)
+    e.fb.jmp(l_head)
+    e.fb.label(l_exit)
+    return acc, regs
+
+
+def _step(e: Emitter, op: str, ctx: NodeCtx, cell: _Cell, acts: list[Act], x_t: Value,
+          regs: list[Value], clip: float | None) -> list[Value]:
+    h = regs[0]
+    hr = e.emit("matmul", [h, cell.r_t], "hr")
+    if op == "RNN":
+        return [acts[0](_clip(e, e.emit("add", [x_t, hr]), clip))]
+    if op == "GRU":
+        f, g = acts
+        zr = e.emit("add", [e.emit("add", [cell.gate(x_t, 0, 2), cell.gate(hr, 0, 2)]),
+                            cell.gate(cell.rb, 0, 2)])
+        z = f(_clip(e, cell.gate(zr, 0), clip))
+        r = f(_clip(e, cell.gate(zr, 1), clip))
+        rbh = cell.gate(cell.rb, 2)
+        if ctx.attr("linear_before_reset", 0):
+            rh = e.emit("mul", [r, e.emit("add", [cell.gate(hr, 2), rbh])])
+        else:
+            rh_mat = e.emit("matmul", [e.emit("mul", [r, h]), cell.gate(cell.r_t, 2)])
+            rh = e.emit("add", [rh_mat, rbh])
+        hh = g(_clip(e, e.emit("add", [cell.gate(x_t, 2), rh]), clip))
+        one_minus_z = e.emit("sub", [scalar(1, z), z])
+        return [e.emit("add", [e.emit("mul", [one_minus_z, hh]), e.emit("mul", [z, h])], "h")]
+    # LSTM: gates i, o, f, c; peepholes i, o, f
+    f, g, hact = acts
+    c = regs[1]
+    pre = e.emit("add", [x_t, hr], "pre")
+
+    def peep(v: Value, k: int, state: Value) -> Value:
+        if cell.p is None:
+            return v
+        return e.emit("add", [v, e.emit("mul", [cell.gate(cell.p, k), state])])
+
+    ig = f(_clip(e, peep(cell.gate(pre, 0), 0, c), clip))
+    if ctx.attr("input_forget", 0):
+        fg = e.emit("sub", [scalar(1, ig), ig])
+    else:
+        fg = f(_clip(e, peep(cell.gate(pre, 2), 2, c), clip))
+    cc = g(_clip(e, cell.gate(pre, 3), clip))
+    c_new = e.emit("add", [e.emit("mul", [fg, c]), e.emit("mul", [ig, cc])], "c")
+    og = f(_clip(e, peep(cell.gate(pre, 1), 1, c_new), clip))
+    return [e.emit("mul", [og, hact(c_new)], "h"), c_new]
+
+
+_GATES = {"RNN": (1, ["Tanh"]), "GRU": (3, ["Sigmoid", "Tanh"]),
+          "LSTM": (4, ["Sigmoid", "Tanh", "Tanh"])}
+
+
+@onnx_op("RNN", "GRU", "LSTM", since=14)
+def recurrent(ctx: NodeCtx) -> list[Value]:
+    e, op = ctx.e, ctx.node.op_type
+    gates, default_acts = _GATES[op]
+    x = ctx.req(0)
+    hidden = int(ctx.attr("hidden_size"))
+    direction = str(ctx.attr("direction", "forward"))
+    if direction not in ("forward", "reverse", "bidirectional"):
+        raise ctx.fail(f"direction {direction} is not supported")
+    n_dir = 2 if direction == "bidirectional" else 1
+    layout = int(ctx.attr("layout", 0))
+    clip = ctx.attr("clip", None)
+    clip = None if clip is None else float(clip)
+    acts = _activations(ctx, default_acts, n_dir)
+    if op == "LSTM":
+        ctx.attr("input_forget", 0)
+    if op == "GRU":
+        ctx.attr("linear_before_reset", 0)
+    if x.rank != 3:
+        raise ctx.fail(f"X must have rank 3, got {x.type}")
+    if layout:
+        x = e.emit("transpose", [x], "x", perm=[1, 0, 2])
+    batch = x.shape[1]
+    lens = ctx.input(4)
+    if lens is not None:
+        lens = cast(e, lens, I64)
+    inits = []
+    for k in (5, 6):
+        v = ctx.input(k) if (k == 5 or op == "LSTM") else None
+        if v is not None and layout:
+            v = e.emit("transpose", [v], "init", perm=[1, 0, 2])
+        inits.append(v)
+    n_states = 2 if op == "LSTM" else 1
+    ys, finals = [], []
+    for d in range(n_dir):
+        cell = _Cell(ctx, d, gates, hidden)
+        states = []
+        for k in range(n_states):
+            v = inits[k]
+            if v is None:
+                states.append(known(np.zeros((batch, hidden), x.dtype.np))
+                              if isinstance(batch, int) else None)
+                if states[-1] is None:
+                    raise ctx.fail("initial states need a static batch size")
+            else:
+                states.append(e.emit("gather", [v, scalar(d, I64)], "h0", axis=0))
+        reverse = direction == "reverse" or d == 1
+        y, fin = _run_direction(ctx, x, cell, acts[d], states, reverse, lens, clip)
+        ys.append(e.emit("expand_dims", [y], axes=[1]))
+        finals.append([e.emit("expand_dims", [f], axes=[0]) for f in fin])
+    y = ys[0] if n_dir == 1 else e.emit("concat", ys, "y", axis=1)
+    outs = [y] + [finals[0][k] if n_dir == 1 else
+                  e.emit("concat", [f[k] for f in finals], "yh", axis=0) for k in range(n_states)]
+    if layout:
+        outs = [e.emit("transpose", [outs[0]], "y", perm=[2, 0, 1, 3])] + \
+               [e.emit("transpose", [v], "yh", perm=[1, 0, 2]) for v in outs[1:]]
+    return outs[:max(1, len(ctx.node.output))]
