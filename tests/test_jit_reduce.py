@@ -157,3 +157,22 @@ def test_matmul_epilogue_stacked_rows(jit, ashape):
     f.ret(f.relu(f.add(f.matmul(f.arg("x"), w), 0.25)))
     x = np.random.default_rng(3).standard_normal(ashape).astype(np.float32)
     compare(jit, mb.finish(), [x])
+
+
+def test_matmul_epilogue_in_place_is_vectorized_without_overlap_check(jit):
+    """MiniLM's GELU epilogue, written in place of the product with a bias broadcast along rows:
+    the store must use the same address expression as the load, or LLVM guards the vector loop
+    with an overlap check that always fails on the shared buffer and runs the scalar loop."""
+    rng = np.random.default_rng(6)
+    mb = ModuleBuilder("ff")
+    w = mb.constant("w", rng.standard_normal((24, 40)).astype(np.float32))
+    bias = mb.constant("b", rng.standard_normal(40).astype(np.float32))
+    f = mb.function("main", [("x", "f32[1, M, 24]")], ["f32[1, M, 40]"])
+    h = f.add(f.matmul(f.arg("x"), w), bias)
+    f.ret(f.mul(f.mul(h, f.add(f.erf(f.div(h, 1.4142135)), 1.0)), 0.5))
+    x = rng.standard_normal((1, 7, 24)).astype(np.float32)
+    (runner,) = compare(jit, mb.finish(), [x], "gelu")
+    assert "in place of in0" in runner.kernel_ir()
+    ir_text = runner.llvm_ir()
+    assert "<16 x float>" in ir_text or "<8 x float>" in ir_text, "the store loop is not vectorized"
+    assert "found.conflict" not in ir_text and "bound0" not in ir_text

@@ -98,6 +98,14 @@ class _KernelLowering:
                 else:
                     row.append(self._dim(dims, self.rank + e * self.rank + ax))
             self.strides.append(row)
+        for j in range(len(kernel.outputs)):
+            if self._aliased(j):
+                # an output written in place of an input has the same pattern, shape and so the
+                # same strides: sharing the input's stride values lets LLVM see that each element
+                # is read and then written at one address. With separately loaded strides it
+                # cannot tell, adds a run-time overlap check that always fails (same buffer) and
+                # runs the scalar loop: 8x slower for MiniLM's GELU epilogue.
+                self.strides[len(kernel.inputs) + j] = self.strides[spec.inplace[j]]
         self.recips: dict[int, ir.Value] = {}     # div node -> 1/divisor (see _reciprocals)
         self.accs: dict[int, ir.AllocaInstr] = {}
         for i in kernel.reductions:
