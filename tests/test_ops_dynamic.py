@@ -122,6 +122,8 @@ CASES: list[tuple[str, list, dict, Any]] = [
 
 # every row these cases (and the topk test below) cover; test_ops_reference's sweep counts them
 COVERED = {c[0] for c in CASES} | {"topk"}
+# rows swept in test_ops_signal.py against independent computations (it checks this list)
+COVERED |= {"dft", "grid_sample"}
 
 
 @pytest.mark.parametrize("op, arrays, attrs, want", CASES,

@@ -15,12 +15,14 @@ from . import (
     nn,
     ordering,
     reduce,
+    sampling,
+    signal,
     value,
 )
 from .opdef import REQUIRED, AttrKind, AttrSpec, Family, OpDef, Syntax
 
 _FAMILY_FILES = (elementwise, reduce, contraction, nn, movement, value, control, dynamic,
-                 ordering, indexing, einsum)
+                 ordering, indexing, einsum, signal, sampling)
 
 OPS: dict[str, OpDef] = {}
 BY_CODE: dict[int, OpDef] = {}

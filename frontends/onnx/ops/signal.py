@@ -1,0 +1,71 @@
+"""DFT and STFT on the `dft` row; GridSample on the `grid_sample` row.
+
+STFT frames the signal with one `gather` of an index matrix known at import (frame f, tap k
+reads sample f * step + k), multiplies by the window and transforms each frame with `dft`.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..registry import NodeCtx, onnx_op
+from ..values import Value, known
+from .common import cast
+
+
+def _one_int(ctx: NodeCtx, i: int, what: str) -> int | None:
+    vals = ctx.const_ints(i, what)
+    if vals is None:
+        return None
+    if len(vals) != 1:
+        raise ctx.fail(f"{what} must be a single integer")
+    return vals[0]
+
+
+@onnx_op("DFT", since=17)
+def dft(ctx: NodeCtx) -> list[Value]:
+    x = ctx.req(0)
+    length = _one_int(ctx, 1, "dft_length") or 0
+    if ctx.version >= 20:
+        axis = _one_int(ctx, 2, "axis")
+        axis = -2 if axis is None else axis
+    else:
+        axis = int(ctx.attr("axis", 1))
+    return [ctx.e.emit("dft", [x], ctx.node.output[0], axis=axis, length=length,
+                       inverse=bool(ctx.attr("inverse", 0)),
+                       onesided=bool(ctx.attr("onesided", 0)))]
+
+
+@onnx_op("STFT", since=17)
+def stft(ctx: NodeCtx) -> list[Value]:
+    e, x = ctx.e, ctx.req(0)
+    step = _one_int(ctx, 1, "frame_step")
+    window = ctx.input(2)
+    frame_len = _one_int(ctx, 3, "frame_length")
+    if frame_len is None:
+        if window is None or not isinstance(window.shape[0], int):
+            raise ctx.fail("STFT needs frame_length or a window of static length")
+        frame_len = window.shape[0]
+    n = x.shape[1] if x.rank == 3 else None
+    if not isinstance(n, int) or step is None or step <= 0 or frame_len > n:
+        raise ctx.fail("STFT needs a (batch, length, 1 or 2) signal of static length, a positive "
+                       "frame_step and frame_length <= length")
+    frames = 1 + (n - frame_len) // step
+    idx = np.arange(frames)[:, None] * step + np.arange(frame_len)[None, :]
+    framed = e.emit("gather", [x, known(idx.astype(np.int64))], "frames", axis=1)
+    if window is not None:
+        w = e.emit("reshape", [cast(e, window, x.dtype)], "window", shape=[frame_len, 1])
+        framed = e.emit("mul", [framed, w], "frames")
+    return [e.emit("dft", [framed], ctx.node.output[0], axis=2,
+                   onesided=bool(ctx.attr("onesided", 1)))]
+
+
+@onnx_op("GridSample", since=20)
+def grid_sample(ctx: NodeCtx) -> list[Value]:
+    mode = str(ctx.attr("mode", "linear"))
+    mode = {"bilinear": "linear", "bicubic": "cubic"}.get(mode, mode)   # opset 16 names
+    padding = str(ctx.attr("padding_mode", "zeros"))
+    if mode not in ("linear", "nearest", "cubic") or padding not in ("zeros", "border",
+                                                                     "reflection"):
+        raise ctx.fail(f"mode {mode} / padding_mode {padding} is not supported")
+    return [ctx.e.emit("grid_sample", [ctx.req(0), ctx.req(1)], ctx.node.output[0], mode=mode,
+                       padding_mode=padding, align_corners=bool(ctx.attr("align_corners", 0)))]
