@@ -27,6 +27,7 @@ class Spec:
     inputs: tuple[Pattern, ...]          # per input: does it vary along each domain axis
     outputs: tuple[Pattern, ...]
     inplace: tuple[int, ...] = ()        # per output: input index whose buffer it overwrites, or -1
+    short_rows: bool = False             # innermost axis shorter than SHORT_ROW (see jit/runner.py)
 
     def text(self) -> str:
         def pat(p: Pattern) -> str:
@@ -36,6 +37,8 @@ class Spec:
         for i, p in enumerate(self.outputs):
             alias = f" in place of in{self.inplace[i]}" if self.inplace and self.inplace[i] >= 0 else ""
             lines.append(f"  out{i} {pat(p)}{alias}")
+        if self.short_rows:
+            lines.append("  short innermost axis: vector loops without interleaving")
         return "\n".join(lines) + "\n"
 
     @property

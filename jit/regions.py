@@ -183,10 +183,12 @@ def form_regions(module: Module, func_name: str, types: FunctionTypes) -> list[R
                 run.end = ii + 1
                 continue
             shape = classify_instr(module, ins, rows[ii])
-            if run is not None and run.kind == "matmul+epilogue" and shape.inner is not None:
-                shape = _Shape(False, reason="a matmul epilogue is elementwise only")
+            # a matmul epilogue is elementwise only: a reduction (softmax, layer_norm after the
+            # bias and residual adds) ends it and starts a region of its own
+            in_epilogue = run is not None and run.kind == "matmul+epilogue"
             joins = run is not None and not run.closed and shape.fusible and (
-                run.inner is None or shape.inner is None or run.inner == shape.inner)
+                run.inner is None or shape.inner is None or run.inner == shape.inner) and not (
+                in_epilogue and shape.inner is not None)
             if not joins:
                 close(run)
                 run = _Run(ii, "elementwise") if shape.fusible else None

@@ -28,6 +28,10 @@ from .plan import Decline, Plan, Spec, make_plan
 from .regions import Region
 
 MATH_OPS = {"exp", "log", "tanh", "erf", "sin", "cos", "pow"}
+# Innermost axes shorter than this get a variant whose vector loops are not interleaved (see
+# _KernelLowering._no_interleave): 4 interleaved 16-wide f32 iterations need 64 elements, and
+# the scalar remainder of a 100-element row is then 36 elements.
+SHORT_ROW = 256
 _MAX_SHAPES = 32
 
 
@@ -123,6 +127,8 @@ class RegionRunner:
             if mm_out >= 0:
                 inplace = tuple(src if j == mm_out else -1 for j in range(len(k.outputs)))
                 plan.spec = dataclasses.replace(plan.spec, inplace=inplace)
+        if plan.dims[plan.spec.rank - 1] < SHORT_ROW:
+            plan.spec = dataclasses.replace(plan.spec, short_rows=True)
         compiled = self.variants.get(plan.spec)
         if compiled is None:
             if len(self.variants) >= self.jit.max_variants:

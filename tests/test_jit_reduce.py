@@ -176,3 +176,22 @@ def test_matmul_epilogue_in_place_is_vectorized_without_overlap_check(jit):
     ir_text = runner.llvm_ir()
     assert "<16 x float>" in ir_text or "<8 x float>" in ir_text, "the store loop is not vectorized"
     assert "found.conflict" not in ir_text and "bound0" not in ir_text
+
+
+@pytest.mark.parametrize("cols", [1, 15, 16, 17, 32, 47, 255, 256, 300])
+def test_short_rows_variant(jit, cols):
+    """Rows shorter than SHORT_ROW compile without interleaved vector loops (a 32-element row
+    ran in the scalar remainder loop); either side of the bound and of the vector width."""
+    from jit.compiler import lower_to_llvm
+    from jit.runner import SHORT_ROW
+    mb = ModuleBuilder("s")
+    f = mb.function("main", [("x", f"f32[N, {cols}]")], [f"f32[N, {cols}]"])
+    f.ret(f.mul(f.softmax(f.arg("x"), axis=-1), 3.0))
+    x = np.random.default_rng(cols).standard_normal((6, cols)).astype(np.float32)
+    x[1, :] = -np.inf if cols > 1 else x[1, :]
+    x[2, 0] = np.nan
+    (runner,) = compare(jit, mb.finish(), [x], "softmax")
+    short = "short innermost axis" in runner.kernel_ir()
+    assert short == (cols < SHORT_ROW)
+    lowered, _ = lower_to_llvm(runner.kernel, runner._last_spec())
+    assert ("llvm.loop.interleave.count" in lowered) == short

@@ -153,3 +153,17 @@ def test_lone_composite_op_is_a_region_but_a_lone_primitive_is_not():
     f.ret(g, e)
     rs = regions_of(mb.finish())
     assert [(r.start, r.end) for r in rs] == [(0, 1)]
+
+
+def test_reduction_after_a_matmul_epilogue_starts_its_own_region():
+    # a transformer block's "matmul, bias, residual add, layer_norm": the layer_norm cannot join
+    # the (elementwise-only) epilogue; it used to be left interpreted instead of compiled alone
+    mb = ModuleBuilder("m")
+    w = mb.constant("w", np.ones((4, 4), np.float32))
+    g = mb.constant("g", np.ones(4, np.float32))
+    f = mb.function("main", [("x", "f32[N, 4]")], ["f32[N, 4]"])
+    h = f.add(f.matmul(f.arg("x"), w), f.arg("x"))
+    y = f.layer_norm(h, g, g, axis=1)
+    f.ret(f.softmax(f.mul(y, 2.0), axis=-1))
+    rs = regions_of(mb.finish())
+    assert [(r.kind, r.start, r.end) for r in rs] == [("matmul+epilogue", 0, 2), ("reduce", 2, 5)]

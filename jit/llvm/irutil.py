@@ -72,10 +72,22 @@ def is_float_type(t: ir.Type) -> bool:
     return isinstance(t, (ir.FloatType, ir.DoubleType))
 
 
+def loop_hints(mod: ir.Module, **hints: int) -> ir.MDValue:
+    """Loop metadata (`!llvm.loop`) with `llvm.loop.<name>` hints, e.g. interleave_count=1
+    for llvm.loop.interleave.count. The node's first operand refers to itself, as LLVM wants."""
+    items = [mod.add_metadata([ir.MetaDataString(mod, "llvm.loop." + k.replace("_", ".")),
+                               ir.Constant(I32, v)]) for k, v in sorted(hints.items())]
+    node = ir.MDValue(mod, [], name=str(len(mod.metadata)))    # registers itself in the module
+    node.operands = (node, *items)
+    return node
+
+
 @contextmanager
-def for_range(b: ir.IRBuilder, start: ir.Value, stop: ir.Value, name: str = "i") -> Iterator[ir.Value]:
+def for_range(b: ir.IRBuilder, start: ir.Value, stop: ir.Value, name: str = "i",
+              hints: ir.MDValue | None = None) -> Iterator[ir.Value]:
     """`for i in range(start, stop)` as a canonical loop (a phi in a header block); the body is
-    built inside the `with`, the builder is left after the loop."""
+    built inside the `with`, the builder is left after the loop. `hints`: loop metadata from
+    `loop_hints`, attached to the back edge."""
     pre = b.block
     header = b.append_basic_block(f"{name}.head")
     body = b.append_basic_block(f"{name}.body")
@@ -89,5 +101,7 @@ def for_range(b: ir.IRBuilder, start: ir.Value, stop: ir.Value, name: str = "i")
     yield iv
     nxt = b.add(iv, ir.Constant(I64, 1), name=f"{name}.next", flags=("nsw",))
     iv.add_incoming(nxt, b.block)
-    b.branch(header)
+    latch = b.branch(header)
+    if hints is not None:
+        latch.set_metadata("llvm.loop", hints)
     b.position_at_end(done)

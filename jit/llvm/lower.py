@@ -31,6 +31,7 @@ from .irutil import (
     const,
     for_range,
     intrinsic,
+    loop_hints,
     mem_type,
     reg_type,
 )
@@ -106,6 +107,11 @@ class _KernelLowering:
                 # cannot tell, adds a run-time overlap check that always fails (same buffer) and
                 # runs the scalar loop: 8x slower for MiniLM's GELU epilogue.
                 self.strides[len(kernel.inputs) + j] = self.strides[spec.inplace[j]]
+        # Short rows: LLVM interleaves 4 vector iterations (64 f32 elements per trip), so rows
+        # shorter than that ran entirely in the scalar remainder loop (a [.., 32] attention
+        # softmax 5x slower, with exp and a maximum chain per element). Without interleaving the
+        # vector loop takes 16; long rows keep it (softmax [4096, 1024] is 30% faster with it).
+        self._no_interleave = loop_hints(self.mod, interleave_count=1) if spec.short_rows else None
         self.recips: dict[int, ir.Value] = {}     # div node -> 1/divisor (see _reciprocals)
         self.accs: dict[int, ir.AllocaInstr] = {}
         for i in kernel.reductions:
@@ -222,10 +228,11 @@ class _KernelLowering:
 
     # ---- loops -------------------------------------------------------------------------
 
-    def _nest(self, axes: list[int], body, idx: list[ir.Value], chunked: list[int] = ()):
+    def _nest(self, axes: list[int], body, idx: list[ir.Value], chunked: list[int] = (),
+              hints: ir.MDValue | None = None):
         """Loops over `axes` around `body`. With `chunked` reductions, the last axis is split in
         chunks of CHUNK: they accumulate in f32 within a chunk and add each chunk's partial sum
-        to their f64 accumulator (see _acc_type)."""
+        to their f64 accumulator (see _acc_type). `hints`: loop metadata of the innermost loop."""
         if not axes:
             body(idx)
             return
@@ -241,18 +248,20 @@ class _KernelLowering:
                 for i in chunked:
                     b.store(const(F32, 1.0 if self.k.nodes[i].op == "reduce_prod" else 0.0),
                             self.chunk_accs[i])
-                with for_range(b, c_lo, c_hi, name=f"i{ax}") as iv:
+                with for_range(b, c_lo, c_hi, name=f"i{ax}", hints=hints) as iv:
                     body(idx + [iv])
                 for i in chunked:
                     part = b.fpext(b.load(self.chunk_accs[i], typ=F32), F64)
                     acc = b.load(self.accs[i], typ=F64)
                     self.b.store(self._combine(i, acc, part), self.accs[i])
             return
-        with for_range(b, lo, hi, name=f"i{ax}") as iv:
-            self._nest(axes[1:], body, idx + [iv], chunked)
+        with for_range(b, lo, hi, name=f"i{ax}", hints=hints if len(axes) == 1 else None) as iv:
+            self._nest(axes[1:], body, idx + [iv], chunked, hints)
 
     def build(self) -> ir.Module:
-        self._nest(list(range(self.spec.outer)), self._row, [])
+        # without inner axes the innermost outer loop is the element loop
+        self._nest(list(range(self.spec.outer)), self._row, [],
+                   hints=self._no_interleave if self.spec.inner == 0 else None)
         self.b.ret(self.b.load(self.status, typ=I32))
         return self.mod
 
@@ -303,7 +312,7 @@ class _KernelLowering:
                             ptr = self._scratch_ptr(cached[i], k.nodes[i].dtype, inner_idx)
                             store_value(self.b, vals[i], ptr, k.nodes[i].dtype)
                 on_values(vals, idx)
-            self._nest(inner_axes, body, outer_idx, chunked)
+            self._nest(inner_axes, body, outer_idx, chunked, self._no_interleave)
 
         self._phase_of = {i: self.depth[i] for i in reductions}
         for p in range(1, phases + 1):
