@@ -10,6 +10,7 @@ Three tables drive this file:
 """
 from __future__ import annotations
 
+import itertools
 import math
 from typing import Any
 
@@ -580,3 +581,82 @@ def test_decomposition_matches_reference(op, shapes, attrs, dtype, tol):
 def test_every_decomposition_is_tested():
     tested = {c[0] for c in DECOMPOSE_CASES}
     assert tested == {op.name for op in OPS.values() if op.decompose is not None}
+
+
+# ---- N-d, dilated and ceil-mode pooling: against PyTorch and a loop over windows -------------
+
+POOL_ND = [
+    ((2, 3, 11), [3], [2], [1, 1], [2], False),
+    ((1, 2, 9, 8), [3, 2], [2, 3], [1, 0, 1, 1], [2, 3], True),
+    ((1, 2, 7, 6), [2, 2], [2, 2], [0, 0, 0, 0], [1, 1], True),
+    ((1, 2, 6, 7, 5), [2, 3, 2], [1, 2, 2], [1, 1, 0, 0, 1, 1], [2, 1, 2], False),
+    ((1, 1, 7, 7, 7), [3, 3, 3], [2, 2, 2], [1, 1, 1, 1, 1, 1], [1, 1, 1], True),
+]
+
+
+def _loop_pool_nd(x, kernel, strides, pads, dil, ceil, kind, include_pad):
+    """Each window by explicit index arithmetic (ceil mode: ONNX's rule for the last window)."""
+    nd = x.ndim - 2
+    outs = []
+    for i in range(nd):
+        span = dil[i] * (kernel[i] - 1) + 1
+        room = x.shape[2 + i] + pads[i] + pads[i + nd] - span
+        o = (-(-room // strides[i]) if ceil else room // strides[i]) + 1
+        if ceil and (o - 1) * strides[i] >= x.shape[2 + i] + pads[i]:
+            o -= 1
+        outs.append(o)
+    out = np.zeros(x.shape[:2] + tuple(outs))
+    for pos in itertools.product(*(range(o) for o in outs)):
+        vals, count = [], 0
+        for tap in itertools.product(*(range(k) for k in kernel)):
+            idx = [pos[i] * strides[i] - pads[i] + tap[i] * dil[i] for i in range(nd)]
+            inside = all(0 <= idx[i] < x.shape[2 + i] for i in range(nd))
+            in_pads = all(-pads[i] <= idx[i] < x.shape[2 + i] + pads[i + nd] for i in range(nd))
+            count += inside or (include_pad and in_pads)
+            if inside:
+                vals.append(x[(slice(None), slice(None)) + tuple(idx)])
+        stacked = np.stack(vals)
+        out[(slice(None), slice(None)) + pos] = stacked.max(0) if kind == "max" else \
+            stacked.sum(0) / count
+    return out.astype(x.dtype)
+
+
+@pytest.mark.parametrize("shape, kernel, strides, pads, dil, ceil", POOL_ND)
+def test_nd_dilated_ceil_pools_against_loops_and_torch(shape, kernel, strides, pads, dil, ceil):
+    x = _f(*shape, dtype=np.float64) - 3.0
+    attrs = {"kernel": kernel, "strides": strides, "pads": pads, "dilations": dil,
+             "ceil_mode": ceil}
+    got = run("maxpool2d", x, **attrs)
+    np.testing.assert_array_equal(got, _loop_pool_nd(x, kernel, strides, pads, dil, ceil, "max",
+                                                     False))
+    for include in (False, True):
+        np.testing.assert_allclose(run("avgpool2d", x, count_include_pad=include, **attrs),
+                                   _loop_pool_nd(x, kernel, strides, pads, dil, ceil, "avg",
+                                                 include), rtol=1e-12)
+    torch = pytest.importorskip("torch")
+    nd = len(kernel)
+    symmetric = pads[:nd] == pads[nd:]
+    if symmetric:
+        fn = getattr(torch.nn.functional, f"max_pool{nd}d")
+        want = fn(torch.tensor(x), kernel, strides, pads[:nd], dil, ceil_mode=ceil).numpy()
+        np.testing.assert_array_equal(got, want)
+    if symmetric and dil == [1] * nd:
+        fn = getattr(torch.nn.functional, f"avg_pool{nd}d")
+        for include in (False, True):
+            want = fn(torch.tensor(x), kernel, strides, pads[:nd], ceil_mode=ceil,
+                      count_include_pad=include).numpy()
+            np.testing.assert_allclose(run("avgpool2d", x, count_include_pad=include, **attrs),
+                                       want, rtol=1e-12)
+
+
+def test_pool_attribute_lengths_follow_the_kernel():
+    from isa.types import parse_type
+
+    def type_error(op: str, t: str, **attrs: Any) -> str:
+        with pytest.raises(OpTypeError) as e:
+            OPS[op].infer([parse_type(t)], check_attrs(OPS[op], attrs))
+        return str(e.value)
+    assert "strides must have 3 entries" in type_error("maxpool2d", "f32[1, 1, 4, 4, 4]",
+                                                       kernel=[2, 2, 2])
+    assert "needs an (N, C, D1..D2) input" in type_error("avgpool2d", "f32[1, 1, 4]",
+                                                         kernel=[2, 2])

@@ -14,6 +14,7 @@ from . import (
     movement,
     nn,
     ordering,
+    pooling,
     reduce,
     sampling,
     signal,
@@ -21,7 +22,7 @@ from . import (
 )
 from .opdef import REQUIRED, AttrKind, AttrSpec, Family, OpDef, Syntax
 
-_FAMILY_FILES = (elementwise, reduce, contraction, nn, movement, value, control, dynamic,
+_FAMILY_FILES = (elementwise, reduce, contraction, nn, pooling, movement, value, control, dynamic,
                  ordering, indexing, einsum, signal, sampling)
 
 OPS: dict[str, OpDef] = {}

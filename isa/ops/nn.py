@@ -1,9 +1,9 @@
-"""Neural-network ops: convolution and pooling (NCHW), softmax and normalizations.
+"""Neural-network ops: convolution (NCHW), softmax and normalizations (pooling: pooling.py).
 
-Convolution and pooling references are vectorized NumPy, never Python loops over pixels: a
-convolution copies its patches once into a matrix (im2col through a strided view) and makes one
-BLAS matmul; depthwise convolutions and pools loop over the kH * kW kernel taps only, each a
-whole-tensor ufunc on a strided view. Softmax, log_softmax, layer_norm and
+The convolution reference is vectorized NumPy, never Python loops over pixels: a convolution
+copies its patches once into a matrix (im2col through a strided view) and makes one BLAS matmul;
+depthwise convolutions loop over the kH * kW kernel taps only, each a whole-tensor ufunc on a
+strided view. Softmax, log_softmax, layer_norm and
 batch_norm also carry a decomposition into reductions and elementwise ops, which backends that
 lack them use (and which fusing backends turn into a few kernels); their references perform the
 same steps in the same order, so the two agree to rounding.
@@ -17,7 +17,7 @@ import numpy as np
 from ..errors import OpTypeError, Trap
 from ..types import Dim, TensorType
 from .opdef import AttrKind, AttrSpec, Family, OpDef
-from .shapes import broadcast_shapes, is_float, is_numeric, normalize_axis, require_dtype, same_dtype
+from .shapes import broadcast_shapes, is_float, normalize_axis, require_dtype, same_dtype
 
 # ---- shared window arithmetic ------------------------------------------------------------------
 
@@ -161,76 +161,6 @@ def conv2d_ref(attrs, x: np.ndarray, w: np.ndarray, bias: np.ndarray | None = No
     if bias is not None:
         out += bias.reshape(1, o, 1, 1)
     return out.astype(x.dtype, copy=False)
-
-
-# ---- pooling -----------------------------------------------------------------------------------
-
-def pool_rule(op: str, ok, what: str):
-    def rule(types: list[TensorType], attrs) -> list[TensorType]:
-        (x,) = types
-        require_dtype(op, x, ok, what)
-        if x.rank != 4:
-            raise OpTypeError(f"{op} needs an NCHW input (rank 4), got {x}")
-        _check_window_attrs(op, attrs, ("kernel", "strides", "pads"))
-        k, s, p = attrs["kernel"], attrs["strides"], attrs["pads"]
-        # every window must hold at least one input element (ONNX: pads smaller than kernel)
-        if any(p[i] >= k[i % 2] for i in range(4)):
-            raise OpTypeError(f"{op} pads {list(p)} must be smaller than the kernel {list(k)}")
-        ho = window_out(x.shape[2], k[0], s[0], p[0] + p[2], 1, op, "pooling")
-        wo = window_out(x.shape[3], k[1], s[1], p[1] + p[3], 1, op, "pooling")
-        return [x.with_shape((x.shape[0], x.shape[1], ho, wo))]
-    return rule
-
-
-def _lowest(dtype: np.dtype):
-    return -np.inf if dtype.kind == "f" else np.iinfo(dtype).min
-
-
-def _window_taps(xp: np.ndarray, kernel, strides, out_hw: tuple[int, int]):
-    """For each kernel position (p, q), row-major: the [N, C, Ho, Wo] strided view of the padded
-    xp that this tap sees across all windows. Reducing tap by tap with in-place ufuncs makes
-    kH * kW passes over the (small) output instead of one reduction over a 6-D strided view,
-    which NumPy walks element by element."""
-    ho, wo = out_hw
-    for p in range(kernel[0]):
-        for q in range(kernel[1]):
-            yield xp[:, :, p:p + strides[0] * (ho - 1) + 1:strides[0],
-                     q:q + strides[1] * (wo - 1) + 1:strides[1]]
-
-
-def _pool_out_hw(xp: np.ndarray, kernel, strides) -> tuple[int, int]:
-    return ((xp.shape[2] - kernel[0]) // strides[0] + 1, (xp.shape[3] - kernel[1]) // strides[1] + 1)
-
-
-def maxpool2d_ref(attrs, x: np.ndarray) -> np.ndarray:
-    k, p, s = attrs["kernel"], attrs["pads"], attrs["strides"]
-    _check_spatial("maxpool2d", x, k[0], k[1], p)
-    xp = _pad_hw(x, p, _lowest(x.dtype)) if any(p) else x
-    taps = _window_taps(xp, k, s, _pool_out_hw(xp, k, s))
-    out = np.array(next(taps))
-    for tap in taps:
-        np.maximum(out, tap, out=out)      # propagates NaN, as max does
-    return out
-
-
-def _window_sums(xp: np.ndarray, kernel, strides) -> np.ndarray:
-    taps = _window_taps(xp, kernel, strides, _pool_out_hw(xp, kernel, strides))
-    out = np.array(next(taps))
-    for tap in taps:
-        out += tap
-    return out
-
-
-def avgpool2d_ref(attrs, x: np.ndarray) -> np.ndarray:
-    k, p, s = attrs["kernel"], attrs["pads"], attrs["strides"]
-    _check_spatial("avgpool2d", x, k[0], k[1], p)
-    sums = _window_sums(_pad_hw(x, p, 0), k, s)
-    if attrs["count_include_pad"]:
-        return (sums / x.dtype.type(k[0] * k[1])).astype(x.dtype)
-    # divide each window by the number of real (unpadded) elements it covers
-    ones = np.ones((1, 1) + x.shape[2:], dtype=x.dtype)
-    counts = _window_sums(_pad_hw(ones, p, 0), k, s)
-    return (sums / counts).astype(x.dtype)
 
 
 # ---- softmax and log_softmax -------------------------------------------------------------------
@@ -399,11 +329,6 @@ def batch_norm_decompose(emit, operands, attrs, types):
 # ---- the rows ----------------------------------------------------------------------------------
 
 WINDOW_DOC = "pads are [top, left, bottom, right] (ONNX order: x1_begin, x2_begin, x1_end, x2_end)"
-POOL_ATTRS = (
-    AttrSpec("kernel", AttrKind.INTS, doc="window [height, width]"),
-    AttrSpec("strides", AttrKind.INTS, [1, 1], "step [height, width] (ONNX default, not kernel)"),
-    AttrSpec("pads", AttrKind.INTS, [0, 0, 0, 0], WINDOW_DOC + "; each smaller than the kernel"),
-)
 EPSILON = AttrSpec("epsilon", AttrKind.FLOAT, 1e-5, "added to the variance")
 
 OPS = [
@@ -416,18 +341,6 @@ OPS = [
                  AttrSpec("dilations", AttrKind.INTS, [1, 1], "kernel spacing [height, width]"),
                  AttrSpec("groups", AttrKind.INT, 1, "channel groups; C and O divide by it")),
           dtypes="float, all operands of one dtype", extra={"operands": ("x", "w", "bias")}),
-    OpDef("maxpool2d", 137, Family.NN, (1, 1), pool_rule("maxpool2d", is_numeric, "numeric"),
-          maxpool2d_ref,
-          "r[n, c, i, j] := max of the kernel window of x at (i*s0 - top, j*s1 - left); NCHW; "
-          "padding never wins (-inf, or the integer minimum); NaN propagates",
-          attrs=POOL_ATTRS, dtypes="numeric", extra={"operands": ("x",)}),
-    OpDef("avgpool2d", 138, Family.NN, (1, 1), pool_rule("avgpool2d", is_float, "float"),
-          avgpool2d_ref,
-          "r[n, c, i, j] := mean of the kernel window of x at (i*s0 - top, j*s1 - left); NCHW; "
-          "padded positions count as zeros in the divisor only with count_include_pad",
-          attrs=POOL_ATTRS + (AttrSpec("count_include_pad", AttrKind.BOOL, False,
-                                       "divide by the whole window, padding included"),),
-          dtypes="float", extra={"operands": ("x",)}),
     OpDef("softmax", 139, Family.NN, (1, 1), float_same_rule("softmax"), softmax_ref,
           "r := e^(x - m) / sum(e^(x - m)) along axis, m = max along axis (no overflow); "
           "traps on an empty axis",

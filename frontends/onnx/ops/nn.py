@@ -107,30 +107,20 @@ def pool(ctx: NodeCtx) -> list[Value]:
     kernel = list(ctx.attr("kernel_shape"))
     strides = list(ctx.attr("strides", [1] * nd))
     dil = list(ctx.attr("dilations", [1] * nd))
-    if any(d != 1 for d in dil):
-        raise ctx.fail("dilated pooling is not supported")
-    ceil_mode = bool(ctx.attr("ceil_mode", 0))
     is_max = ctx.node.op_type == "MaxPool"
     if is_max:
         if ctx.attr("storage_order", 0):
             raise ctx.fail("storage_order=1 only affects Indices, which is not supported")
-        include = False
+        extra = {}
     else:
-        include = bool(ctx.attr("count_include_pad", 0))
-    base = _spatial_pads(ctx, x, kernel, strides, dil)
-    pads = _spatial_pads(ctx, x, kernel, strides, dil, ceil_mode) if ceil_mode else base
-    if include and pads != base:
-        raise ctx.fail("ceil_mode with count_include_pad is not supported")
-    x2 = _to_2d(ctx, x, nd)
-    if nd == 1:
-        kernel, strides = [1] + kernel, [1] + strides
-    if is_max:
-        y = e.emit("maxpool2d", [x2], ctx.node.output[0], kernel=kernel, strides=strides,
-                   pads=_pads_2d(pads, nd))
-    else:
-        y = e.emit("avgpool2d", [x2], ctx.node.output[0], kernel=kernel, strides=strides,
-                   pads=_pads_2d(pads, nd), count_include_pad=include)
-    return [e.emit("squeeze", [y], axes=[2]) if nd == 1 else y]
+        extra = {"count_include_pad": bool(ctx.attr("count_include_pad", 0))}
+    if not 1 <= nd <= 3:
+        raise ctx.fail(f"{nd}-D pooling is not supported (1 to 3 spatial dims)")
+    # the rows take ceil_mode themselves: the overhang it adds never counts in an average
+    pads = _spatial_pads(ctx, x, kernel, strides, dil)
+    return [e.emit("maxpool2d" if is_max else "avgpool2d", [x], ctx.node.output[0],
+                   kernel=kernel, strides=strides, pads=pads, dilations=dil,
+                   ceil_mode=bool(ctx.attr("ceil_mode", 0)), **extra)]
 
 
 @onnx_op("GlobalAveragePool", "GlobalMaxPool")
@@ -284,17 +274,16 @@ def lp_pool(ctx: NodeCtx) -> list[Value]:
     kernel = list(ctx.attr("kernel_shape"))
     strides = list(ctx.attr("strides", [1] * nd))
     dil = list(ctx.attr("dilations", [1] * nd))
-    if any(d != 1 for d in dil):
-        raise ctx.fail("dilated pooling is not supported")
+    if not 1 <= nd <= 3:
+        raise ctx.fail(f"{nd}-D pooling is not supported (1 to 3 spatial dims)")
+    # ceil mode as explicit end pads: zeros that add nothing to the sum, while the divisor
+    # (count_include_pad) stays the full window, which the product below undoes
     pads = _spatial_pads(ctx, x, kernel, strides, dil, bool(ctx.attr("ceil_mode", 0)))
     ax = e.emit("pow", [e.emit("abs", [x]), scalar(p, x)])
-    x2 = _to_2d(ctx, ax, nd)
-    k2, s2 = ([1] + kernel, [1] + strides) if nd == 1 else (kernel, strides)
-    y = e.emit("avgpool2d", [x2], kernel=k2, strides=s2, pads=_pads_2d(pads, nd),
+    y = e.emit("avgpool2d", [ax], kernel=kernel, strides=strides, pads=pads, dilations=dil,
                count_include_pad=True)
     y = e.emit("mul", [y, scalar(float(np.prod(kernel)), y)])
-    y = e.emit("pow", [y, scalar(1.0 / p, y)])
-    return [e.emit("squeeze", [y], axes=[2]) if nd == 1 else y]
+    return [e.emit("pow", [y, scalar(1.0 / p, y)], ctx.node.output[0])]
 
 
 def _conv_transpose_pads(ctx: NodeCtx, sizes, kernel, strides, dil, out_pad) -> list[int]:
