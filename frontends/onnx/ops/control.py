@@ -75,6 +75,10 @@ def if_(ctx: NodeCtx) -> list[Value]:
     outs_e = ctx.graph.run_graph(else_g, ctx.scope)
     if len(outs_e) != len(outs_t):
         raise ctx.fail("the branches give different numbers of outputs")
+    for a, b in zip(outs_t, outs_e):
+        if a.dtype == b.dtype and a.rank != b.rank:
+            # dlvm registers keep one rank: only a condition known at import can pick
+            raise ctx.not_known(0, "the condition of an If whose branches give different ranks")
     for r, v in zip(regs, outs_e):
         e.mov(v, r.name)
     e.fb.jmp(l_join)

@@ -232,9 +232,9 @@ def range_(ctx: NodeCtx) -> list[Value]:
            for i in range(3)):
         args = [scalar_of(ctx, i, what) for i, what in enumerate(("start", "limit", "delta"))]
         return [ctx.e.emit("range", args, ctx.node.output[0])]
-    start = ctx.const_input(0, "start")
-    limit = ctx.const_input(1, "limit")
-    delta = ctx.const_input(2, "delta")
+    # function bodies (AffineGrid) feed one-element vectors where the schema says scalars
+    start, limit, delta = (np.asarray(ctx.const_input(i, what)).reshape(())
+                           for i, what in enumerate(("start", "limit", "delta")))
     n = max(int(np.ceil((limit - start) / delta)), 0)
     out = (start + np.arange(n, dtype=np.float64) * delta).astype(np.asarray(start).dtype) \
         if np.asarray(start).dtype.kind == "f" else \
