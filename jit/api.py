@@ -19,7 +19,7 @@ from .build import build_kernel
 from .cache import DiskCache
 from .plan import make_plan
 from .regions import Region, form_regions
-from .runner import RegionRunner, matmul_shape
+from .runner import RegionRunner
 from .threads import default_threads
 
 EMITS = ("kernel-ir", "llvm", "asm")
@@ -85,8 +85,8 @@ def compile_program(module: Module, *, target: str = "cpu", emit: str = "llvm",
             shapes = []
             for t in kernel.inputs:
                 if t.source < 0:
-                    mm = rows[region.start]
-                    shapes.append(matmul_shape(*(_static_shape(x, dims) for x in mm.operands)))
+                    # the head's (matmul, conv2d) result, from its verified type
+                    shapes.append(_static_shape(rows[region.start].results[0], dims))
                 else:
                     shapes.append(_input_shape(module, types, region, t.source, dims))
             spec = make_plan(kernel, shapes).spec

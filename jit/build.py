@@ -15,7 +15,7 @@ from isa.verify import FunctionTypes
 
 from .flatten import Prim, flatten_instr
 from .kernel_ir import Kernel, KInput, KOutput, Node
-from .regions import Region, reduce_inner
+from .regions import EPILOGUE_KINDS, Region, reduce_inner
 
 
 class KernelBuildError(Exception):
@@ -75,12 +75,12 @@ class KernelBuilder:
 
 
 def build_kernel(module: Module, types: FunctionTypes, region: Region) -> Kernel:
-    """The kernel IR of `region` (for a matmul epilogue: of the instructions after the matmul)."""
+    """The kernel IR of `region` (for an epilogue region: of the instructions after its head)."""
     func = module.functions[region.func]
     instrs = func.blocks[region.block].instrs
     rows = types[region.block]
     inner = 0
-    start = region.start + (1 if region.kind == "matmul+epilogue" else 0)
+    start = region.start + (1 if region.kind in EPILOGUE_KINDS else 0)
     name = f"{region.func}_b{region.block}_{region.start}_{region.end}"
     prims: list[Prim] = []
     for ii in range(start, region.end):
@@ -104,7 +104,7 @@ def build_kernel(module: Module, types: FunctionTypes, region: Region) -> Kernel
             loads[operand] = k.add(Node("load", dtype, (), len(k.inputs) - 1))
         return loads[operand]
 
-    if region.kind == "matmul+epilogue":
+    if region.kind in EPILOGUE_KINDS:     # the head's result is input -1 (see KInput.source)
         mm = instrs[region.start]
         t = rows[region.start].results[0]
         env[mm.results[0]] = load(Reg(mm.results[0]), t.dtype, t.rank, -1)

@@ -50,7 +50,7 @@ class KInput:
     name: str          # the operand's text (%x, @w) or the product register of a matmul epilogue
     dtype: DType
     rank: int
-    source: int        # index into the region's inputs; -1: the matmul product
+    source: int        # index into the region's inputs; -1: the head's result (matmul, conv2d)
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,8 @@ A region is a contiguous run of instructions of one block. Three kinds are forme
   rows and inner loops over the reduced axes. A reduction with keepdims = false ends the region.
 - "matmul+epilogue": a float matmul (run by NumPy's BLAS) followed by an elementwise epilogue
   (bias, activation) that runs as a kernel in place on the matmul's result.
+- "conv2d+epilogue": the same after a float conv2d, which runs as its op reference (im2col and
+  one sgemm); the epilogue (bias, relu, residual add) runs in place on the reference's result.
 
 What is not fused stays interpreted: f16 (no CPU kernel), reductions over non-trailing axes,
 integer matmul, movement ops, control flow. A region needs at least two instructions, except a
@@ -30,6 +32,9 @@ from .kernel_ir import Node
 from .liveness import Liveness
 
 REDUCE_OPS = ("reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod")
+# ops run outside the kernel (BLAS or their reference) whose result an epilogue kernel finishes
+EPILOGUE_HEADS = {"matmul": "matmul+epilogue", "conv2d": "conv2d+epilogue"}
+EPILOGUE_KINDS = frozenset(EPILOGUE_HEADS.values())
 
 
 @dataclass(frozen=True)
@@ -119,8 +124,11 @@ def _expansion_size(prims: list[Prim]) -> int:
     return total
 
 
-def _is_blas_matmul(ins, types) -> bool:
-    return ins.op == "matmul" and types.results[0].dtype in (DType.F32, DType.F64)
+def epilogue_head(ins, types) -> str | None:
+    """The region kind an instruction heads (a float matmul or conv2d), or None."""
+    if ins.op in EPILOGUE_HEADS and types.results[0].dtype in (DType.F32, DType.F64):
+        return EPILOGUE_HEADS[ins.op]
+    return None
 
 
 class _Run:
@@ -164,7 +172,7 @@ def form_regions(module: Module, func_name: str, types: FunctionTypes) -> list[R
                 return
             n = run.end - run.start
             worth = n >= 2 or (n == 1 and run.heavy)
-            if run.kind == "matmul+epilogue":
+            if run.kind in EPILOGUE_KINDS:
                 worth = n >= 2
             if worth:
                 ins_, outs = _region_io(func, bi, run.start, run.end, live)
@@ -177,15 +185,16 @@ def form_regions(module: Module, func_name: str, types: FunctionTypes) -> list[R
         for ii, ins in enumerate(block.instrs):
             if ii >= len(rows):
                 break
-            if _is_blas_matmul(ins, rows[ii]):
+            head = epilogue_head(ins, rows[ii])
+            if head is not None:
                 close(run)
-                run = _Run(ii, "matmul+epilogue")
+                run = _Run(ii, head)
                 run.end = ii + 1
                 continue
             shape = classify_instr(module, ins, rows[ii])
             # a matmul epilogue is elementwise only: a reduction (softmax, layer_norm after the
             # bias and residual adds) ends it and starts a region of its own
-            in_epilogue = run is not None and run.kind == "matmul+epilogue"
+            in_epilogue = run is not None and run.kind in EPILOGUE_KINDS
             joins = run is not None and not run.closed and shape.fusible and (
                 run.inner is None or shape.inner is None or run.inner == shape.inner) and not (
                 in_epilogue and shape.inner is not None)

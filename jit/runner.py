@@ -18,14 +18,18 @@ from typing import Any
 
 import numpy as np
 
+from isa.dtypes import dtype_from_numpy
+from isa.errors import InternalError, OpTypeError
 from isa.module import Module
+from isa.ops import OPS
+from isa.types import TensorType
 from isa.verify import verify_module
 
 from .build import KernelBuildError, build_kernel
 from .compiler import Compiled, assembly, compile_variant, optimized_ir
 from .kernel_ir import Kernel
 from .plan import Decline, Plan, Spec, make_plan
-from .regions import Region
+from .regions import EPILOGUE_KINDS, Region
 
 MATH_OPS = {"exp", "log", "tanh", "erf", "sin", "cos", "pow"}
 # Innermost axes shorter than this get a variant whose vector loops are not interleaved (see
@@ -80,7 +84,10 @@ class RegionRunner:
         self.last_reason: str | None = None
         self.allocations = 0
         self._in_dtypes: list[np.dtype] = []
-        self._mm: tuple[int, int] | None = None
+        self._mm: tuple[int, int] | None = None     # operand indices of an epilogue region's head
+        self._head_op = ""
+        self._head_args: list[int] = []
+        self._head_attrs: dict = {}
 
     # ---- setup ---------------------------------------------------------------------------
 
@@ -105,15 +112,18 @@ class RegionRunner:
                 if o in self.region.inputs and dts[self.region.inputs.index(o)] is None:
                     dts[self.region.inputs.index(o)] = t.dtype.np
         self._in_dtypes = [d for d in dts]
-        if self.region.kind == "matmul+epilogue":
-            mm = instrs[self.region.start]
-            self._mm = (self.region.inputs.index(mm.operands[0]), self.region.inputs.index(mm.operands[1]))
+        if self.region.kind in EPILOGUE_KINDS:
+            head = instrs[self.region.start]
+            self._head_op = head.op
+            self._head_args = [self.region.inputs.index(o) for o in head.operands]
+            self._head_attrs = OPS[head.op].with_defaults(head.attrs)
+            self._mm = tuple(self._head_args[:2])
 
     def _prepare(self, args: list[np.ndarray]) -> _Call:
         k = self.kernel
         mm_shape = None
         if self._mm is not None:
-            mm_shape = matmul_shape(args[self._mm[0]].shape, args[self._mm[1]].shape)
+            mm_shape = self._head_shape(args)
         shapes = [mm_shape if t.source < 0 else args[t.source].shape for t in k.inputs]
         plan = make_plan(k, shapes)
         mm_out = -1
@@ -150,6 +160,17 @@ class RegionRunner:
         if len(self._calls) >= _MAX_SHAPES:
             self._calls.pop(next(iter(self._calls)))
         return call
+
+    def _head_shape(self, args: list[np.ndarray]) -> tuple[int, ...]:
+        """The shape of the head op's result (the product or convolution), or Decline where
+        the op would trap (the interpreter then raises it)."""
+        if self._head_op == "matmul":
+            return matmul_shape(args[self._mm[0]].shape, args[self._mm[1]].shape)
+        types = [TensorType(dtype_from_numpy(args[i].dtype), args[i].shape) for i in self._head_args]
+        try:
+            return tuple(OPS[self._head_op].infer(types, self._head_attrs)[0].shape)
+        except OpTypeError as e:
+            raise Decline(str(e)) from None
 
     def _product_node(self) -> int:
         return next(i for i, n in enumerate(self.kernel.nodes)
@@ -198,14 +219,18 @@ class RegionRunner:
             self._calls[key] = call
         self._last = call
         bufs = call.bufs
+        head = None
+        if self._mm is not None and self._head_op != "matmul":
+            head = self._reference_head(call, args)
         for j, shape in enumerate(call.plan.out_shapes):
-            bufs[j] = self._free_buffer(call, j, shape)
+            # the kernel writes in place of a head result that the reference allocated
+            bufs[j] = head if head is not None and j == call.mm_out else self._free_buffer(call, j, shape)
         ptrs = []
         keep = []     # arrays whose raw pointers the kernel reads: alive until it returns
         k = self.kernel
         for t in k.inputs:
             if t.source < 0:
-                a = self._matmul(call, args)
+                a = head if head is not None else self._matmul(call, args)
             else:
                 a = args[t.source]
                 if not a.flags.c_contiguous:
@@ -252,6 +277,17 @@ class RegionRunner:
     def _scratch_ptr(call: _Call, t: int) -> int | None:
         s = call.scratch[t]
         return None if s is None else s.ctypes.data
+
+    def _reference_head(self, call: _Call, args: list[np.ndarray]) -> np.ndarray:
+        """A head op without an out= form (conv2d: im2col and one sgemm in the op's reference),
+        run through its reference; the epilogue then runs in place on the fresh array."""
+        out = OPS[self._head_op].reference(self._head_attrs, *(args[i] for i in self._head_args))
+        if not (out.flags.c_contiguous and out.flags.writeable) or out.shape != call.mm_shape:
+            out = np.ascontiguousarray(out)
+        if out.shape != call.mm_shape or out.dtype != args[self._head_args[0]].dtype:
+            raise InternalError(f"{self._head_op} reference gave {out.dtype}{list(out.shape)}, "
+                                f"expected {list(call.mm_shape)}")
+        return out
 
     def _matmul(self, call: _Call, args: list[np.ndarray]) -> np.ndarray:
         a, b = args[self._mm[0]], args[self._mm[1]]

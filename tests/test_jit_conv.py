@@ -1,0 +1,87 @@
+"""conv2d+epilogue regions: the convolution runs as the op's reference (im2col and one sgemm),
+the elementwise rest (bias, relu, residual add) as one kernel in place on its result."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import dlvmrt
+from isa.builder import ModuleBuilder
+from isa.verify import verify_module
+from jit import Jit, form_regions
+from jit.testing import assert_matches, reference_run, run_with_jit
+
+
+@pytest.fixture(scope="module")
+def jit(tmp_path_factory):
+    return Jit(cache_dir=str(tmp_path_factory.mktemp("jitcache")), threads=2, parallel_threshold_us=0)
+
+
+def compare(jit, m, args):
+    got, runners = run_with_jit(m, "main", args, jit)
+    for r in runners:
+        assert r.compiled_calls == 1, r.describe()
+    for g, r in zip(got, reference_run(m, "main", args)):
+        assert_matches(g, r, "programs")
+    return runners
+
+
+def conv_block(dtype: str, n: int, groups: int = 1, stride: int = 1, bias_operand: bool = False,
+               keep_conv: bool = False):
+    """conv2d, per-channel bias, residual add, relu (a ResNet basic block's tail)."""
+    rng = np.random.default_rng(n * 10 + groups + stride)
+    np_dt = np.float32 if dtype == "f32" else np.float64
+    c, o = 4, 4
+    mb = ModuleBuilder("conv")
+    w = mb.constant("w", rng.standard_normal((o, c // groups, 3, 3)).astype(np_dt))
+    b = mb.constant("b", rng.standard_normal((o, 1, 1)).astype(np_dt))
+    hw = 9 if stride == 1 else 5
+    outs = [f"{dtype}[{n}, {o}, {hw}, {hw}]"] * (2 if keep_conv else 1)
+    params = [("x", f"{dtype}[{n}, {c}, 9, 9]"), ("r", f"{dtype}[{n}, {o}, {hw}, {hw}]")]
+    f = mb.function("main", params, outs)
+    x, r = f.args()
+    extra = [mb.constant("b1", rng.standard_normal(o).astype(np_dt))] if bias_operand else []
+    y = f.conv2d(x, w, *extra, strides=[stride, stride], pads=[1, 1, 1, 1], groups=groups)
+    z = f.relu(f.add(f.add(y, b), r))
+    f.ret(*([z, y] if keep_conv else [z]))
+    args = [rng.standard_normal(s).astype(np_dt) for s in [(n, c, 9, 9), (n, o, hw, hw)]]
+    return mb.finish(), args
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f64"])
+@pytest.mark.parametrize("n,groups,stride,bias_operand", [(1, 1, 1, False), (2, 1, 2, True),
+                                                         (1, 4, 1, False), (3, 2, 1, True)])
+def test_conv2d_epilogue_matches_reference(jit, dtype, n, groups, stride, bias_operand):
+    m, args = conv_block(dtype, n, groups, stride, bias_operand)
+    (region,) = form_regions(m, "main", verify_module(m)["main"])
+    assert region.kind == "conv2d+epilogue" and (region.start, region.end) == (0, 4)
+    (runner,) = compare(jit, m, args)
+    assert "in place of in0" in runner.kernel_ir()
+
+
+def test_conv2d_result_read_later_is_kept(jit):
+    m, args = conv_block("f32", 1, keep_conv=True)
+    (runner,) = compare(jit, m, args)
+    assert "in place" not in runner.kernel_ir()
+
+
+def test_conv2d_epilogue_in_the_vm_checked(monkeypatch):
+    monkeypatch.setenv("DLVM_JIT_CHECK", "1")
+    m, args = conv_block("f32", 2, stride=2, bias_operand=True)
+    vm = dlvmrt.VM(m, jit="always")
+    want = dlvmrt.VM(m, jit="off").run("main", *args)
+    for _ in range(3):      # the second and third calls reuse buffers
+        got = vm.run("main", *args)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    kinds = [r.kind for (_, _, r, _) in vm.runners]
+    assert kinds == ["conv2d+epilogue"]
+
+
+def test_conv2d_shape_trap_declines_to_the_interpreter(jit):
+    m, args = conv_block("f32", 1)
+    (region,) = form_regions(m, "main", verify_module(m)["main"])
+    runner = jit.runner(m, region)
+    consts = {o.name: m.constants[o.name].value for o in region.inputs if o.name in m.constants}
+    vals = {"x": np.zeros((1, 3, 9, 9), np.float32), "r": args[1], **consts}   # 3 channels, not 4
+    bad = [vals[o.name] for o in region.inputs]
+    assert runner(bad) is None and "channels" in runner.last_reason
