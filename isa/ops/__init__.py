@@ -17,13 +17,15 @@ from . import (
     pooling,
     reduce,
     sampling,
+    sets,
     signal,
     value,
 )
 from .opdef import REQUIRED, AttrKind, AttrSpec, Family, OpDef, Syntax
 
 _FAMILY_FILES = (elementwise, reduce, contraction, nn, pooling, movement, value, control, dynamic,
-                 ordering, indexing, einsum, signal, sampling)
+                 ordering, indexing, einsum, signal, sampling,
+                 sets)
 
 OPS: dict[str, OpDef] = {}
 BY_CODE: dict[int, OpDef] = {}

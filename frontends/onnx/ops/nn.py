@@ -348,3 +348,25 @@ def conv_transpose(ctx: NodeCtx) -> list[Value]:
     y = e.emit("conv2d", args, ctx.node.output[0], strides=[1, 1], pads=[0, 0, 0, 0],
                dilations=dil, groups=g)
     return [e.emit("squeeze", [y], axes=[2]) if nd == 1 else y]
+
+
+@onnx_op("LRN", since=13)
+def lrn(ctx: NodeCtx) -> list[Value]:
+    # the sum of squares over `size` neighbouring channels is an average pool over the channel
+    # axis (as a height) with padding counted, times size
+    x, e = ctx.req(0), ctx.e
+    size = int(ctx.attr("size"))
+    alpha, beta = float(ctx.attr("alpha", 1e-4)), float(ctx.attr("beta", 0.75))
+    bias = float(ctx.attr("bias", 1.0))
+    if not x.type.is_static or x.rank < 3:
+        raise ctx.fail("LRN needs a static (N, C, ...) input")
+    n, c = x.shape[0], x.shape[1]
+    rest = int(np.prod(x.shape[2:]))
+    sq = e.emit("reshape", [e.emit("mul", [x, x])], "sq", shape=[n, 1, c, rest])
+    lo, hi = (size - 1) // 2, size - 1 - (size - 1) // 2
+    pooled = e.emit("avgpool2d", [sq], kernel=[size, 1], strides=[1, 1], pads=[lo, 0, hi, 0],
+                    count_include_pad=True)
+    sums = e.emit("mul", [pooled, scalar(float(size), x)])
+    sums = e.emit("reshape", [sums], shape=list(x.shape))
+    den = e.emit("add", [e.emit("mul", [sums, scalar(alpha / size, x)]), scalar(bias, x)])
+    return [e.emit("div", [x, e.emit("pow", [den, scalar(beta, x)])], ctx.node.output[0])]
