@@ -122,8 +122,9 @@ CASES: list[tuple[str, list, dict, Any]] = [
 
 # every row these cases (and the topk test below) cover; test_ops_reference's sweep counts them
 COVERED = {c[0] for c in CASES} | {"topk"}
-# rows swept in test_ops_signal.py against independent computations (it checks this list)
-COVERED |= {"dft", "grid_sample"}
+# rows swept in test_ops_signal.py and test_ops_image.py against independent computations
+# (they check this list)
+COVERED |= {"dft", "grid_sample", "col2im", "roi_align", "unique", "det"}
 
 
 @pytest.mark.parametrize("op, arrays, attrs, want", CASES,

@@ -10,7 +10,9 @@ from . import (
     dynamic,
     einsum,
     elementwise,
+    image,
     indexing,
+    linalg,
     movement,
     nn,
     ordering,
@@ -25,7 +27,7 @@ from .opdef import REQUIRED, AttrKind, AttrSpec, Family, OpDef, Syntax
 
 _FAMILY_FILES = (elementwise, reduce, contraction, nn, pooling, movement, value, control, dynamic,
                  ordering, indexing, einsum, signal, sampling,
-                 sets)
+                 sets, linalg, image)
 
 OPS: dict[str, OpDef] = {}
 BY_CODE: dict[int, OpDef] = {}

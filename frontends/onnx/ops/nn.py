@@ -370,3 +370,8 @@ def lrn(ctx: NodeCtx) -> list[Value]:
     sums = e.emit("reshape", [sums], shape=list(x.shape))
     den = e.emit("add", [e.emit("mul", [sums, scalar(alpha / size, x)]), scalar(bias, x)])
     return [e.emit("div", [x, e.emit("pow", [den, scalar(beta, x)])], ctx.node.output[0])]
+
+
+@onnx_op("Det")
+def det(ctx: NodeCtx) -> list[Value]:
+    return [ctx.e.emit("det", [ctx.req(0)], ctx.node.output[0])]

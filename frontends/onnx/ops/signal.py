@@ -1,4 +1,4 @@
-"""DFT and STFT on the `dft` row; GridSample on the `grid_sample` row.
+"""DFT and STFT on the `dft` row; GridSample, Col2Im and RoiAlign on their rows.
 
 STFT frames the signal with one `gather` of an index matrix known at import (frame f, tap k
 reads sample f * step + k), multiplies by the window and transforms each frame with `dft`.
@@ -69,3 +69,26 @@ def grid_sample(ctx: NodeCtx) -> list[Value]:
         raise ctx.fail(f"mode {mode} / padding_mode {padding} is not supported")
     return [ctx.e.emit("grid_sample", [ctx.req(0), ctx.req(1)], ctx.node.output[0], mode=mode,
                        padding_mode=padding, align_corners=bool(ctx.attr("align_corners", 0)))]
+
+
+@onnx_op("Col2Im", since=18)
+def col2im(ctx: NodeCtx) -> list[Value]:
+    img = ctx.const_ints(1, "image_shape")
+    blk = ctx.const_ints(2, "block_shape")
+    return [ctx.e.emit("col2im", [ctx.req(0)], ctx.node.output[0], image_shape=img,
+                       block_shape=blk, strides=list(ctx.attr("strides", [])),
+                       pads=list(ctx.attr("pads", [])), dilations=list(ctx.attr("dilations", [])))]
+
+
+@onnx_op("RoiAlign", since=16)
+def roi_align(ctx: NodeCtx) -> list[Value]:
+    ctm = str(ctx.attr("coordinate_transformation_mode", "half_pixel"))
+    if ctm not in ("half_pixel", "output_half_pixel"):
+        raise ctx.fail(f"coordinate_transformation_mode {ctm} is not supported")
+    x = ctx.req(0)
+    return [ctx.e.emit("roi_align", [x, cast(ctx.e, ctx.req(1), x.dtype), ctx.req(2)],
+                       ctx.node.output[0], output_height=int(ctx.attr("output_height", 1)),
+                       output_width=int(ctx.attr("output_width", 1)),
+                       sampling_ratio=int(ctx.attr("sampling_ratio", 0)),
+                       spatial_scale=float(ctx.attr("spatial_scale", 1.0)),
+                       mode=str(ctx.attr("mode", "avg")), half_pixel=ctm == "half_pixel")]
