@@ -3,6 +3,7 @@ from . import (  # noqa: F401
     control,
     elementwise,
     indexing,
+    inverse_trig,
     movement,
     nn,
     quant,

@@ -51,13 +51,32 @@ def _cubic_weights(t: np.ndarray, a: float) -> list[np.ndarray]:
     return [w(t + 1), w(t), w(1 - t), w(2 - t)]
 
 
-def taps(ctx: NodeCtx, mode: str, out: int, n: int, scale: float) -> list[tuple[np.ndarray, np.ndarray]]:
-    """(indices, weights) per tap along one axis."""
+def _crop_coords(out: int, n: int, start: float, end: float) -> np.ndarray:
+    """tf_crop_and_resize: the output spans [start, end] of the input, in units of n - 1."""
+    if out == 1:
+        return np.full(1, 0.5 * (start + end) * (n - 1))
+    return start * (n - 1) + np.arange(out, dtype=np.float64) * (end - start) * (n - 1) / (out - 1)
+
+
+def taps(ctx: NodeCtx, mode: str, out: int, n: int, scale: float,
+         crop: tuple[float, float] | None = None) -> list[tuple[np.ndarray, np.ndarray]]:
+    """(indices, weights) per tap along one axis; with `crop` (tf_crop_and_resize), positions
+    outside the input get zero weights (the caller adds the extrapolation value there)."""
     transform = ctx.attr("coordinate_transformation_mode", "half_pixel")
+    if crop is not None:
+        xo = _crop_coords(out, n, *crop)
+        outside = (xo < 0) | (xo > n - 1)
+        return [(i, np.where(outside, 0.0, w))
+                for i, w in taps_at(ctx, mode, np.clip(xo, 0, n - 1), n)]
     try:
         xo = _original_coords(transform, out, n, scale)
     except ValueError:
         raise ctx.fail(f"coordinate_transformation_mode={transform} is not supported") from None
+    return taps_at(ctx, mode, xo, n)
+
+
+def taps_at(ctx: NodeCtx, mode: str, xo: np.ndarray, n: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    out = xo.size
     if mode == "nearest":
         how = ctx.attr("nearest_mode", "round_prefer_floor")
         idx = np.clip(_nearest(xo, how), 0, n - 1).astype(np.int64)
@@ -84,9 +103,8 @@ def resize(ctx: NodeCtx) -> list[Value]:
         raise ctx.fail(f"mode={mode} is not supported")
     if ctx.version >= 18 and ctx.attr("antialias", 0):
         raise ctx.fail("antialias is not supported")
-    if ctx.attr("coordinate_transformation_mode", "half_pixel") == "tf_crop_and_resize":
-        raise ctx.fail("coordinate_transformation_mode=tf_crop_and_resize is not supported")
-    ctx.attr("extrapolation_value", 0.0)     # only used by tf_crop_and_resize
+    crop = ctx.attr("coordinate_transformation_mode", "half_pixel") == "tf_crop_and_resize"
+    extrapolation = float(ctx.attr("extrapolation_value", 0.0))
     # exporters write every mode's attributes; those of other modes have no effect
     for name in ("cubic_coeff_a", "nearest_mode", "exclude_outside"):
         ctx.attr(name, None)
@@ -115,17 +133,30 @@ def resize(ctx: NodeCtx) -> list[Value]:
         outs = [int(np.floor(n * s)) for n, s in zip(in_sizes, scl)]
     else:
         raise ctx.fail("Resize needs scales or sizes")
+    roi = None
+    if crop:
+        roi = ctx.const_input(1, "roi")
+        if roi is None or roi.size != 2 * len(axes):
+            raise ctx.fail("tf_crop_and_resize needs a roi with a start and end per axis")
+        roi = [float(v) for v in np.asarray(roi).reshape(-1)]
     y = x
-    for a, n, out, s in zip(axes, in_sizes, outs, scl):
-        if out == n and s == 1.0:
+    for k, (a, n, out, s) in enumerate(zip(axes, in_sizes, outs, scl)):
+        box = (roi[k], roi[k + len(axes)]) if roi is not None else None
+        if out == n and s == 1.0 and box is None:
             continue
         shape = [1] * x.rank
         shape[a] = out
         acc = None
-        for idx, w in taps(ctx, mode, out, n, s):
+        for idx, w in taps(ctx, mode, out, n, s, box):
             g = e.emit("gather", [y, known(idx)], axis=a)
-            if mode != "nearest":
+            if mode != "nearest" or box is not None:
                 g = e.emit("mul", [g, known(w.astype(x.dtype.np).reshape(shape))])
             acc = g if acc is None else e.emit("add", [acc, g])
+        if box is not None:
+            # positions outside the input take the fill value (a select, so an inf read by a
+            # clamped tap cannot turn into NaN there)
+            xo = _crop_coords(out, n, *box)
+            outside = known(((xo < 0) | (xo > n - 1)).reshape(shape))
+            acc = e.emit("select", [outside, known(np.asarray(extrapolation, x.dtype.np)), acc])
         y = acc
     return [y]

@@ -1,0 +1,120 @@
+"""Importer decompositions checked against onnxruntime on cases the ONNX node tests leave out:
+RNN / GRU / LSTM with ragged sequence_lens in both directions, Scan with reversed inputs and
+outputs on other axes, Resize tf_crop_and_resize with extrapolation; Atan / Asin / Acos within a
+few ulps of NumPy."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx")
+ort = pytest.importorskip("onnxruntime")
+
+from onnx import TensorProto, helper  # noqa: E402
+
+import dlvmrt  # noqa: E402
+from frontends.onnx import import_onnx  # noqa: E402
+
+RNG = np.random.default_rng(3)
+F = TensorProto.FLOAT
+
+
+def _model(nodes, inputs, outputs, opset=17):
+    g = helper.make_graph(nodes, "g", inputs, outputs)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)], ir_version=8)
+
+
+def _vi(name, dtype, shape):
+    return helper.make_tensor_value_info(name, dtype, shape)
+
+
+def _both(m, feeds: dict):
+    want = ort.InferenceSession(m.SerializeToString()).run(None, feeds)
+    got = dlvmrt.VM(import_onnx(m)).run("main", *feeds.values())
+    return got, want
+
+
+@pytest.mark.parametrize("op, gates", [("RNN", 1), ("GRU", 3), ("LSTM", 4)])
+@pytest.mark.parametrize("direction", ["forward", "reverse", "bidirectional"])
+def test_recurrent_with_ragged_sequence_lens(op, gates, direction):
+    t, b, i, h = 5, 3, 4, 3
+    nd = 2 if direction == "bidirectional" else 1
+    feeds = {"X": RNG.standard_normal((t, b, i)).astype(np.float32),
+             "W": RNG.standard_normal((nd, gates * h, i)).astype(np.float32) * 0.5,
+             "R": RNG.standard_normal((nd, gates * h, h)).astype(np.float32) * 0.5,
+             "B": RNG.standard_normal((nd, 2 * gates * h)).astype(np.float32) * 0.1,
+             "L": np.array([5, 2, 4], np.int32),
+             "H0": RNG.standard_normal((nd, b, h)).astype(np.float32)}
+    inputs = ["X", "W", "R", "B", "L", "H0"]
+    outs = ["Y", "Yh"]
+    attrs = {"hidden_size": h, "direction": direction}
+    if op == "LSTM":
+        feeds["C0"] = RNG.standard_normal((nd, b, h)).astype(np.float32)
+        feeds["P"] = RNG.standard_normal((nd, 3 * h)).astype(np.float32) * 0.1
+        inputs += ["C0", "P"]
+        outs.append("Yc")
+    if op == "GRU":
+        attrs["linear_before_reset"] = 1
+    types = {"L": TensorProto.INT32}
+    node = helper.make_node(op, inputs, outs, **attrs)
+    m = _model([node], [_vi(n, types.get(n, F), feeds[n].shape) for n in inputs],
+               [_vi(o, F, None) for o in outs])
+    got, want = _both(m, feeds)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)
+
+
+def test_scan_with_reversed_input_and_output_on_axis_1():
+    # state s, scan inputs a (axis 0, reversed) and b (axis 1); outputs on axes 1 and 0 (reversed)
+    body = helper.make_graph(
+        [helper.make_node("Add", ["s", "a"], ["s1"]),
+         helper.make_node("Mul", ["s1", "b"], ["o1"]),
+         helper.make_node("Identity", ["s1"], ["o2"])],
+        "body", [_vi("s", F, [2]), _vi("a", F, [2]), _vi("b", F, [2])],
+        [_vi("s1", F, [2]), _vi("o1", F, [2]), _vi("o2", F, [2])])
+    node = helper.make_node("Scan", ["s0", "A", "Bm"], ["sN", "O1", "O2"], body=body,
+                            num_scan_inputs=2, scan_input_axes=[0, 1],
+                            scan_input_directions=[1, 0], scan_output_axes=[1, 0],
+                            scan_output_directions=[0, 1])
+    feeds = {"s0": np.zeros(2, np.float32), "A": RNG.standard_normal((4, 2)).astype(np.float32),
+             "Bm": RNG.standard_normal((2, 4)).astype(np.float32)}
+    m = _model([node], [_vi(n, F, a.shape) for n, a in feeds.items()],
+               [_vi(o, F, None) for o in ("sN", "O1", "O2")])
+    got, want = _both(m, feeds)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-6)
+
+
+@pytest.mark.parametrize("mode", ["nearest", "linear", "cubic"])
+def test_resize_tf_crop_and_resize_extrapolates(mode):
+    x = RNG.standard_normal((1, 2, 6, 5)).astype(np.float32)
+    roi = np.array([0, 0, -0.2, 0.3, 1, 1, 0.9, 1.4], np.float32)
+    node = helper.make_node("Resize", ["x", "roi", "", "sizes"], ["y"], mode=mode,
+                            coordinate_transformation_mode="tf_crop_and_resize",
+                            extrapolation_value=7.5)
+    consts = [helper.make_node("Constant", [], ["roi"], value=helper.make_tensor("r", F, [8], roi)),
+              helper.make_node("Constant", [], ["sizes"], value=helper.make_tensor(
+                  "s", TensorProto.INT64, [4], [1, 2, 7, 4]))]
+    m = _model(consts + [node],
+               [_vi("x", F, x.shape)], [_vi("y", F, None)], opset=18)
+    (got,), (want,) = _both(m, {"x": x})
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    assert (got == np.float32(7.5)).any()
+
+
+@pytest.mark.parametrize("op, ref, lo, hi", [("Atan", np.arctan, -1e5, 1e5),
+                                             ("Asin", np.arcsin, -1, 1),
+                                             ("Acos", np.arccos, -1, 1)])
+@pytest.mark.parametrize("dtype, code", [(np.float32, F), (np.float64, TensorProto.DOUBLE)])
+def test_inverse_trig_within_a_few_ulps(op, ref, lo, hi, dtype, code):
+    x = np.concatenate([np.linspace(lo, hi, 4001), [-1, 1, 0, 1e-30, np.inf, -np.inf, np.nan,
+                                                    1.5]]).astype(dtype)
+    m = _model([helper.make_node(op, ["x"], ["y"])], [_vi("x", code, x.shape)],
+               [_vi("y", code, None)])
+    (got,) = dlvmrt.VM(import_onnx(m)).run("main", x)
+    with np.errstate(invalid="ignore"):
+        want = ref(x.astype(np.float64))
+    assert np.array_equal(np.isnan(got), np.isnan(want))
+    ok = ~np.isnan(want)
+    ulps = np.abs(got[ok] - want[ok]) / np.spacing(np.abs(want[ok]).astype(dtype))
+    assert ulps.max() <= 8
