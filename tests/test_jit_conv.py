@@ -12,6 +12,11 @@ from jit import Jit, form_regions
 from jit.testing import assert_matches, reference_run, run_with_jit
 
 
+@pytest.fixture(autouse=True)
+def conv_regions_on(monkeypatch):
+    monkeypatch.setenv("DLVM_JIT_CONV_EPILOGUE", "1")
+
+
 @pytest.fixture(scope="module")
 def jit(tmp_path_factory):
     return Jit(cache_dir=str(tmp_path_factory.mktemp("jitcache")), threads=2, parallel_threshold_us=0)
@@ -85,3 +90,10 @@ def test_conv2d_shape_trap_declines_to_the_interpreter(jit):
     vals = {"x": np.zeros((1, 3, 9, 9), np.float32), "r": args[1], **consts}   # 3 channels, not 4
     bad = [vals[o.name] for o in region.inputs]
     assert runner(bad) is None and "channels" in runner.last_reason
+
+
+def test_conv2d_epilogue_is_opt_in(monkeypatch):
+    monkeypatch.setenv("DLVM_JIT_CONV_EPILOGUE", "0")
+    m, _ = conv_block("f32", 1)
+    (region,) = form_regions(m, "main", verify_module(m)["main"])
+    assert region.kind == "elementwise" and (region.start, region.end) == (1, 4)
