@@ -81,6 +81,8 @@ class DeviceRegionRunner:
             return None
 
     def _run(self, args: list[Any]) -> list[DeviceTensor]:
+        if any(t.source < 0 for t in self.kernel.inputs) and self.matmul is None:
+            raise Decline(f"the {self.region.kind} head has no GPU implementation")
         dev = [self._on_device(i, a) for i, a in enumerate(args)]
         ins: list[DeviceTensor] = []
         for t in self.kernel.inputs:

@@ -20,7 +20,6 @@ or expansion.
 """
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 
 from isa.dtypes import DType
@@ -36,10 +35,6 @@ REDUCE_OPS = ("reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_p
 # ops run outside the kernel (BLAS or their reference) whose result an epilogue kernel finishes
 EPILOGUE_HEADS = {"matmul": "matmul+epilogue", "conv2d": "conv2d+epilogue"}
 EPILOGUE_KINDS = frozenset(EPILOGUE_HEADS.values())
-# conv2d+epilogue is formed only with DLVM_JIT_CONV_EPILOGUE=1 for now: the GPU placement path
-# (dlvmrt/device_runner.py, jit/cuda/support.py) knows only matmul heads and would take the
-# region as its own instead of declining it
-CONV_SWITCH = "DLVM_JIT_CONV_EPILOGUE"
 
 
 @dataclass(frozen=True)
@@ -129,10 +124,8 @@ def _expansion_size(prims: list[Prim]) -> int:
     return total
 
 
-def epilogue_head(ins, types, conv: bool = True) -> str | None:
-    """The region kind an instruction heads (a float matmul, or conv2d if `conv`), or None."""
-    if ins.op == "conv2d" and not conv:
-        return None
+def epilogue_head(ins, types) -> str | None:
+    """The region kind an instruction heads (a float matmul or conv2d), or None."""
     if ins.op in EPILOGUE_HEADS and types.results[0].dtype in (DType.F32, DType.F64):
         return EPILOGUE_HEADS[ins.op]
     return None
@@ -170,7 +163,6 @@ def form_regions(module: Module, func_name: str, types: FunctionTypes) -> list[R
     `types` is `verify_module(module)[func_name]`."""
     func = module.functions[func_name]
     live = Liveness(func)
-    conv = os.environ.get(CONV_SWITCH, "") not in ("", "0")
     regions: list[Region] = []
     for bi, block in enumerate(func.blocks):
         run: _Run | None = None
@@ -193,7 +185,7 @@ def form_regions(module: Module, func_name: str, types: FunctionTypes) -> list[R
         for ii, ins in enumerate(block.instrs):
             if ii >= len(rows):
                 break
-            head = epilogue_head(ins, rows[ii], conv)
+            head = epilogue_head(ins, rows[ii])
             if head is not None:
                 close(run)
                 run = _Run(ii, head)

@@ -12,11 +12,6 @@ from jit import Jit, form_regions
 from jit.testing import assert_matches, reference_run, run_with_jit
 
 
-@pytest.fixture(autouse=True)
-def conv_regions_on(monkeypatch):
-    monkeypatch.setenv("DLVM_JIT_CONV_EPILOGUE", "1")
-
-
 @pytest.fixture(scope="module")
 def jit(tmp_path_factory):
     return Jit(cache_dir=str(tmp_path_factory.mktemp("jitcache")), threads=2, parallel_threshold_us=0)
@@ -92,8 +87,18 @@ def test_conv2d_shape_trap_declines_to_the_interpreter(jit):
     assert runner(bad) is None and "channels" in runner.last_reason
 
 
-def test_conv2d_epilogue_is_opt_in(monkeypatch):
-    monkeypatch.setenv("DLVM_JIT_CONV_EPILOGUE", "0")
-    m, _ = conv_block("f32", 1)
-    (region,) = form_regions(m, "main", verify_module(m)["main"])
-    assert region.kind == "elementwise" and (region.start, region.end) == (1, 4)
+def test_conv2d_epilogue_declines_on_a_gpu_and_runs_on_the_cpu():
+    # no GPU conv yet: the backend says so, the scheduler reports it and the CPU region runs
+    import warnings
+
+    from dlvmrt.devices import sim_device
+    from dlvmrt.scheduler import DeviceFallbackWarning
+    m, args = conv_block("f32", 1)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        vm = dlvmrt.VM(m, jit="always", device=sim_device())
+        got = vm.run("main", *args)
+    assert any(issubclass(w.category, DeviceFallbackWarning) and "conv2d has no GPU" in
+               str(w.message) for w in caught)
+    for g, r in zip(got, reference_run(m, "main", args)):
+        assert_matches(g, r, "programs")

@@ -21,6 +21,9 @@ def unsupported(kernel: Kernel, region_kind: str = "elementwise", product: DType
     """None when the CUDA backend can run `kernel`, else the first reason it cannot."""
     if region_kind == "matmul+epilogue" and product not in MATMUL_DTYPES:
         return f"cuBLAS matmul takes f32/f64, not {product}"
+    if region_kind.endswith("+epilogue") and region_kind != "matmul+epilogue":
+        head = region_kind.split("+")[0]
+        return f"{head} has no GPU implementation yet (its region runs on the CPU)"
     for n in kernel.nodes:
         if n.dtype not in DTYPES:
             return f"{n.op} on {n.dtype} has no GPU kernel"
