@@ -52,5 +52,6 @@ def bind_arguments(func: Function, args: list, check_dtype: bool) -> dict[str, i
 
 
 def check_results(func: Function, outs: list, bindings: dict[str, int]) -> None:
+    # dtype and rank too: the verifier proves them, this is the last line of defence
     for k, (t, v) in enumerate(zip(func.results, outs)):
-        bind_value(f"result {k} of @{func.name}", t, v, bindings, check_dtype=False)
+        bind_value(f"result {k} of @{func.name}", t, v, bindings, check_dtype=True)

@@ -43,6 +43,13 @@ def verify_module(module: Module) -> dict[str, FunctionTypes]:
     return {f.name: FunctionVerifier(module, f).run() for f in module.functions.values()}
 
 
+def check_dims(t: TensorType, what: str, error) -> None:
+    """Sizes are non-negative; dim names are identifiers."""
+    for d in t.shape:
+        if isinstance(d, int) and not isinstance(d, bool) and d < 0:
+            raise error(f"type {t} of {what} has a negative dim")
+
+
 def _check_constant(c) -> None:
     if not c.type.is_static:
         raise InvalidError(f"constant @{c.name} must have a static type, got {c.type}", c.loc)
@@ -104,7 +111,9 @@ def imm_fits(value: Any, dtype: DType) -> bool:
             return False
         info = np.iinfo(dtype.np)
         return info.min <= value <= info.max
-    return isinstance(value, (int, float))
+    if isinstance(value, int):      # an integer literal must be representable in the float type
+        return abs(value) <= float(np.finfo(dtype.np).max)   # Python compares int/float exactly
+    return isinstance(value, float)
 
 
 # ---- per-function verification --------------------------------------------------------------
@@ -160,6 +169,12 @@ class FunctionVerifier:
         f = self.func
         if not f.blocks:
             raise self.error(f"@{f.name} has no instructions")
+        names = [p.name for p in f.params]
+        for i, n in enumerate(names):
+            if n in names[:i]:
+                raise self.error(f"parameter %{n} of @{f.name} is declared twice")
+        for t in [p.type for p in f.params] + list(f.results):
+            check_dims(t, f"@{f.name}", self.error)
         labels = [b.label for b in f.blocks]
         for i, lab in enumerate(labels):
             if lab in labels[:i]:
@@ -185,6 +200,9 @@ class FunctionVerifier:
             if not changed:
                 break
         table: FunctionTypes = []
+        # the final pass also holds every register to the dtype and rank of its first definition
+        # in the function: paths that give it different ones would otherwise meet silently
+        self.kinds = {p.name: (p.type.dtype, p.type.rank, "a parameter") for p in f.params}
         for bi in range(len(f.blocks)):
             env = self.block_entry(bi, entry, preds, outs)
             rows: list[InstrTypes] = []
@@ -265,6 +283,8 @@ class FunctionVerifier:
                         raise OpTypeError(f"%{r} holds {old.dtype} of rank {old.rank}; it cannot "
                                           f"be assigned {t.dtype} of rank {t.rank} (a register "
                                           f"keeps one dtype and rank)")
+                    if rows is not None:
+                        self.check_kind(r, t, ins)
                     env.types[r] = t
                     env.must.add(r)
             except OpTypeError as e:
@@ -274,6 +294,16 @@ class FunctionVerifier:
             if rows is not None:
                 rows.append(InstrTypes(operand_types, result_types))
         return env
+
+    def check_kind(self, r: str, t: TensorType, ins: Instr) -> None:
+        first = self.kinds.get(r)
+        if first is None:
+            where = f"line {ins.loc.line}" if ins.loc else f"@{self.func.name}"
+            self.kinds[r] = (t.dtype, t.rank, where)
+        elif first[:2] != (t.dtype, t.rank):
+            raise OpTypeError(f"%{r} holds {first[0]} of rank {first[1]} (from {first[2]}); it "
+                              f"cannot be assigned {t.dtype} of rank {t.rank} (a register keeps "
+                              f"one dtype and rank on every path)")
 
     def operand_type(self, o, env: _Env) -> TensorType | None:
         if isinstance(o, Reg):
@@ -294,11 +324,13 @@ class FunctionVerifier:
         else:
             if op.name == "const":
                 self.check_dim_names(attrs["type"].shape)
+                check_dims(attrs["type"], "a const", OpTypeError)
             for spec in op.attrs:
                 if spec.kind is AttrKind.SHAPE and isinstance(attrs.get(spec.name), list):
                     self.check_dim_names(attrs[spec.name])
             results = list(op.infer(types, attrs))
         if ins.result_type is not None:
+            check_dims(ins.result_type, "a result annotation", OpTypeError)
             if len(results) != 1:
                 raise OpTypeError("a result type annotation needs exactly one result")
             declared, inferred = ins.result_type, results[0]

@@ -147,3 +147,58 @@ def test_a_loop_whose_shape_changes_widens_to_unknown_dims():
     import dlvmrt
     (y,) = dlvmrt.VM(m).run("main", np.ones(2, np.float32), np.int64(3))
     assert y.shape == (16,)
+
+
+def test_a_register_keeps_its_dtype_across_paths_that_meet():
+    # each path alone is consistent; where they meet %x would be f32 or i64
+    text = HEAD + textwrap.dedent("""
+        func @main(%c: bool[]) -> f32[] {
+        entry:
+          br %c, a, b
+        a:
+          %x = const 1.5 : f32[]
+          jmp done
+        b:
+          %x = const 7 : i64[]
+          jmp done
+        done:
+          %y = add %x, 1.0
+          ret %y
+        }
+        """)
+    with pytest.raises(DlvmError) as e:
+        assembler.assemble(text, "v.dlasm")
+    assert "%x holds f32 of rank 0 (from line 7); it cannot be assigned i64" in e.value.message
+    assert e.value.loc.line == 10
+
+
+def builder_module(build):
+    from isa.builder import ModuleBuilder
+    mb = ModuleBuilder("m")
+    build(mb)
+    return mb.module
+
+
+def test_an_integer_immediate_too_large_for_a_float_dtype_is_invalid():
+    from isa.verify import verify_module
+    m = builder_module(lambda mb: (lambda f: f.ret(f.add(f.arg("x"), 10**400)))(
+        mb.function("main", [("x", "f32[2]")], ["f32[2]"])))
+    with pytest.raises(DlvmError, match="immediate 1000.* is not a valid f32"):
+        verify_module(m)
+
+
+def test_negative_dims_and_duplicate_parameters_are_invalid():
+    from isa.dtypes import DType
+    from isa.module import Function, Param
+    from isa.types import TensorType
+    from isa.verify import verify_module
+    m = builder_module(lambda mb: (lambda f: f.ret(f.arg("x")))(
+        mb.function("main", [("x", "f32[2]")], ["f32[2]"])))
+    f: Function = m.functions["main"]
+    f.params.append(Param("x", TensorType(DType.F32, (2,))))
+    with pytest.raises(DlvmError, match="parameter %x of @main is declared twice"):
+        verify_module(m)
+    f.params.pop()
+    f.results[0] = TensorType(DType.F32, (-2,))
+    with pytest.raises(DlvmError, match="negative dim"):
+        verify_module(m)
