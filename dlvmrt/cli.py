@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from isa.errors import DlvmError
+from isa.errors import DlvmError, MalformedError
 
 from .devices import DEVICES, DeviceUnavailable
 
@@ -78,8 +78,8 @@ def cmd_disasm(a) -> int:
     import isa.bytecode as bc
     try:
         data = Path(a.file).read_bytes()
-    except OSError as e:
-        raise UsageError(f"cannot read {a.file}: {e.strerror or e}") from None
+    except OSError as e:     # as `run` reports an unreadable program: a bad input, exit 1
+        raise MalformedError(f"cannot read {a.file}: {e.strerror or e}") from None
     from .loader import is_bytecode
     module = bc.decode(data) if is_bytecode(data) else assembler.assemble_file(a.file)
     text = assembler.disassemble(module, debug=not a.no_debug)
@@ -129,6 +129,8 @@ def cmd_run(a) -> int:
         inputs = given
     else:
         inputs = make_inputs(func, dims, a.seed)
+    if a.max_steps is not None and a.max_steps <= 0:
+        raise UsageError(f"--max-steps must be a positive number of blocks, got {a.max_steps}")
     vm = VM(program, jit=a.jit, device=a.device, profile=a.profile or bool(a.trace),
             trace=bool(a.trace), max_steps=a.max_steps)
     outs = None
@@ -148,7 +150,10 @@ def cmd_run(a) -> int:
             print(f"compiled @{fname} {block} [{region.start}:{region.end}] {region.kind}: {info}",
                   file=sys.stderr)
     if a.trace:
-        vm.profiler.write_trace(a.trace)
+        try:
+            vm.profiler.write_trace(a.trace)
+        except OSError as e:
+            raise UsageError(f"cannot write {a.trace}: {e.strerror or e}") from None
     return 0
 
 
@@ -162,15 +167,23 @@ def _print_results(outs) -> None:
 
 def cmd_opt(a) -> int:
     import assembler
-    from jit.passes import optimize
+    from jit.passes import PASSES, optimize
     module = _module_of(a.prog)
     names = a.passes.split(",") if a.passes else None
+    unknown = [n for n in names or [] if n not in PASSES]
+    if unknown:
+        raise UsageError(f"unknown pass{'es' if len(unknown) > 1 else ''} {', '.join(unknown)} "
+                         f"(passes: {', '.join(PASSES)})")
     sys.stdout.write(assembler.disassemble(optimize(module, names), debug=False))
     return 0
 
 
 def cmd_compile(a) -> int:
     module = _module_of(a.prog)
+    try:
+        Path(a.output).mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise UsageError(f"cannot create {a.output}: {e.strerror or e}") from None
     if a.target == "cuda":
         from jit.cuda.program import compile_program_cuda
         emit = "ptx" if a.emit == "asm" else a.emit
@@ -190,7 +203,13 @@ def cmd_compile(a) -> int:
 
 def cmd_import(a) -> int:
     from frontends.onnx import import_to_file
-    import_to_file(a.model, a.output)
+    try:
+        import_to_file(a.model, a.output)
+    except ImportError as e:
+        raise UsageError(f"importing ONNX needs the onnx extra (pip install 'dlvm[onnx]'): {e}") \
+            from None
+    except OSError as e:
+        raise UsageError(f"cannot write {a.output}: {e.strerror or e}") from None
     return 0
 
 

@@ -20,10 +20,35 @@ if TYPE_CHECKING:
     from .vm import VM
 
 _USER_ERRORS = (ValueError, IndexError, FloatingPointError, OverflowError, ZeroDivisionError)
+# NumPy's ValueErrors for an allocation no machine could hold
+_TOO_BIG = ("Maximum allowed size exceeded", "array is too big")
+
+
+class _At:
+    """A position (block, instruction) for errors raised outside a step, e.g. at `ret`."""
+    __slots__ = ("where",)
+
+    def __init__(self, bi: int, ii: int):
+        self.where = (bi, ii)
+
+
+def add_caller(e: DlvmError, frame: str) -> None:
+    """Append a caller to a trap's context; a frame repeating (deep recursion) is counted, not
+    repeated, so a trap at depth 200 stays one readable line."""
+    callers = getattr(e, "dlvm_callers", None)
+    if callers is None:
+        callers = e.dlvm_callers = []
+        e.dlvm_context = e.context
+    if callers and callers[-1][0] == frame:
+        callers[-1][1] += 1
+    else:
+        callers.append([frame, 1])
+    e.context = e.dlvm_context + "".join(
+        f"; called from {f}" + (f" ({n} times)" if n > 1 else "") for f, n in callers)
 
 
 class BlockCode:
-    __slots__ = ("label", "index", "steps", "interp_steps", "term", "ret_slots", "count",
+    __slots__ = ("label", "index", "steps", "interp_steps", "term", "ret_slots", "ret_at", "count",
                  "back_edges", "tiered")
 
     def __init__(self, label: str, index: int):
@@ -33,6 +58,7 @@ class BlockCode:
         self.interp_steps: list[Callable] = []   # the steps before any tier-up replaced them
         self.term: Callable[[list], int] = lambda r: -1
         self.ret_slots: list[int] = []
+        self.ret_at = None          # stands for the ret instruction when a result check traps
         self.count = 0
         self.back_edges = 0
         self.tiered = False
@@ -62,6 +88,7 @@ class FunctionCode:
                 code.term = lambda r, t=t, f=f, c=c: t if r[c] else f
             elif ins.op == "ret":
                 code.ret_slots = ins_slots
+                code.ret_at = _At(bi, ii)
             else:
                 self._add_steps(code, bi, ii, ins, ins_slots, out_slots)
         code.interp_steps = list(code.steps)
@@ -112,6 +139,9 @@ class FunctionCode:
                     step(r)
                 nxt = blk.term(r)
                 if nxt < 0:
+                    step = blk.ret_at
+                    outs = [r[i] for i in blk.ret_slots]
+                    check_results(self.func, outs, bindings)
                     break
                 back = nxt <= blk.index
                 blk = blocks[nxt]
@@ -121,8 +151,6 @@ class FunctionCode:
             raise self.locate(e, blk, step) from (None if isinstance(e, DlvmError) else e)
         finally:
             vm.depth -= 1
-        outs = [r[i] for i in blk.ret_slots]
-        check_results(self.func, outs, bindings)
         return outs
 
     def locate(self, e: BaseException, blk: BlockCode, step) -> BaseException:
@@ -137,15 +165,15 @@ class FunctionCode:
             ctx += f", instruction {where[1]} ({ins.op})"
         if isinstance(e, DlvmError):
             if e.context:     # raised in a callee: add this frame as a caller
-                e.context += f"; called from @{self.func.name}, block {blk.label}" + (
+                add_caller(e, f"@{self.func.name}, block {blk.label}" + (
                     f", instruction {where[1]}" + (f" at line {ins.loc.line}" if ins.loc else "")
-                    if where else "")
+                    if where else ""))
                 return e
             e.context = ctx
             e.loc = e.loc or (ins.loc if ins else None)
             return e
         loc = ins.loc if ins else None
-        if isinstance(e, MemoryError):
+        if isinstance(e, MemoryError) or (isinstance(e, ValueError) and str(e).startswith(_TOO_BIG)):
             return ResourceExhausted(f"out of memory in {ins.op if ins else 'the program'}", loc,
                                      context=ctx)
         if isinstance(e, RecursionError):

@@ -130,6 +130,7 @@ def make_type_check(declared: TensorType, slot: int) -> Step:
         for d, n in zip(dims, shape):
             if (isinstance(d, int) and d != n) or (isinstance(d, str) and b.get(d, n) != n):
                 raise Trap(f"result has shape {list(shape)}, but its declared type is {declared}")
+    check.checks_slot = slot      # a tier-up keeps it after a fused region that computes it
     return check
 
 

@@ -140,3 +140,23 @@ def test_compile_for_cuda_writes_ptx_that_ptxas_accepts(capsys, tmp_path):
 def test_ptx_needs_the_cuda_target(capsys, tmp_path):
     code, _, err = run_cli(capsys, "compile", MLP, "--emit", "ptx", "-o", str(tmp_path))
     assert code == 2 and "--target cuda" in err
+
+
+@pytest.mark.parametrize("args, code, message", [
+    (["run", MLP, "-q", "--trace", "/nonexistent/dir/t.json"], 2, "cannot write"),
+    (["opt", MLP, "--passes", "foo"], 2, "unknown pass foo"),
+    (["run", MLP, "--max-steps", "0"], 2, "--max-steps must be a positive"),
+    (["disasm", "/nonexistent.dlbc"], 1, "cannot read"),
+    (["compile", MLP, "-o", "/proc/dlvm-cannot-create"], 2, "cannot create"),
+])
+def test_user_mistakes_are_not_internal_errors(capsys, args, code, message):
+    got, _, err = run_cli(capsys, *args)
+    assert got == code and message in err and "internal error" not in err
+
+
+def test_import_of_a_missing_or_non_onnx_file(capsys, tmp_path):
+    pytest.importorskip("onnx")
+    code, _, err = run_cli(capsys, "import", str(tmp_path / "no.onnx"), "-o", str(tmp_path / "x"))
+    assert code == 1 and "cannot read" in err
+    code, _, err = run_cli(capsys, "import", MLP, "-o", str(tmp_path / "x.dlbc"))
+    assert code == 1 and "is not an ONNX model" in err

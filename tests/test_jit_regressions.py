@@ -80,3 +80,14 @@ def test_dtypes_without_kernels_decline_to_the_interpreter():
     a = np.arange(5, dtype=np.uint32)
     (y,) = dlvmrt.VM(mb.finish(), jit="always").run("main", a, a)
     assert y.dtype == np.uint32 and y.tolist() == [1, 2, 5, 10, 17]
+
+
+def test_check_mode_ignores_unspecified_float_to_int_casts(monkeypatch):
+    # NaN or out-of-range values cast to an integer are unspecified: the JIT and NumPy may differ
+    monkeypatch.setenv("DLVM_JIT_CHECK", "1")
+    mb = ModuleBuilder("c")
+    f = mb.function("main", [("x", "f32[N]")], ["i8[N]"])
+    f.ret(f.cast(f.mul(f.arg("x"), 100.0), to="i8"))
+    x = np.array([np.nan, 1e6, -1e6, 0.5], np.float32)
+    (y,) = dlvmrt.VM(mb.finish(), jit="always").run("main", x)
+    assert y.dtype == np.int8 and y[3] == 50

@@ -176,3 +176,51 @@ def test_profile_and_trace(tmp_path):
     vm.profiler.write_trace(str(path))
     events = json.loads(path.read_text())["traceEvents"]
     assert any(ev.get("name") == "mul" and ev["ph"] == "X" for ev in events)
+
+
+def test_a_trap_at_return_names_the_ret_instruction():
+    import assembler
+    m = assembler.assemble("module r\nfunc @main(%x: f32[N]) -> f32[N] {\n"
+                           "  %y = concat %x, %x {axis = 0}\n  ret %y\n}\n", "r.dlasm")
+    with pytest.raises(Trap) as e:
+        dlvmrt.VM(m).run("main", np.ones(2, np.float32))
+    assert e.value.loc is not None and e.value.loc.line == 4
+    assert "instruction 1 (ret)" in e.value.format()
+
+
+def test_deep_recursion_reports_one_line_per_distinct_caller():
+    import assembler
+    m = assembler.assemble(
+        "module r\nfunc @down(%n: i64[]) -> i64[] {\nentry:\n  %z = le %n, 0\n"
+        "  br %z, done, more\nmore:\n  %m = sub %n, 1\n  %r = call @down(%m)\n  ret %r\n"
+        "done:\n  %k = const 1 : i64[]\n  %c = gt %k, 5\n  assert %c, \"bottom\"\n  ret %n\n}\n",
+        "r.dlasm")
+    with pytest.raises(Trap) as e:
+        dlvmrt.VM(m).run("down", np.int64(50))
+    text = e.value.format()
+    assert "assertion failed: bottom" in text
+    assert "(50 times)" in text and len(text) < 500
+
+
+def test_annotated_results_are_checked_with_the_jit_too():
+    import assembler
+    text = ("module a\nfunc @main(%x: f32[?], %z: f32[?]) -> f32[?] {\n  %a = exp %x\n"
+            "  %y = add %a, %z : f32[3]\n  ret %y\n}\n")
+    for jit in ("off", "always"):
+        with pytest.raises(Trap, match=r"declared type is f32\[3\]"):
+            dlvmrt.VM(assembler.assemble(text, "a.dlasm"), jit=jit).run(
+                "main", np.ones(4, np.float32), np.ones(4, np.float32))
+    # an annotated intermediate keeps its region interpreted, so the check still runs
+    inner = ("module a\nfunc @main(%x: f32[?], %z: f32[?]) -> f32[?] {\n  %a = exp %x : f32[3]\n"
+             "  %y = add %a, %z\n  ret %y\n}\n")
+    with pytest.raises(Trap, match=r"declared type is f32\[3\]"):
+        dlvmrt.VM(assembler.assemble(inner, "a.dlasm"), jit="always").run(
+            "main", np.ones(4, np.float32), np.ones(4, np.float32))
+
+
+def test_an_impossible_allocation_is_resource_exhaustion():
+    mb = ModuleBuilder("big")
+    f = mb.function("main", [("x", "f32[N]")], ["f32[N, N, N, N, N]"])
+    f.ret(f.const(0.0, "f32[N, N, N, N, N]"))
+    with pytest.raises(ResourceExhausted):
+        dlvmrt.VM(mb.finish()).run("main", np.ones(10**4, np.float32))

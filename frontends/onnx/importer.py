@@ -39,10 +39,17 @@ def load_model(model: Any):
     import onnx
     if isinstance(model, onnx.ModelProto):
         return model
-    if isinstance(model, (bytes, bytearray)):
-        return onnx.load_from_string(bytes(model))
-    if isinstance(model, (str, os.PathLike)):
-        return onnx.load(os.fspath(model))
+    what = "the model bytes"
+    try:
+        if isinstance(model, (bytes, bytearray)):
+            return onnx.load_from_string(bytes(model))
+        if isinstance(model, (str, os.PathLike)):
+            what = os.fspath(model)
+            return onnx.load(what)
+    except OSError as e:
+        raise OnnxImportError(f"cannot read {what}: {e.strerror or e}") from None
+    except Exception as e:  # noqa: BLE001 - protobuf's decode errors have no common public base
+        raise OnnxImportError(f"{what} is not an ONNX model ({type(e).__name__}: {e})") from None
     raise TypeError(f"expected a path, bytes or onnx.ModelProto, got {type(model).__name__}")
 
 
