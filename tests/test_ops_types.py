@@ -118,8 +118,10 @@ def test_expand_dims_and_squeeze():
     assert infer("expand_dims", "f32[N, 3]", axes=[-1, 1]) == ["f32[N, 1, 3, 1]"]
     assert "repeat" in type_error("expand_dims", "f32[3]", axes=[0, 0])
     assert "out of range" in type_error("expand_dims", "f32[3]", axes=[2])
-    # without axes only static 1s go: a named or unknown dim might be larger
-    assert infer("squeeze", "f32[1, N, ?, 1]") == ["f32[N, ?]"]
+    # without axes the shape must be static: a named or unknown dim bound to 1 at run time
+    # would be dropped too, changing the rank the verifier gave
+    assert infer("squeeze", "f32[1, 2, 3, 1]") == ["f32[2, 3]"]
+    assert "needs a static shape" in type_error("squeeze", "f32[1, N, ?, 1]")
     assert infer("squeeze", "f32[1, N, ?, 1]", axes=[1, 2]) == ["f32[1, 1]"]
     assert type_error("squeeze", "f32[1, 3]", axes=[1]) == \
         "squeeze: axis 1 of f32[1, 3] has size 3, not 1"

@@ -12,7 +12,7 @@ import re
 
 import numpy as np
 
-from ..errors import OpTypeError
+from ..errors import OpTypeError, Trap
 from ..types import Dim, TensorType
 from .opdef import AttrKind, AttrSpec, Family, OpDef
 from .shapes import broadcast_shapes, same_dtype
@@ -42,6 +42,22 @@ def parse_equation(eq: str, n: int) -> tuple[list[str], str]:
     return terms, rhs
 
 
+def _check_diagonals(term: str, labelled, t) -> None:
+    """A letter repeated in one term takes a diagonal: its dims must be equal (np.einsum does
+    not broadcast a 1 there, unlike across operands)."""
+    seen: dict[str, Dim] = {}
+    for c, d in labelled:
+        if c in seen and isinstance(d, int) and isinstance(seen[c], int) and d != seen[c]:
+            raise OpTypeError(f"einsum term '{term}' repeats letter '{c}' on dims of sizes "
+                              f"{seen[c]} and {d} of {t}; a diagonal needs equal sizes")
+        seen.setdefault(c, d)
+
+
+def _labelled_sizes(term: str, shape: tuple[int, ...]) -> list[tuple[str, int]]:
+    head, _, tail = term.partition("...")
+    return list(zip(head, shape[:len(head)])) + list(zip(tail, shape[len(shape) - len(tail):]))
+
+
 def einsum_rule(types: list[TensorType], attrs) -> list[TensorType]:
     dt = same_dtype("einsum", types)
     if dt.is_bool:
@@ -57,6 +73,7 @@ def einsum_rule(types: list[TensorType], attrs) -> list[TensorType]:
         dims = list(t.shape)
         labelled = list(zip(head, dims[:len(head)])) + list(zip(tail, dims[len(dims) - len(tail):]))
         ell.append(tuple(dims[len(head):len(dims) - len(tail)]))
+        _check_diagonals(term, labelled, t)
         for c, d in labelled:
             old = sizes.get(c)
             if old is None or old == 1:
@@ -72,6 +89,20 @@ def einsum_rule(types: list[TensorType], attrs) -> list[TensorType]:
 def einsum_ref(attrs, *xs: np.ndarray) -> np.ndarray:
     terms, rhs = parse_equation(attrs["equation"], len(xs))
     eq = ",".join(terms) + "->" + rhs
+    # named dims are only bound at run time: sizes the rule could not compare trap here, as
+    # they would inside np.einsum (a diagonal needs equal sizes, operands broadcast a 1)
+    sizes: dict[str, int] = {}
+    for term, x in zip(terms, xs):
+        own: dict[str, int] = {}
+        for c, d in _labelled_sizes(term, x.shape):
+            if own.setdefault(c, d) != d:
+                raise Trap(f"einsum term '{term}' repeats letter '{c}' on dims of sizes "
+                           f"{own[c]} and {d} of {list(x.shape)}")
+        for c, d in own.items():
+            old = sizes.setdefault(c, d)
+            if d not in (1, old) and old != 1:
+                raise Trap(f"einsum letter '{c}' has sizes {old} and {d}")
+            sizes[c] = d if old == 1 else old
     # integers sum in their own dtype (wrapping), as matmul does
     return np.asarray(np.einsum(eq, *xs, dtype=xs[0].dtype), dtype=xs[0].dtype)
 

@@ -44,12 +44,21 @@ _UFUNC = {"add": np.add, "mul": np.multiply, "max": np.maximum, "min": np.minimu
 
 # ---- gather_elements, scatter_elements -------------------------------------------------------
 
+def _check_within(op: str, a: TensorType, idx: TensorType, axis: int) -> None:
+    """Off `axis`, indices may not be larger than a (static dims; the reference traps on the
+    rest), else NumPy fails with an IndexError at run time."""
+    for d, (n, m) in enumerate(zip(idx.shape, a.shape)):
+        if d != axis and isinstance(n, int) and isinstance(m, int) and n > m:
+            raise OpTypeError(f"{op}: indices {idx} exceed {a} on axis {d}")
+
+
 def gather_elements_rule(types: list[TensorType], attrs) -> list[TensorType]:
     a, idx = types
     _index_dtype("gather_elements", idx)
     if a.rank == 0 or idx.rank != a.rank:
         raise OpTypeError(f"gather_elements needs indices of a's rank, got {a} and {idx}")
-    normalize_axis("gather_elements", attrs["axis"], a.rank)
+    _check_within("gather_elements", a, idx, normalize_axis("gather_elements", attrs["axis"],
+                                                            a.rank))
     return [a.with_shape(idx.shape)]
 
 
@@ -67,10 +76,15 @@ def scatter_elements_rule(types: list[TensorType], attrs) -> list[TensorType]:
     a, idx, upd = types
     _index_dtype("scatter_elements", idx)
     same_dtype("scatter_elements", [a, upd])
-    if idx.rank != a.rank or upd.rank != a.rank:
-        raise OpTypeError(f"scatter_elements needs indices and updates of a's rank, got {a}, "
-                          f"{idx} and {upd}")
-    normalize_axis("scatter_elements", attrs["axis"], max(a.rank, 1))
+    if a.rank == 0 or idx.rank != a.rank or upd.rank != a.rank:
+        # rank 0 has no axis to index (as for gather_elements)
+        raise OpTypeError(f"scatter_elements needs indices and updates of a's rank (1 or more), "
+                          f"got {a}, {idx} and {upd}")
+    _check_within("scatter_elements", a, idx, normalize_axis("scatter_elements", attrs["axis"],
+                                                              a.rank))
+    if any(isinstance(n, int) and isinstance(m, int) and n != m
+           for n, m in zip(idx.shape, upd.shape)):
+        raise OpTypeError(f"scatter_elements: indices {idx} and updates {upd} differ")
     _check_reduction("scatter_elements", attrs)
     return [a]
 
@@ -80,6 +94,10 @@ def scatter_elements_ref(attrs, a: np.ndarray, idx: np.ndarray, upd: np.ndarray)
         raise Trap(f"scatter_elements: indices {list(idx.shape)} and updates "
                    f"{list(upd.shape)} differ")
     ax = attrs["axis"] % a.ndim
+    for d in range(a.ndim):
+        if d != ax and idx.shape[d] > a.shape[d]:
+            raise Trap(f"scatter_elements: indices {list(idx.shape)} exceed data "
+                       f"{list(a.shape)}")
     i = _wrap("scatter_elements", idx, a.shape[ax])
     out = a.copy()
     coords = list(np.indices(idx.shape, sparse=False))
@@ -112,9 +130,13 @@ def gather_nd_ref(attrs, a: np.ndarray, idx: np.ndarray) -> np.ndarray:
         raise Trap(f"gather_nd: batch dims of {list(a.shape)} and {list(idx.shape)} differ")
     batch = int(np.prod(a.shape[:b], dtype=np.int64))
     data = a.reshape((batch,) + a.shape[b:])
-    ind = idx.reshape((batch, -1, k))
+    # the tuple count is explicit: reshape(.., -1, 0) cannot infer it when k is 0
+    n = int(np.prod(idx.shape[b:-1], dtype=np.int64))
+    ind = idx.reshape((batch, n, k))
     i = _wrap("gather_nd", ind, np.array(a.shape[b:b + k], np.int64))
-    rows = [data[j][tuple(i[j, :, d] for d in range(k))] for j in range(batch)]
+    # an empty index tuple addresses the whole slice (ONNX, NumPy), once per tuple
+    rows = [data[j][tuple(i[j, :, d] for d in range(k))] if k else
+            np.repeat(data[j][np.newaxis], n, axis=0) for j in range(batch)]
     out = np.stack(rows) if rows else np.zeros((0,) + a.shape[b + k:], a.dtype)
     return out.reshape(idx.shape[:-1] + a.shape[b + k:])
 
@@ -125,7 +147,10 @@ def scatter_nd_rule(types: list[TensorType], attrs) -> list[TensorType]:
     same_dtype("scatter_nd", [a, upd])
     if idx.rank < 1 or not isinstance(idx.shape[-1], int) or idx.shape[-1] > a.rank:
         raise OpTypeError(f"scatter_nd indices need a static last dim up to a's rank, got {idx}")
-    if upd.rank != idx.rank - 1 + a.rank - idx.shape[-1]:
+    # updates are one slice of a per index tuple: shape indices[:-1] + a[k:], checked where known
+    want = tuple(idx.shape[:-1]) + tuple(a.shape[idx.shape[-1]:])
+    if upd.rank != len(want) or any(isinstance(u, int) and isinstance(w, int) and u != w
+                                    for u, w in zip(upd.shape, want)):
         raise OpTypeError(f"scatter_nd updates {upd} do not fit indices {idx} into {a}")
     _check_reduction("scatter_nd", attrs)
     return [a]
@@ -133,12 +158,15 @@ def scatter_nd_rule(types: list[TensorType], attrs) -> list[TensorType]:
 
 def scatter_nd_ref(attrs, a: np.ndarray, idx: np.ndarray, upd: np.ndarray) -> np.ndarray:
     k = idx.shape[-1]
-    ind = _wrap("scatter_nd", idx.reshape(-1, k), np.array(a.shape[:k], np.int64))
-    rest = a.shape[k:]
-    u = upd.reshape((-1,) + rest)
-    if u.shape[0] != ind.shape[0]:
-        raise Trap(f"scatter_nd: updates {list(upd.shape)} do not fit indices {list(idx.shape)}")
-    out = a.copy()
+    # shapes compared before any reshape (named dims may disagree at run time), and the tuple
+    # count is explicit: reshape(-1, 0) cannot infer it when k is 0
+    if upd.shape != idx.shape[:-1] + a.shape[k:]:
+        raise Trap(f"scatter_nd: updates {list(upd.shape)} do not fit indices {list(idx.shape)} "
+                   f"into {list(a.shape)}")
+    n = int(np.prod(idx.shape[:-1], dtype=np.int64))
+    ind = _wrap("scatter_nd", idx.reshape(n, k), np.array(a.shape[:k], np.int64))
+    u = upd.reshape((n,) + a.shape[k:])
+    out = np.array(a)     # an array even for a 0-d operand (a NumPy scalar has no item assignment)
     red = attrs["reduction"]
     for j in range(ind.shape[0]):     # in order: the last of repeated indices wins
         at = tuple(int(v) for v in ind[j])

@@ -127,7 +127,10 @@ def expand_dims_ref(attrs, x: np.ndarray) -> np.ndarray:
 def squeeze_rule(types: list[TensorType], attrs) -> list[TensorType]:
     (t,) = types
     if attrs["axes"] is None:
-        # only dims known to be 1: a named or unknown dim may be larger, so it must be listed
+        # which axes go must not depend on run-time sizes (a named dim bound to 1 would change
+        # the rank), so without a static shape the axes must be listed
+        if not all(isinstance(d, int) for d in t.shape):
+            raise OpTypeError(f"squeeze without axes needs a static shape, got {t}; list the axes")
         axes = [i for i, d in enumerate(t.shape) if d == 1]
     else:
         axes = normalize_axes("squeeze", attrs["axes"], t.rank)
@@ -139,6 +142,7 @@ def squeeze_rule(types: list[TensorType], attrs) -> list[TensorType]:
 
 def squeeze_ref(attrs, x: np.ndarray) -> np.ndarray:
     if attrs["axes"] is None:
+        # the rule admits this only for a static shape, so every 1 here is a static 1
         return np.squeeze(x)
     axes = tuple(a % x.ndim for a in attrs["axes"])
     for a in axes:
@@ -288,6 +292,14 @@ def pad_rule(types: list[TensorType], attrs) -> list[TensorType]:
     if len(pads) != 2 * t.rank:
         raise OpTypeError(f"pad needs {2 * t.rank} pads (begin and end of each axis) for {t}, "
                           f"got {len(pads)}")
+    value = float(attrs["value"])
+    if t.dtype.is_int:
+        # the fill is known here: NaN, inf or a value outside the dtype has no integer to
+        # truncate to, so it is rejected now rather than failing inside NumPy at run time
+        info = np.iinfo(t.dtype.np)
+        if not math.isfinite(value) or not info.min <= math.trunc(value) <= info.max:
+            raise OpTypeError(f"pad value {value} is not a value of {t.dtype} "
+                              f"({info.min} to {info.max})")
     shape: list[Dim] = []
     for i, d in enumerate(t.shape):
         grow = pads[i] + pads[i + t.rank]
@@ -312,6 +324,9 @@ def pad_ref(attrs, x: np.ndarray) -> np.ndarray:
         crop.append(slice(max(-b, 0), x.shape[i] - max(-e, 0)))
     x = x[tuple(crop)] if crop else x
     widths = [(max(b, 0), max(e, 0)) for b, e in zip(begins, ends)]
+    if rank == 0:
+        # nothing to pad (pads is empty); np.pad rejects an empty pad_width
+        return x.copy()
     value = float(attrs["value"])
     # converted as `cast` converts a float: integers truncate toward zero, bool is value != 0
     fill = np.asarray(math.trunc(value) if x.dtype.kind in "iu" else value).astype(x.dtype)
@@ -372,10 +387,11 @@ OPS = [
           attrs=(AttrSpec("axes", AttrKind.INTS, doc="positions in the result, may be negative"),),
           dtypes="any", extra={"operands": ("a",)}),
     OpDef("squeeze", 164, Family.MOVEMENT, (1, 1), squeeze_rule, squeeze_ref,
-          "r := a without the size-1 dims at `axes`; absent: without every dim of static size 1 "
-          "(a named or unknown dim is removed only when listed, and traps unless it is 1)",
-          attrs=(AttrSpec("axes", AttrKind.INTS, None, "the dims to remove; absent: all static "
-                          "size-1 dims"),),
+          "r := a without the size-1 dims at `axes`; absent: without every dim of size 1, and "
+          "a's shape must then be static (a named or unknown dim is removed only when listed, "
+          "and traps unless it is 1)",
+          attrs=(AttrSpec("axes", AttrKind.INTS, None, "the dims to remove; absent: all size-1 "
+                          "dims of a static shape"),),
           dtypes="any", extra={"operands": ("a",)}),
     OpDef("concat", 165, Family.MOVEMENT, (1, None), concat_rule, concat_ref,
           "r := the operands joined along `axis`; they share one dtype and rank, and all other "
@@ -401,7 +417,8 @@ OPS = [
     OpDef("pad", 168, Family.MOVEMENT, (1, 1), pad_rule, pad_ref,
           "r := a with `value` added before and after each axis (constant mode); pads are in "
           "ONNX order [x1_begin, x2_begin, ..., x1_end, x2_end, ...]; a negative pad crops; "
-          "`value` is converted to a's dtype as `cast` would (integers truncate)",
+          "`value` is converted to a's dtype as `cast` would (integers truncate; for an integer "
+          "dtype it must be finite and truncate into its range)",
           attrs=(AttrSpec("pads", AttrKind.INTS, doc="2 * rank counts: all begins, then all "
                           "ends"),
                  AttrSpec("value", AttrKind.FLOAT, 0.0, "the fill value")),

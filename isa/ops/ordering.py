@@ -56,10 +56,11 @@ def cumulative_ref(op: str, f):
         if attrs["reverse"]:
             x = np.flip(x, ax)
         y = f(x, axis=ax, dtype=x.dtype)
-        if attrs["exclusive"]:
+        if attrs["exclusive"] and y.shape[ax]:
             # shift by one along the axis; the first element is the identity (0 or 1)
             ident = np.full_like(np.take(y, [0], axis=ax), 0 if f is np.cumsum else 1)
             y = np.concatenate([ident, np.take(y, np.arange(y.shape[ax] - 1), axis=ax)], axis=ax)
+        # an empty axis stays empty: there is no first element to take the identity's place
         return np.flip(y, ax).copy() if attrs["reverse"] else y
     return ref
 

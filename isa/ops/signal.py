@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import OpTypeError
+from ..errors import OpTypeError, Trap
 from ..types import Dim, TensorType
 from .opdef import AttrKind, AttrSpec, Family, OpDef
 
@@ -35,6 +35,11 @@ def dft_rule(types: list[TensorType], attrs) -> list[TensorType]:
         raise OpTypeError("dft: length must be 0 (the signal's size) or positive")
     axis %= t.rank
     n = _length(attrs, t.shape[axis])
+    if n is not None and n < 1:
+        # np.fft has no transform of length 0 (an empty signal, or the inverse of a one-sided
+        # spectrum of 1 frequency)
+        raise OpTypeError(f"dft: the transform length of axis {axis} of {t} is {n}; it must be "
+                          "1 or more (give `length`)")
     shape = list(t.shape)
     if attrs["inverse"] and attrs["onesided"]:
         shape[axis], shape[-1] = n, 1
@@ -52,6 +57,9 @@ def dft_ref(attrs, x: np.ndarray) -> np.ndarray:
     if x.shape[-1] == 2:
         sig = sig + 1j * x[..., 1].astype(real)
     n = _length(attrs, x.shape[axis])
+    if n < 1:      # a named dim bound to 0 (or 1 for a one-sided inverse) at run time
+        raise Trap(f"dft: the transform length of axis {axis} of {list(x.shape)} is {n}; it "
+                   "must be 1 or more")
     if attrs["inverse"]:
         if attrs["onesided"]:
             return np.fft.irfft(sig, n=n, axis=axis)[..., None].astype(x.dtype)

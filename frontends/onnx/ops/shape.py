@@ -155,6 +155,16 @@ def squeeze(ctx: NodeCtx) -> list[Value]:
     axes = _axes_input_or_attr(ctx)
     if axes is not None:
         axes = [norm_axis(a, x.rank) for a in axes]
+    elif not x.type.is_static:
+        # ONNX drops every dim that is 1 at run time, but a dlvm type has one rank: drop the
+        # static 1s and trap where a dim unknown here turns out to be 1 (the rank would differ)
+        axes = [i for i, d in enumerate(x.type.shape) if d == 1]
+        open_dims = [i for i, d in enumerate(x.type.shape) if not isinstance(d, int)]
+        dims = ctx.e.emit("gather", [ctx.e.emit("shape_of", [x]), known(open_dims, np.int64)])
+        not_one = ctx.e.emit("ne", [dims, known(1, np.int64)])
+        ctx.e.fb.assert_(ctx.e.materialize(not_one),
+                         f"{ctx.label}: Squeeze without axes met a dim of size 1 that was "
+                         "unknown at import (give the axes)")
     out = ctx.e.emit("squeeze", [x], ctx.node.output[0], axes=axes)
     if x.sym is not None and x.rank == 1 and out.rank == 0:
         out.sym = x.sym
