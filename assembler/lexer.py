@@ -173,6 +173,9 @@ class Lexer:
             if c == '"':
                 return "".join(out), i + 1 - start
             if c != "\\":
+                if "\ud800" <= c <= "\udfff":   # only from a str built in Python, never UTF-8
+                    raise self.fail("a surrogate code point (D800 to DFFF) is not a character",
+                                    self.line, i - self.line_start + 1)
                 out.append(c)
                 i += 1
                 continue
@@ -184,6 +187,12 @@ class Lexer:
                 m = re.compile(r"u\{([0-9A-Fa-f]{1,6})\}").match(text, i + 1)
                 if m is None or int(m.group(1), 16) > 0x10FFFF:
                     raise self.fail("bad \\u escape (write \\u{hex digits})",
+                                    self.line, i - self.line_start + 1)
+                if 0xD800 <= int(m.group(1), 16) <= 0xDFFF:
+                    # a lone surrogate is no character: UTF-8 cannot encode it (the printer and
+                    # the bytecode writer would fail later, far from the text)
+                    raise self.fail(f"\\u{{{m.group(1)}}} is a surrogate code point "
+                                    "(D800 to DFFF), not a character",
                                     self.line, i - self.line_start + 1)
                 out.append(chr(int(m.group(1), 16)))
                 i = m.end()

@@ -18,6 +18,7 @@ from .lexer import NAME_RE, SIGIL_NAME_RE, Token
 
 LiteralTree = Union[Token, list["LiteralTree"]]
 INT64 = np.iinfo(np.int64)
+UINT64 = np.iinfo(np.uint64)
 WORD_VALUES = {"true": True, "false": False, "inf": float("inf"), "nan": float("nan")}
 # A module constant's fill is materialized; refuse sizes that would exhaust memory.
 MAX_CONST_BYTES = 1 << 28
@@ -40,7 +41,9 @@ def scalar_value(tok: Token) -> bool | int | float:
     """The Python value of a scalar literal token: `1` stays int, `1.0` stays float."""
     if tok.kind == "NAME":
         return WORD_VALUES[tok.value]
-    if tok.kind == "INT" and not INT64.min <= tok.value <= INT64.max:
+    # the union of i64 and u64: u64 needs up to 2^64 - 1 (as the printer writes it); the
+    # operand's or constant's dtype decides whether the value fits
+    if tok.kind == "INT" and not INT64.min <= tok.value <= UINT64.max:
         raise LiteralError(f"integer {tok.text} does not fit in 64 bits", tok)
     return tok.value
 
