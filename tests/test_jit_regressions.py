@@ -91,3 +91,14 @@ def test_check_mode_ignores_unspecified_float_to_int_casts(monkeypatch):
     x = np.array([np.nan, 1e6, -1e6, 0.5], np.float32)
     (y,) = dlvmrt.VM(mb.finish(), jit="always").run("main", x)
     assert y.dtype == np.int8 and y[3] == 50
+
+
+def test_signed_zeros_follow_ieee_in_compiled_code(monkeypatch):
+    # with LLVM's nsz flag, x + 0.0 folded to x: -0.0 stayed -0.0 and 1/x became -inf
+    monkeypatch.setenv("DLVM_JIT_CHECK", "1")
+    mb = ModuleBuilder("z")
+    f = mb.function("main", [("z", "f32[N]")], ["f32[N]", "f32[N]"])
+    f.ret(f.reciprocal(f.add(f.neg(f.arg("z")), 0.0)), f.reciprocal(f.mul(f.sin(f.neg(f.arg("z"))), 1.0)))
+    z = np.zeros(64, np.float32)
+    pos, neg = dlvmrt.VM(mb.finish(), jit="always").run("main", z)
+    assert np.all(pos == np.inf) and np.all(neg == -np.inf)

@@ -20,7 +20,7 @@ PTR = ir.PointerType()
 # fast-math flags of every float instruction by default: no NaN/Inf assumptions (so NaN and Inf
 # keep their IEEE meaning), but signed zeros, reciprocals, contraction (FMA) and approximate
 # intrinsics are allowed.
-DEFAULT_FLAGS = ("nsz", "arcp", "contract", "afn")
+DEFAULT_FLAGS = ("arcp", "contract", "afn")
 # reductions may also reassociate, so the vectorizer can keep several partial sums
 REDUCE_FLAGS = DEFAULT_FLAGS + ("reassoc",)
 

@@ -20,7 +20,7 @@ from . import polys
 from .irutil import DEFAULT_FLAGS, F32, F64, I1, I32, I64, const, intrinsic
 
 FM = DEFAULT_FLAGS
-DIV_FLAGS = ("nsz", "contract")     # exact division: estimates break at 0 and Inf (see ops.py)
+DIV_FLAGS = ("contract",)     # exact division: estimates break at 0 and Inf (see ops.py)
 SINCOS_LIMIT = float(2 ** 19)
 # |2x| beyond which tanh x is +-1 after rounding: 2 e^-2|x| < 2^-25 (f32), 2^-54 (f64)
 TANH_CLAMP = {False: 20.0, True: 40.0}
@@ -249,6 +249,8 @@ def _sincos(f: _F, x, want_cos: bool, status: Callable[[ir.Value], None]):
     neg = b.trunc(b.lshr(b.and_(q, f.ci(2)), f.ci(1)), I1)
     y = f.sel(odd, c, s)
     y = f.sel(neg, b.fneg(y), y)
+    if not want_cos:    # the reduction's fma turns -0 into +0; sin(-0) is -0
+        y = f.sel(f.eq(x, f.c(0.0)), x, y)
     return f.sel(ok, y, f.c(math.nan))
 
 
