@@ -262,10 +262,13 @@ def _check_same(fcode, blk, region, name: str, got, want) -> None:
 
 
 def _as_input(value: Any, t) -> Any:
-    """Arrays are taken as they are (their dtype is checked at entry); Python numbers and lists
-    are converted to the parameter's dtype."""
-    if isinstance(value, (np.ndarray, np.generic)):
+    """Arrays are taken as they are (their dtype is checked at entry), NumPy scalars become 0-d
+    arrays (references expect arrays); Python numbers and lists are converted to the parameter's
+    dtype."""
+    if isinstance(value, np.ndarray):
         return value
+    if isinstance(value, np.generic):
+        return np.asarray(value)
     try:
         return np.asarray(value, dtype=t.dtype.np)
     except (TypeError, ValueError, OverflowError) as e:
