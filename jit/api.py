@@ -58,6 +58,30 @@ def _static_shape(t, dims: dict[str, int]) -> tuple[int, ...]:
     return tuple(d if isinstance(d, int) else dims.get(d, 2) if isinstance(d, str) else 2 for d in t.shape)
 
 
+def region_spec(module: Module, types, region: Region, dims: dict[str, int]):
+    """The kernel of `region` and its variant for static shapes (named dims from `dims`)."""
+    kernel = build_kernel(module, types, region)
+    rows = types[region.block]
+    shapes = []
+    for t in kernel.inputs:
+        if t.source < 0:      # the head's (matmul, conv2d) result, from its verified type
+            shapes.append(_static_shape(rows[region.start].results[0], dims))
+        else:
+            shapes.append(_input_shape(module, types, region, t.source, dims))
+    return kernel, make_plan(kernel, shapes).spec
+
+
+def region_kernels(module: Module, dims: dict[str, int]):
+    """(file stem, kernel, variant) of every region of every function, for ahead-of-time
+    compilation: the stem is `<module>.<func>.b<block>_<start>_<end>`."""
+    all_types = verify_module(module)
+    for fname in module.functions:
+        types = all_types[fname]
+        for region in form_regions(module, fname, types):
+            kernel, spec = region_spec(module, types, region, dims)
+            yield f"{module.name}.{fname}.b{region.block}_{region.start}_{region.end}", kernel, spec
+
+
 def compile_program(module: Module, *, target: str = "cpu", emit: str = "llvm",
                     dims: dict[str, int] | None = None, out_dir: str | os.PathLike) -> list[Path]:
     """Compile every region of every function ahead of time and write one file per region:
@@ -74,31 +98,16 @@ def compile_program(module: Module, *, target: str = "cpu", emit: str = "llvm",
     from .compiler import assembly, optimized_ir
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    dims = dims or {}
-    all_types = verify_module(module)
     written: list[Path] = []
-    for fname in module.functions:
-        types = all_types[fname]
-        for region in form_regions(module, fname, types):
-            kernel = build_kernel(module, types, region)
-            rows = types[region.block]
-            shapes = []
-            for t in kernel.inputs:
-                if t.source < 0:
-                    # the head's (matmul, conv2d) result, from its verified type
-                    shapes.append(_static_shape(rows[region.start].results[0], dims))
-                else:
-                    shapes.append(_input_shape(module, types, region, t.source, dims))
-            spec = make_plan(kernel, shapes).spec
-            stem = f"{module.name}.{fname}.b{region.block}_{region.start}_{region.end}"
-            if emit == "kernel-ir":
-                path, text = out / f"{stem}.kir", kernel.text() + spec.text()
-            elif emit == "llvm":
-                path, text = out / f"{stem}.ll", optimized_ir(kernel, spec, 3)
-            else:
-                path, text = out / f"{stem}.s", assembly(kernel, spec, 3)
-            path.write_text(text)
-            written.append(path)
+    for stem, kernel, spec in region_kernels(module, dims or {}):
+        if emit == "kernel-ir":
+            path, text = out / f"{stem}.kir", kernel.text() + spec.text()
+        elif emit == "llvm":
+            path, text = out / f"{stem}.ll", optimized_ir(kernel, spec, 3)
+        else:
+            path, text = out / f"{stem}.s", assembly(kernel, spec, 3)
+        path.write_text(text)
+        written.append(path)
     return written
 
 

@@ -19,15 +19,13 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 
 from llvmlite import ir
 
 from isa.dtypes import DType
 from jit.kernel_ir import REDUCE_KINDS, Kernel
-from jit.llvm.irutil import I32, I64, PTR, const, mem_type, reg_type
+from jit.llvm.irutil import I32, I64, PTR, const, for_range, mem_type, reg_type
 from jit.llvm.ops import LowerCtx, load_value, store_value
 from jit.plan import Spec
 
@@ -73,26 +71,6 @@ def _sreg(mod: ir.Module, name: str) -> ir.Function:
     if full in mod.globals:
         return mod.globals[full]
     return ir.Function(mod, ir.FunctionType(I32, []), name=full)
-
-
-@contextmanager
-def _stride_loop(b: ir.IRBuilder, start: ir.Value, stop: ir.Value, step: ir.Value,
-                 name: str) -> Iterator[ir.Value]:
-    """`for i in range(start, stop, step)` (step > 0); the body is built inside the `with`."""
-    pre = b.block
-    head = b.append_basic_block(f"{name}.head")
-    body = b.append_basic_block(f"{name}.body")
-    done = b.append_basic_block(f"{name}.done")
-    b.branch(head)
-    b.position_at_end(head)
-    iv = b.phi(I64, name=name)
-    iv.add_incoming(start, pre)
-    b.cbranch(b.icmp_signed("<", iv, stop), body, done)
-    b.position_at_end(body)
-    yield iv
-    iv.add_incoming(b.add(iv, step, name=f"{name}.next"), b.block)
-    b.branch(head)
-    b.position_at_end(done)
 
 
 def _identity(kind: str, d: DType) -> ir.Constant:
@@ -209,7 +187,7 @@ class _Emitter:
         step = b.mul(self.sreg("nctaid.x"), self.sreg("ntid.x"))
         axes = list(range(self.spec.rank))
         total = self.product(axes)
-        with _stride_loop(b, gid, total, step, "i") as lin:
+        with for_range(b, gid, total, "i", step=step) as lin:
             offs = self.offsets(self.coords(lin, axes))
             cache: dict[int, ir.Value] = {}
             for oi, o in enumerate(self.k.outputs):
@@ -238,14 +216,14 @@ class _Emitter:
         n_passes = max((phase[r] for r in reds), default=0) + (0 if all(row_level) else 1)
         rows = self.product(outer)
         inner_total = self.product(inner)
-        with _stride_loop(b, self.sreg("ctaid.x"), rows, self.sreg("nctaid.x"), "row") as row:
+        with for_range(b, self.sreg("ctaid.x"), rows, "row", step=self.sreg("nctaid.x")) as row:
             base = self.offsets(self.coords(row, outer))
             done: dict[int, ir.Value] = {}            # reductions of this row, by node
             for p in range(n_passes):
                 now = [r for r in reds if phase[r] == p + 1]
                 for r in now:
                     b.store(_identity(k.nodes[r].op, k.nodes[r].dtype), accs[r])
-                with _stride_loop(b, tid, inner_total, ntid, f"j{p}") as j:
+                with for_range(b, tid, inner_total, f"j{p}", step=ntid) as j:
                     offs = self.offsets(self.coords(j, inner), base)
                     cache = dict(done)
                     for r in now:

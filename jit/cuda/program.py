@@ -11,31 +11,14 @@ import os
 from pathlib import Path
 
 from isa.module import Module
-from isa.verify import FunctionTypes, verify_module
-from jit.build import build_kernel
-from jit.plan import make_plan
-from jit.regions import Region, form_regions
+from isa.verify import FunctionTypes
+from jit.api import region_kernels, region_spec
+from jit.regions import Region
 
 from .codegen import CudaKernel, build_cuda_kernel
 from .target import DEFAULT_ARCH, emit_ptx, finalize
 
 EMITS = ("ptx", "asm", "llvm", "kernel-ir")     # asm is an alias of ptx for this target
-
-
-def region_spec(module: Module, types: FunctionTypes, region: Region, dims: dict[str, int]):
-    """The kernel of `region` and its variant for the static shapes (named dims from `dims`)."""
-    from jit.api import _input_shape, _static_shape
-    from jit.runner import matmul_shape
-    kernel = build_kernel(module, types, region)
-    rows = types[region.block]
-    shapes = []
-    for t in kernel.inputs:
-        if t.source < 0:
-            mm = rows[region.start]
-            shapes.append(matmul_shape(*(_static_shape(x, dims) for x in mm.operands)))
-        else:
-            shapes.append(_input_shape(module, types, region, t.source, dims))
-    return kernel, make_plan(kernel, shapes).spec
 
 
 def region_ptx(module: Module, types: FunctionTypes, region: Region, dims: dict[str, int],
@@ -53,25 +36,19 @@ def compile_program_cuda(module: Module, *, emit: str = "ptx", dims: dict[str, i
     arch = arch or os.environ.get("DLVM_CUDA_ARCH", DEFAULT_ARCH)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    dims = dims or {}
-    all_types = verify_module(module)
     written: list[Path] = []
-    for fname in module.functions:
-        types = all_types[fname]
-        for region in form_regions(module, fname, types):
-            kernel, spec = region_spec(module, types, region, dims)
-            stem = f"{module.name}.{fname}.b{region.block}_{region.start}_{region.end}"
-            if emit == "kernel-ir":
-                path, text = out / f"{stem}.kir", kernel.text() + spec.text()
+    for stem, kernel, spec in region_kernels(module, dims or {}):
+        if emit == "kernel-ir":
+            path, text = out / f"{stem}.kir", kernel.text() + spec.text()
+        else:
+            ck = build_cuda_kernel(kernel, spec)
+            if emit == "llvm":
+                path, text = out / f"{stem}.nvptx.ll", str(finalize(ck.llvm_ir, [ck.name], arch))
             else:
-                ck = build_cuda_kernel(kernel, spec)
-                if emit == "llvm":
-                    path, text = out / f"{stem}.nvptx.ll", str(finalize(ck.llvm_ir, [ck.name], arch))
-                else:
-                    path, text = out / f"{stem}.{arch}.ptx", emit_ptx(ck.llvm_ir, [ck.name], arch)
-            path.write_text(text)
-            written.append(path)
+                path, text = out / f"{stem}.{arch}.ptx", emit_ptx(ck.llvm_ir, [ck.name], arch)
+        path.write_text(text)
+        written.append(path)
     return written
 
 
-__all__ = ["EMITS", "compile_program_cuda", "region_ptx", "region_spec"]
+__all__ = ["EMITS", "compile_program_cuda", "region_ptx"]

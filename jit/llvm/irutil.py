@@ -84,10 +84,12 @@ def loop_hints(mod: ir.Module, **hints: int) -> ir.MDValue:
 
 @contextmanager
 def for_range(b: ir.IRBuilder, start: ir.Value, stop: ir.Value, name: str = "i",
-              hints: ir.MDValue | None = None) -> Iterator[ir.Value]:
+              hints: ir.MDValue | None = None, step: ir.Value | None = None
+              ) -> Iterator[ir.Value]:
     """`for i in range(start, stop)` as a canonical loop (a phi in a header block); the body is
     built inside the `with`, the builder is left after the loop. `hints`: loop metadata from
-    `loop_hints`, attached to the back edge."""
+    `loop_hints`, attached to the back edge. `step` (> 0; default 1) serves strided loops such
+    as the GPU's grid-stride loops."""
     pre = b.block
     header = b.append_basic_block(f"{name}.head")
     body = b.append_basic_block(f"{name}.body")
@@ -99,7 +101,10 @@ def for_range(b: ir.IRBuilder, start: ir.Value, stop: ir.Value, name: str = "i",
     b.cbranch(b.icmp_signed("<", iv, stop), body, done)
     b.position_at_end(body)
     yield iv
-    nxt = b.add(iv, ir.Constant(I64, 1), name=f"{name}.next", flags=("nsw",))
+    if step is None:
+        nxt = b.add(iv, ir.Constant(I64, 1), name=f"{name}.next", flags=("nsw",))
+    else:
+        nxt = b.add(iv, step, name=f"{name}.next")
     iv.add_incoming(nxt, b.block)
     latch = b.branch(header)
     if hints is not None:
