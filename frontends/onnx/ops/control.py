@@ -50,6 +50,21 @@ def _joined(ctx: NodeCtx, a: TensorType, b: TensorType) -> TensorType:
     return a.with_shape(tuple(x if x == y else None for x, y in zip(a.shape, b.shape)))
 
 
+def close_loop(e: Emitter, updates: list[tuple[Value, Value]], counter: tuple[Value, Value],
+               head: str, exit_label: str) -> None:
+    """End a lowered loop body (Loop, Scan): write every (loop register, new value) pair back,
+    step the counter, jump to the header, and continue at the exit block. New values that are
+    loop registers themselves are copied out first: one state may feed another's update."""
+    index, nxt = counter
+    loop_regs = {r.operand for r, _ in updates} | {index.operand}
+    values = [e.emit("mov", [v], "tmp") if v.operand in loop_regs else v for _, v in updates]
+    for (r, _), v in zip(updates, values):
+        e.mov(v, r.operand.name)
+    e.mov(nxt, index.operand.name)
+    e.fb.jmp(head)
+    e.fb.label(exit_label)
+
+
 def _reg(e: Emitter, hint: str, t: TensorType) -> Value:
     return Value(t, Reg(e.regs.fresh(hint, "t")))
 
@@ -170,18 +185,6 @@ def loop(ctx: NodeCtx) -> list[Value]:
     grown = [e.emit("concat", [acc, e.emit("expand_dims", [s], axes=[0])], "scan", axis=0)
              for acc, s in zip(accs, scans)]
     nxt = e.emit("add", [i, scalar(1, I64)], "next")
-    # copy after computing every new value: a carried register may feed another's update, so
-    # values that are loop registers themselves are copied out first
-    loop_regs = {r.operand for r in carried + accs + [i, c]}
-    new_vals = [e.emit("mov", [v], "tmp") if v.operand in loop_regs else v for v in new_vals]
-    if new_c.operand in loop_regs:
-        new_c = e.emit("mov", [new_c], "tmp")
-    e.mov(new_c, c.operand.name)
-    for r, v in zip(carried, new_vals):
-        e.mov(v, r.operand.name)
-    for r, v in zip(accs, grown):
-        e.mov(v, r.operand.name)
-    e.mov(nxt, i.operand.name)
-    e.fb.jmp(l_head)
-    e.fb.label(l_exit)
+    close_loop(e, [(c, new_c), *zip(carried, new_vals), *zip(accs, grown)], (i, nxt), l_head,
+               l_exit)
     return carried + accs

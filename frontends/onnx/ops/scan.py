@@ -17,7 +17,7 @@ from isa.types import TensorType
 from ..registry import NodeCtx, onnx_op
 from ..values import Value, known
 from .common import norm_axis, scalar
-from .control import _joined, _reg, _Rollback
+from .control import _joined, _reg, _Rollback, close_loop
 
 I64 = BY_NAME["i64"]
 
@@ -117,16 +117,7 @@ def scan(ctx: NodeCtx) -> list[Value]:
         s1 = e.emit("expand_dims", [s], axes=[0])
         grown.append(e.emit("concat", [s1, acc] if rev else [acc, s1], "scan", axis=0))
     nxt = e.emit("add", [i, scalar(1, I64)], "next")
-    # a state may feed another state's update: copy loop registers out before overwriting
-    loop_regs = {r.operand for r in states + accs + [i]}
-    new_vals = [e.emit("mov", [v], "tmp") if v.operand in loop_regs else v for v in new_vals]
-    for r, v in zip(states, new_vals):
-        e.mov(v, r.operand.name)
-    for r, v in zip(accs, grown):
-        e.mov(v, r.operand.name)
-    e.mov(nxt, i.operand.name)
-    e.fb.jmp(l_head)
-    e.fb.label(l_exit)
+    close_loop(e, [*zip(states, new_vals), *zip(accs, grown)], (i, nxt), l_head, l_exit)
 
     results = list(states)
     for acc, raw in zip(accs, out_axes_raw):
