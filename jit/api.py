@@ -32,11 +32,16 @@ class Jit:
     dir); opt_level: LLVM optimization level; threads: threads a large kernel is split across
     (default: $DLVM_THREADS or the CPUs this process may use); max_variants: compiled variants per
     region before new shapes stay interpreted; parallel_threshold_us: estimated single-thread time
-    below which a kernel runs on one thread (a handoff to a worker costs tens of microseconds)."""
+    below which a kernel runs on one thread (a handoff to a worker costs tens of microseconds);
+    gemm: f32 matmul and conv2d heads use the JIT's GEMM kernel rather than NumPy's BLAS
+    (default: yes, unless $DLVM_GEMM is "blas")."""
 
     def __init__(self, *, cache_dir: str | None = None, opt_level: int = 3, threads: int | None = None,
-                 max_variants: int = 4, parallel_threshold_us: float = 150.0):
+                 max_variants: int = 4, parallel_threshold_us: float = 150.0, gemm: bool | None = None):
         self.opt_level = opt_level
+        # f32 matrix products and convolutions through the JIT's own GEMM kernel (jit/gemm.py),
+        # or NumPy's BLAS with gemm=False / DLVM_GEMM=blas
+        self.gemm = gemm if gemm is not None else os.environ.get("DLVM_GEMM", "dlvm") != "blas"
         self.threads = threads if threads is not None else default_threads()
         self.max_variants = max_variants
         self.parallel_threshold_us = parallel_threshold_us

@@ -173,7 +173,9 @@ def form_regions(module: Module, func_name: str, types: FunctionTypes) -> list[R
             n = run.end - run.start
             worth = n >= 2 or (n == 1 and run.heavy)
             if run.kind in EPILOGUE_KINDS:
-                worth = n >= 2
+                # a lone product or convolution is a region too: it runs the JIT's GEMM, and
+                # no epilogue kernel is compiled for it
+                worth = True
             if worth:
                 ins_, outs = _region_io(func, bi, run.start, run.end, live)
                 kind = run.kind

@@ -25,8 +25,11 @@ from isa.ops import OPS
 from isa.types import TensorType
 from isa.verify import verify_module
 
+from . import conv
 from .build import KernelBuildError, build_kernel
 from .compiler import Compiled, assembly, compile_variant, optimized_ir
+from .gemm import gemm
+from .gemm import use_for as use_gemm
 from .kernel_ir import Kernel
 from .plan import Decline, Plan, Spec, make_plan
 from .regions import EPILOGUE_KINDS, Region
@@ -56,7 +59,7 @@ def matmul_shape(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
 class _Call:
     """Everything one exact input-shape signature needs, prepared once."""
     plan: Plan
-    compiled: Compiled
+    compiled: Compiled | None     # None: a lone head op, no epilogue kernel
     out_dtypes: list[np.dtype]
     bufs: list[np.ndarray | None]
     bounds: list[tuple[int, int]]
@@ -65,6 +68,7 @@ class _Call:
     mm_buf: np.ndarray | None
     mm_out: int                   # output index that is written in place of the product, or -1
     spare: list[list[np.ndarray]] = dataclasses.field(default_factory=list)
+    conv_plan: conv.ConvPlan | None = None      # a conv2d head's geometry and buffers
 
 
 class RegionRunner:
@@ -137,6 +141,11 @@ class RegionRunner:
             if mm_out >= 0:
                 inplace = tuple(src if j == mm_out else -1 for j in range(len(k.outputs)))
                 plan.spec = dataclasses.replace(plan.spec, inplace=inplace)
+        if mm_shape is not None and len(k.outputs) == 1 and k.outputs[0].node == self._product_node():
+            # a lone product or convolution: no epilogue kernel to compile or run, its result
+            # is the region's output (written in place of output 0)
+            return _Call(plan, None, [k.outputs[0].dtype.np], [None], [(0, plan.rows)], [None],
+                         mm_shape, None, 0, [[]])
         if plan.dims[plan.spec.rank - 1] < SHORT_ROW:
             plan.spec = dataclasses.replace(plan.spec, short_rows=True)
         compiled = self.variants.get(plan.spec)
@@ -225,6 +234,12 @@ class RegionRunner:
         for j, shape in enumerate(call.plan.out_shapes):
             # the kernel writes in place of a head result that the reference allocated
             bufs[j] = head if head is not None and j == call.mm_out else self._free_buffer(call, j, shape)
+        if call.compiled is None:
+            if head is None:
+                self._matmul(call, args)
+            out = list(bufs)
+            bufs[:] = [None]
+            return out
         ptrs = []
         keep = []     # arrays whose raw pointers the kernel reads: alive until it returns
         k = self.kernel
@@ -279,15 +294,36 @@ class RegionRunner:
         return None if s is None else s.ctypes.data
 
     def _reference_head(self, call: _Call, args: list[np.ndarray]) -> np.ndarray:
-        """A head op without an out= form (conv2d: im2col and one sgemm in the op's reference),
-        run through its reference; the epilogue then runs in place on the fresh array."""
-        out = OPS[self._head_op].reference(self._head_attrs, *(args[i] for i in self._head_args))
+        """A head op without an out= form (conv2d: a patch matrix and one matrix product, the
+        JIT's own for f32), run through its definition; the epilogue then runs in place on the
+        fresh array."""
+        operands = [args[i] for i in self._head_args]
+        if self._head_op == "conv2d" and self.jit.gemm and conv.supported(*operands[:2], self._head_attrs):
+            return self._conv(call, operands)
+        out = OPS[self._head_op].reference(self._head_attrs, *operands)
         if not (out.flags.c_contiguous and out.flags.writeable) or out.shape != call.mm_shape:
             out = np.ascontiguousarray(out)
         if out.shape != call.mm_shape or out.dtype != args[self._head_args[0]].dtype:
             raise InternalError(f"{self._head_op} reference gave {out.dtype}{list(out.shape)}, "
                                 f"expected {list(call.mm_shape)}")
         return out
+
+    def _conv(self, call: _Call, operands: list[np.ndarray]) -> np.ndarray:
+        """An f32 conv2d head by the JIT's GEMM (jit/conv.py), into a reused buffer."""
+        if call.conv_plan is None:
+            try:
+                call.conv_plan = conv.ConvPlan(operands[0].shape, operands[1].shape, self._head_attrs,
+                                          self.jit.threads)
+            except ValueError as e:
+                raise Decline(str(e)) from None
+        if call.mm_out >= 0:
+            out = self._free_buffer(call, call.mm_out, call.mm_shape)
+        else:
+            if call.mm_buf is None:
+                call.mm_buf = np.empty(call.mm_shape, np.float32)
+            out = call.mm_buf
+        bias = operands[2] if len(operands) > 2 else None
+        return call.conv_plan.run(operands[0], operands[1], bias, out, gemm(self.jit.disk), self.jit.threads)
 
     def _matmul(self, call: _Call, args: list[np.ndarray]) -> np.ndarray:
         a, b = args[self._mm[0]], args[self._mm[1]]
@@ -301,9 +337,14 @@ class RegionRunner:
             # a stack of rows times one matrix is one 2-D product; np.matmul with out= on a
             # stacked operand loops over the stack outside BLAS (3-4x slower for MiniLM's
             # [1, 32, 384] x [384, 1536])
-            np.matmul(a.reshape(-1, a.shape[-1]), b, out=out.reshape(-1, out.shape[-1]))
+            a, o2 = a.reshape(-1, a.shape[-1]), out.reshape(-1, out.shape[-1])
         else:
-            np.matmul(a, b, out=out)
+            o2 = out
+        if a.ndim == 2 and b.ndim == 2 and a.dtype == np.float32 and self.jit.gemm and \
+                use_gemm(a.shape[0], b.shape[1], a.shape[1]):
+            gemm(self.jit.disk).matmul(a, b, o2, self.jit.threads)
+        else:
+            np.matmul(a, b, out=o2)
         return out
 
     # ---- introspection -------------------------------------------------------------------

@@ -1,0 +1,296 @@
+"""LLVM IR of the JIT's f32 matrix product: a packed, cache-blocked GEMM for the host CPU.
+
+    dlvm_sgemm(M, N, K, A, sam, sak, B, sbk, sbn, C, ldc, packA, packB, beta)
+    C[i, j] = beta * C[i, j] + sum_k A[i, k] * B[k, j]        (beta is 0 or 1)
+
+A and B may have any element strides (a transposed operand is only a pair of swapped strides);
+C is row-major with row stride `ldc`. The structure is the one Goto and BLIS made standard:
+
+    for jc in N by NC:                  B block [KC, NC] packed into NR-wide panels (L3)
+      for pc in K by KC:
+        for ic in M by MC:              A block [MC, KC] packed into MR-tall panels (L2)
+          for jr in NC by NR:           one B micro-panel [KC, NR] stays in L1
+            for ir in MC by MR:         the micro-kernel: an MR x NR tile of C in registers
+
+The micro-kernel keeps MR x (NR / VW) vector accumulators in registers and per step of k loads
+NR / VW vectors of the B panel and broadcasts MR values of the A panel: with AVX-512, 8 x 48
+floats is 24 zmm accumulators of 32 registers. Packing pads the edges with zeros, so the
+micro-kernel always runs full tiles; an edge tile is written through a small buffer. N's last
+panel picks a narrower micro-kernel (one or two vectors wide) when that covers it, so that a
+product with N = 49 does not compute 96 columns.
+
+Why our own: NumPy's OpenBLAS picks its AVX2 (Haswell) kernels on CPUs it does not know (AMD
+Zen 5 here), half the vector width the CPU has; this kernel is compiled for the host's features.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from llvmlite import ir
+
+from .irutil import F32, I64, PTR, const, for_range, intrinsic
+
+FUNC_NAME = "dlvm_sgemm"
+
+
+@dataclass(frozen=True)
+class GemmShape:
+    """Register tile and cache blocks. MR x (NR / VW) accumulators plus NR / VW B vectors must
+    fit in the vector registers; KC x NR floats (one B micro-panel) fit in L1, MC x KC in L2."""
+    vw: int            # floats per vector register
+    mr: int            # rows of the register tile
+    nr: int            # columns of the register tile (a multiple of vw)
+    kc: int
+    mc: int            # a multiple of mr
+    nc: int            # a multiple of nr
+
+    def pack_a_floats(self) -> int:
+        return self.mc * self.kc
+
+    def pack_b_floats(self) -> int:
+        return self.kc * self.nc
+
+    def text(self) -> str:
+        return f"vw{self.vw} mr{self.mr} nr{self.nr} kc{self.kc} mc{self.mc} nc{self.nc}"
+
+
+def shape_for(features: str) -> GemmShape:
+    """The tile for the host's vector extension (LLVM feature string, e.g. "+avx512f,...")."""
+    flags = {f[1:] for f in features.split(",") if f.startswith("+")}
+    if "avx512f" in flags:        # 32 zmm registers: 8 x 3 accumulators + 3 B vectors
+        return GemmShape(vw=16, mr=8, nr=48, kc=256, mc=128, nc=3072)
+    if "avx" in flags:            # 16 ymm registers: 6 x 2 accumulators + 2 B vectors
+        return GemmShape(vw=8, mr=6, nr=16, kc=256, mc=120, nc=2048)
+    return GemmShape(vw=4, mr=4, nr=8, kc=256, mc=128, nc=2048)   # 16 xmm registers
+
+
+class _Builder:
+    def __init__(self, shape: GemmShape):
+        self.s = shape
+        self.mod = ir.Module(name="dlvm_gemm")
+        self.vec = ir.VectorType(F32, shape.vw)
+        self.fma = intrinsic(self.mod, "llvm.fma", self.vec, [self.vec] * 3, suffix=f"v{shape.vw}f32")
+
+    # ---- small helpers -------------------------------------------------------------------
+
+    @staticmethod
+    def _at(b: ir.IRBuilder, base: ir.Value, index: ir.Value) -> ir.Value:
+        return b.gep(base, [index], inbounds=True, source_etype=F32)
+
+    def _splat(self, b: ir.IRBuilder, x: ir.Value) -> ir.Value:
+        v = b.insert_element(ir.Constant(self.vec, ir.Undefined), x, const(I64, 0))
+        return b.shuffle_vector(v, ir.Constant(self.vec, ir.Undefined),
+                                ir.Constant(ir.VectorType(ir.IntType(32), self.s.vw), [0] * self.s.vw))
+
+    @staticmethod
+    def _min(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
+        return b.select(b.icmp_signed("<", x, y), x, y)
+
+    def _function(self, name: str, args: list[tuple[str, ir.Type]], internal: bool = True):
+        fn = ir.Function(self.mod, ir.FunctionType(ir.VoidType(), [t for _, t in args]), name=name)
+        if internal:
+            fn.linkage = "internal"
+        for a, (n, _) in zip(fn.args, args):
+            a.name = n
+            if isinstance(a.type, ir.PointerType):
+                a.add_attribute("noalias")
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        return fn, b
+
+    # ---- packing -------------------------------------------------------------------------
+
+    def pack_a(self) -> ir.Function:
+        """packA[p][k][i] = A[p*MR + i, k] for rows < mc, else 0: MR-tall panels, k-major.
+
+        Reads run along A's unit stride: along k for a row-major A (one row at a time), along
+        i for a transposed one (one k at a time, MR contiguous floats: one vector copy)."""
+        mr = self.s.mr
+        fn, b = self._function("pack_a", [("a", PTR), ("sam", I64), ("sak", I64), ("mc", I64),
+                                          ("kc", I64), ("dst", PTR)])
+        a, sam, sak, mc, kc, dst = fn.args
+        zero, one = const(I64, 0), const(I64, 1)
+        panels = b.sdiv(b.add(mc, const(I64, mr - 1)), const(I64, mr))
+        with for_range(b, zero, panels, "p") as p:
+            row0 = b.mul(p, const(I64, mr))
+            src = self._at(b, a, b.mul(row0, sam))
+            panel = self._at(b, dst, b.mul(p, b.mul(kc, const(I64, mr))))
+            rows = self._min(b, b.sub(mc, row0), const(I64, mr))
+            full_t = b.and_(b.icmp_signed("==", rows, const(I64, mr)), b.icmp_signed("==", sam, one))
+            with b.if_else(full_t) as (then, otherwise):
+                with then:      # transposed A, whole panel: k outer, MR contiguous floats
+                    with for_range(b, zero, kc, "kt") as k:
+                        col = self._at(b, src, b.mul(k, sak))
+                        out = self._at(b, panel, b.mul(k, const(I64, mr)))
+                        for i in range(mr):
+                            b.store(b.load(self._at(b, col, const(I64, i)), typ=F32),
+                                    self._at(b, out, const(I64, i)))
+                with otherwise:  # row by row along k; rows past the edge are zeros
+                    for i in range(mr):
+                        line = self._at(b, src, b.mul(const(I64, i), sam))
+                        with b.if_else(b.icmp_signed("<", const(I64, i), rows)) as (t2, o2):
+                            with t2:
+                                with for_range(b, zero, kc, f"k{i}") as k:
+                                    v = b.load(self._at(b, line, b.mul(k, sak)), typ=F32)
+                                    b.store(v, self._at(b, panel, b.add(b.mul(k, const(I64, mr)),
+                                                                        const(I64, i))))
+                            with o2:
+                                with for_range(b, zero, kc, f"z{i}") as k:
+                                    b.store(ir.Constant(F32, 0.0),
+                                            self._at(b, panel, b.add(b.mul(k, const(I64, mr)),
+                                                                     const(I64, i))))
+        b.ret_void()
+        return fn
+
+    def pack_b(self) -> ir.Function:
+        """packB[q][k][j] = B[k, q*NR + j] for columns < nc, else 0: NR-wide panels, k-major.
+
+        A row-major B copies NR contiguous floats per k (vector copies); a transposed one is
+        read column by column along its unit stride k."""
+        nr = self.s.nr
+        fn, b = self._function("pack_b", [("b", PTR), ("sbk", I64), ("sbn", I64), ("nc", I64),
+                                          ("kc", I64), ("dst", PTR)])
+        src, sbk, sbn, nc, kc, dst = fn.args
+        zero, one = const(I64, 0), const(I64, 1)
+        panels = b.sdiv(b.add(nc, const(I64, nr - 1)), const(I64, nr))
+        with for_range(b, zero, panels, "q") as q:
+            col0 = b.mul(q, const(I64, nr))
+            width = self._min(b, b.sub(nc, col0), const(I64, nr))
+            base = self._at(b, src, b.mul(col0, sbn))
+            panel = self._at(b, dst, b.mul(q, b.mul(kc, const(I64, nr))))
+            full = b.icmp_signed("==", width, const(I64, nr))
+            with b.if_else(b.and_(full, b.icmp_signed("==", sbn, one))) as (then, otherwise):
+                with then:      # row-major B: whole rows of NR contiguous floats
+                    with for_range(b, zero, kc, "kf") as k:
+                        row = self._at(b, base, b.mul(k, sbk))
+                        out = self._at(b, panel, b.mul(k, const(I64, nr)))
+                        for v in range(nr // self.s.vw):
+                            x = b.load(self._at(b, row, const(I64, v * self.s.vw)), typ=self.vec, align=4)
+                            b.store(x, self._at(b, out, const(I64, v * self.s.vw)), align=4)
+                with otherwise:  # column by column (edge panels, transposed B), then zeros
+                    with for_range(b, zero, width, "j") as j:
+                        line = self._at(b, base, b.mul(j, sbn))
+                        with for_range(b, zero, kc, "kc") as k:
+                            x = b.load(self._at(b, line, b.mul(k, sbk)), typ=F32)
+                            b.store(x, self._at(b, panel, b.add(b.mul(k, const(I64, nr)), j)))
+                    with for_range(b, width, const(I64, nr), "jz") as j:
+                        with for_range(b, zero, kc, "kz") as k:
+                            b.store(ir.Constant(F32, 0.0),
+                                    self._at(b, panel, b.add(b.mul(k, const(I64, nr)), j)))
+        b.ret_void()
+        return fn
+
+    # ---- the micro-kernel ----------------------------------------------------------------
+
+    def micro(self, nvec: int) -> ir.Function:
+        """C tile [MR, nvec * VW] (+)= packed A panel x packed B panel over kc steps; writes
+        rows < mr and columns < nr of it (a full tile straight from registers)."""
+        s, vec = self.s, self.vec
+        width = nvec * s.vw
+        fn, b = self._function(f"micro{nvec}", [("kc", I64), ("pa", PTR), ("pb", PTR), ("c", PTR),
+                                                ("ldc", I64), ("mr", I64), ("nr", I64), ("beta", I64)])
+        kc, pa, pb, c, ldc, mr, nr, beta = fn.args
+        acc = [[b.alloca(vec, name=f"acc{i}_{v}") for v in range(nvec)] for i in range(s.mr)]
+        zero = ir.Constant(vec, [0.0] * s.vw)
+        for row in acc:
+            for slot in row:
+                b.store(zero, slot)
+        with for_range(b, const(I64, 0), kc, "k") as k:
+            bp = self._at(b, pb, b.mul(k, const(I64, s.nr)))
+            bv = [b.load(self._at(b, bp, const(I64, v * s.vw)), typ=vec, align=4) for v in range(nvec)]
+            ap = self._at(b, pa, b.mul(k, const(I64, s.mr)))
+            for i in range(s.mr):
+                ai = self._splat(b, b.load(self._at(b, ap, const(I64, i)), typ=F32))
+                for v in range(nvec):
+                    b.store(b.call(self.fma, [ai, bv[v], b.load(acc[i][v], typ=vec)]), acc[i][v])
+        add_c = b.icmp_signed("!=", beta, const(I64, 0))
+        full = b.and_(b.icmp_signed("==", mr, const(I64, s.mr)), b.icmp_signed("==", nr, const(I64, width)))
+        with b.if_else(full) as (then, otherwise):
+            with then:
+                for i in range(s.mr):
+                    crow = self._at(b, c, b.mul(const(I64, i), ldc))
+                    for v in range(nvec):
+                        p = self._at(b, crow, const(I64, v * s.vw))
+                        x = b.load(acc[i][v], typ=vec)
+                        old = b.load(p, typ=vec, align=4)
+                        b.store(b.select(add_c, b.fadd(x, old), x), p, align=4)
+            with otherwise:     # an edge tile: through a buffer, element by element
+                tile = b.alloca(vec, size=const(I64, s.mr * nvec), name="tile")
+                for i in range(s.mr):
+                    for v in range(nvec):
+                        b.store(b.load(acc[i][v], typ=vec),
+                                b.gep(tile, [const(I64, i * nvec + v)], source_etype=vec))
+                with for_range(b, const(I64, 0), mr, "ei") as i:
+                    with for_range(b, const(I64, 0), nr, "ej") as j:
+                        p = self._at(b, c, b.add(b.mul(i, ldc), j))
+                        lane = b.gep(tile, [b.add(b.mul(i, const(I64, nvec)), b.sdiv(j, const(I64, s.vw)))],
+                                     source_etype=vec)
+                        x = b.extract_element(b.load(lane, typ=vec), b.srem(j, const(I64, s.vw)))
+                        with b.if_then(add_c):
+                            b.store(b.fadd(x, b.load(p, typ=F32)), p)
+                        with b.if_then(b.not_(add_c)):
+                            b.store(x, p)
+        b.ret_void()
+        return fn
+
+    # ---- the blocked driver --------------------------------------------------------------
+
+    def gemm(self) -> ir.Function:
+        s = self.s
+        pack_a, pack_b = self.pack_a(), self.pack_b()
+        nvecs = s.nr // s.vw
+        micros = {n: self.micro(n) for n in range(1, nvecs + 1)}
+        fn, b = self._function(FUNC_NAME, [
+            ("M", I64), ("N", I64), ("K", I64), ("A", PTR), ("sam", I64), ("sak", I64),
+            ("B", PTR), ("sbk", I64), ("sbn", I64), ("C", PTR), ("ldc", I64),
+            ("packA", PTR), ("packB", PTR), ("beta", I64)], internal=False)
+        m, n, k, a, sam, sak, bb, sbk, sbn, c, ldc, pka, pkb, beta = fn.args
+        zero = const(I64, 0)
+        with for_range(b, zero, n, "jc", step=const(I64, s.nc)) as jc:
+            nc = self._min(b, b.sub(n, jc), const(I64, s.nc))
+            with for_range(b, zero, k, "pc", step=const(I64, s.kc)) as pc:
+                kc = self._min(b, b.sub(k, pc), const(I64, s.kc))
+                b_block = self._at(b, bb, b.add(b.mul(pc, sbk), b.mul(jc, sbn)))
+                b.call(pack_b, [b_block, sbk, sbn, nc, kc, pkb])
+                # the first K block writes C (or adds to it when beta), the later ones add
+                first = b.icmp_signed("==", pc, zero)
+                beta_k = b.select(first, beta, const(I64, 1))
+                with for_range(b, zero, m, "ic", step=const(I64, s.mc)) as ic:
+                    mc = self._min(b, b.sub(m, ic), const(I64, s.mc))
+                    a_block = self._at(b, a, b.add(b.mul(ic, sam), b.mul(pc, sak)))
+                    b.call(pack_a, [a_block, sam, sak, mc, kc, pka])
+                    with for_range(b, zero, nc, "jr", step=const(I64, s.nr)) as jr:
+                        nr = self._min(b, b.sub(nc, jr), const(I64, s.nr))
+                        pb = self._at(b, pkb, b.mul(jr, kc))
+                        with for_range(b, zero, mc, "ir", step=const(I64, s.mr)) as ir_:
+                            mr = self._min(b, b.sub(mc, ir_), const(I64, s.mr))
+                            pa = self._at(b, pka, b.mul(ir_, kc))
+                            tile = self._at(b, c, b.add(b.mul(b.add(ic, ir_), ldc), b.add(jc, jr)))
+                            args = [kc, pa, pb, tile, ldc, mr, nr, beta_k]
+                            self._call_micro(b, micros, nr, args)
+        b.ret_void()
+        return fn
+
+    def _call_micro(self, b: ir.IRBuilder, micros: dict[int, ir.Function], nr: ir.Value,
+                    args: list[ir.Value]) -> None:
+        """The narrowest micro-kernel whose width covers the `nr` columns left."""
+        done = b.append_basic_block("micro.done")
+        widths = sorted(micros)
+        for nvec in widths[:-1]:
+            fits = b.icmp_signed("<=", nr, const(I64, nvec * self.s.vw))
+            here = b.append_basic_block(f"micro{nvec}")
+            nxt = b.append_basic_block(f"micro{nvec}.else")
+            b.cbranch(fits, here, nxt)
+            b.position_at_end(here)
+            b.call(micros[nvec], args)
+            b.branch(done)
+            b.position_at_end(nxt)
+        b.call(micros[widths[-1]], args)
+        b.branch(done)
+        b.position_at_end(done)
+
+
+def gemm_module(shape: GemmShape) -> ir.Module:
+    """The LLVM module with `dlvm_sgemm` for `shape` (its helpers are internal)."""
+    builder = _Builder(shape)
+    builder.gemm()
+    return builder.mod

@@ -1,0 +1,214 @@
+"""The JIT's own f32 GEMM (jit/gemm.py) and the conv2d heads built on it (jit/conv.py), against
+NumPy in float64 and against the conv2d reference, within specs/tolerances.md's GEMM bound."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import dlvmrt
+from isa.builder import ModuleBuilder
+from isa.ops import OPS
+from jit import conv as jconv
+from jit.cache import DiskCache
+from jit.gemm import Gemm, gemm
+
+U32 = 2.0 ** -24
+
+
+def gemm_bound(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """specs/tolerances.md: |c - exact| <= gamma_K * (|a| @ |b|) + a few ulps of the result."""
+    k = a.shape[1]
+    gamma = k * U32 / (1 - k * U32)
+    return gamma * (np.abs(a.astype(np.float64)) @ np.abs(b.astype(np.float64))) + 1e-30
+
+
+def check(a: np.ndarray, b: np.ndarray, c: np.ndarray, base: np.ndarray | None = None) -> None:
+    exact = a.astype(np.float64) @ b.astype(np.float64)
+    if base is not None:
+        exact = exact + base
+    err = np.abs(c.astype(np.float64) - exact)
+    bound = gemm_bound(a, b) + (0 if base is None else np.abs(base) * U32)
+    assert (err <= bound).all(), f"max err {err.max()}, bound there {bound.flat[err.argmax()]}"
+
+
+@pytest.fixture(scope="module")
+def g() -> Gemm:
+    return gemm()
+
+
+def rand(rng, *shape) -> np.ndarray:
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+SHAPES = [(1, 1, 1), (1, 7, 1), (3, 5, 2), (8, 48, 48), (9, 257, 49), (17, 1, 95), (64, 576, 200),
+          (130, 300, 100), (33, 1000, 97), (1, 784, 512), (200, 129, 7), (5, 3, 3100),
+          (129, 513, 145)]
+
+
+@pytest.mark.parametrize("m,k,n", SHAPES)
+def test_matches_float64(g, m, k, n):
+    rng = np.random.default_rng(m * 1000 + k + n)
+    a, b = rand(rng, m, k), rand(rng, k, n)
+    c = np.full((m, n), np.nan, np.float32)
+    g.matmul(a, b, c)
+    check(a, b, c)
+
+
+@pytest.mark.parametrize("m,k,n", [(40, 300, 100), (100, 70, 9), (7, 260, 50)])
+@pytest.mark.parametrize("layout", ["aT", "bT", "both", "sliced"])
+def test_any_operand_strides(g, m, k, n, layout):
+    rng = np.random.default_rng(7)
+    a, b = rand(rng, m, k), rand(rng, k, n)
+    if layout in ("aT", "both"):
+        a = np.asfortranarray(a)
+    if layout in ("bT", "both"):
+        b = np.asfortranarray(b)
+    if layout == "sliced":
+        a = rand(rng, m * 2, k + 3)[::2, 1:k + 1]
+        b = rand(rng, k, n * 3)[:, ::3]
+    c = np.empty((m, n), np.float32)
+    g.matmul(a, b, c)
+    check(a, b, c)
+
+
+def test_output_with_a_row_stride_and_accumulate(g):
+    rng = np.random.default_rng(3)
+    a, b = rand(rng, 50, 70), rand(rng, 70, 60)
+    big = rand(rng, 50, 100)
+    before = big.copy()
+    view = big[:, 20:80]
+    g.matmul(a, b, view, accumulate=True)
+    check(a, b, view, base=before[:, 20:80].astype(np.float64))
+    assert np.array_equal(big[:, :20], before[:, :20]) and np.array_equal(big[:, 80:], before[:, 80:])
+
+
+@pytest.mark.parametrize("m,k,n", [(512, 300, 49), (64, 600, 3000), (300, 1000, 300)])
+def test_split_across_threads(g, m, k, n):
+    rng = np.random.default_rng(11)
+    a, b = rand(rng, m, k), rand(rng, k, n)
+    one, two = np.empty((m, n), np.float32), np.empty((m, n), np.float32)
+    g.matmul(a, b, one, threads=1)
+    g.matmul(a, b, two, threads=2)
+    check(a, b, two)
+    # each output element is summed by the same kernel in the same order either way
+    assert np.array_equal(one, two)
+
+
+def test_special_values_propagate(g):
+    a = np.ones((9, 300), np.float32)
+    b = np.ones((300, 50), np.float32)
+    a[2, 5] = np.nan
+    b[7, 3] = np.inf
+    c = np.empty((9, 50), np.float32)
+    g.matmul(a, b, c)
+    ref = a @ b
+    assert np.array_equal(np.isnan(c), np.isnan(ref)) and np.array_equal(np.isinf(c), np.isinf(ref))
+
+
+def test_empty_and_zero_k(g):
+    c = np.full((3, 4), 5.0, np.float32)
+    g.matmul(np.empty((3, 0), np.float32), np.empty((0, 4), np.float32), c)
+    assert (c == 0).all()
+    g.matmul(np.empty((0, 2), np.float32), np.empty((2, 4), np.float32), np.empty((0, 4), np.float32))
+
+
+def test_rejects_what_it_does_not_compute(g):
+    with pytest.raises(TypeError):
+        g.matmul(np.ones((2, 2)), np.ones((2, 2)), np.ones((2, 2)))
+    with pytest.raises(ValueError):
+        g.matmul(np.ones((2, 3), np.float32), np.ones((2, 2), np.float32), np.ones((2, 2), np.float32))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 40), st.integers(1, 300), st.integers(1, 120), st.booleans(), st.booleans())
+def test_hypothesis_shapes(m, k, n, ta, tb):
+    rng = np.random.default_rng(m + 41 * k + 977 * n)
+    a, b = rand(rng, m, k), rand(rng, k, n)
+    a = np.asfortranarray(a) if ta else a
+    b = np.asfortranarray(b) if tb else b
+    c = np.empty((m, n), np.float32)
+    gemm().matmul(a, b, c)
+    check(a, b, c)
+
+
+def test_disk_cache_loads_the_kernel(tmp_path):
+    first = Gemm(DiskCache(tmp_path))
+    second = Gemm(DiskCache(tmp_path))
+    assert (first.source, second.source) == ("compiled", "disk")
+
+
+# ---- conv2d heads ---------------------------------------------------------------------------
+
+CONVS = [  # x shape, w shape, strides, pads, dilations
+    ((1, 3, 30, 30), (16, 3, 7, 7), (2, 2), (3, 3, 3, 3), (1, 1)),
+    ((1, 16, 20, 20), (32, 16, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1)),
+    ((2, 16, 15, 17), (24, 16, 3, 3), (2, 2), (1, 0, 1, 2), (1, 1)),
+    ((1, 32, 14, 14), (64, 32, 1, 1), (1, 1), (0, 0, 0, 0), (1, 1)),
+    ((2, 32, 14, 14), (64, 32, 1, 1), (2, 2), (0, 0, 0, 0), (1, 1)),
+    ((1, 8, 19, 19), (16, 8, 3, 3), (1, 1), (2, 2, 2, 2), (2, 2)),
+    ((1, 64, 7, 7), (128, 64, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1)),
+]
+
+
+@pytest.mark.parametrize("xs,ws,strides,pads,dil", CONVS)
+@pytest.mark.parametrize("segmented", [False, True])
+def test_conv_plan_matches_reference(g, monkeypatch, xs, ws, strides, pads, dil, segmented):
+    if segmented:     # force many small segments, spread over two threads
+        monkeypatch.setattr(jconv, "SEGMENT_BYTES", 1)
+        monkeypatch.setattr(jconv, "MIN_SEGMENT", 1)
+        monkeypatch.setattr(jconv, "WHOLE_BYTES", 0)
+    rng = np.random.default_rng(5)
+    x, w, bias = rand(rng, *xs), rand(rng, *ws), rand(rng, ws[0])
+    attrs = OPS["conv2d"].with_defaults({"strides": list(strides), "pads": list(pads),
+                                         "dilations": list(dil), "groups": 1})
+    plan = jconv.ConvPlan(x.shape, w.shape, attrs, threads=2)
+    for _ in range(2):     # the reused buffers (padded input, patches) hold nothing stale
+        ref = OPS["conv2d"].reference(attrs, x, w, bias)
+        out = np.full(ref.shape, np.nan, np.float32)
+        plan.run(x, w, bias, out, g, threads=2)
+        k = ws[1] * ws[2] * ws[3]
+        tol = 2 * k * U32 * (np.abs(x).max() * np.abs(w).max() * k) + 4 * U32 * np.abs(bias).max()
+        np.testing.assert_allclose(out, ref, rtol=0, atol=tol)
+        x = x * 0.5
+
+
+def _conv_module(relu: bool):
+    mb = ModuleBuilder("c")
+    w = mb.constant("w", np.random.default_rng(1).standard_normal((32, 16, 3, 3)).astype(np.float32))
+    f = mb.function("main", [("x", "f32[1, 16, 24, 24]")], ["f32[1, 32, 24, 24]"])
+    y = f.conv2d(f.arg("x"), w, pads=[1, 1, 1, 1])
+    f.ret(f.relu(y) if relu else y)
+    return mb.finish()
+
+
+@pytest.mark.parametrize("relu", [False, True])
+def test_vm_conv_and_lone_heads_match_the_interpreter(relu):
+    m = _conv_module(relu)
+    x = np.random.default_rng(2).standard_normal((1, 16, 24, 24)).astype(np.float32)
+    (ref,) = dlvmrt.VM(m, jit="off").run("main", x)
+    vm = dlvmrt.VM(m, jit="always")
+    for _ in range(3):
+        (got,) = vm.run("main", x)
+        np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-4)
+    described = [runner.describe() for *_, runner in vm.runners]
+    assert [d["kind"] for d in described] == ["conv2d+epilogue"]
+    assert described[0]["compiled_calls"] == 3 and described[0]["fallbacks"] == 0
+    # a lone convolution compiles no epilogue kernel; with relu one is compiled
+    assert len(described[0]["variants"]) == (1 if relu else 0)
+
+
+def test_lone_matmul_compiles_no_kernel_and_keeps_results_apart():
+    mb = ModuleBuilder("mm")
+    w = mb.constant("w", np.random.default_rng(4).standard_normal((128, 96)).astype(np.float32))
+    f = mb.function("main", [("x", "f32[N, 128]")], ["f32[N, 96]"])
+    f.ret(f.matmul(f.arg("x"), w))
+    m = mb.finish()
+    vm = dlvmrt.VM(m, jit="always")
+    x1 = np.random.default_rng(5).standard_normal((64, 128)).astype(np.float32)
+    (r1,) = vm.run("main", x1)
+    (r2,) = vm.run("main", x1 * 2)
+    assert r1 is not r2 and not np.shares_memory(r1, r2)
+    np.testing.assert_allclose(r2, 2 * r1, rtol=1e-5, atol=1e-4)
+    check(x1, m.constants["w"].value, r1)
