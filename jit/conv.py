@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .gemm import Gemm, use_for
+from .gemm import Gemm, Prepacked, use_for
 
 # bytes of one segment's patch matrix: about half of this machine's 1 MiB L2 per core, leaving
 # room for the packed weights and B panels
@@ -70,15 +70,16 @@ class ConvPlan:
         self.cols = [np.empty(self.k * seg, np.float32) for _ in range(self.threads)]
 
     def run(self, x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, out: np.ndarray,
-            gemm: Gemm, threads: int) -> np.ndarray:
-        """out [N, O, Ho, Wo] = conv2d(x, w) (+ bias)."""
+            gemm: Gemm, threads: int, w_matrix: np.ndarray | Prepacked | None = None) -> np.ndarray:
+        """out [N, O, Ho, Wo] = conv2d(x, w) (+ bias); w_matrix: the weights as [O, C*kH*kW],
+        possibly packed once by Gemm.pack (constant weights)."""
         if self.padded is not None:
             top, left = self.pads[0], self.pads[1]
             np.copyto(self.padded[:, :, top:top + x.shape[2], left:left + x.shape[3]], x)
             xp = self.padded
         else:
             xp = np.ascontiguousarray(x)
-        wm = np.ascontiguousarray(w).reshape(self.o, self.k)
+        wm = w_matrix if w_matrix is not None else np.ascontiguousarray(w).reshape(self.o, self.k)
         flat = out.reshape(out.shape[0], self.o, self.ho * self.wo)
         if self.direct:
             for img in range(xp.shape[0]):
@@ -102,7 +103,7 @@ class ConvPlan:
             out += bias.reshape(1, self.o, 1, 1)
         return out
 
-    def _segment(self, xp: np.ndarray, wm: np.ndarray, flat: np.ndarray, gemm: Gemm, t: int,
+    def _segment(self, xp: np.ndarray, wm: np.ndarray | Prepacked, flat: np.ndarray, gemm: Gemm, t: int,
                  img: int, i0: int, i1: int, threads: int) -> None:
         """Output rows [i0, i1) of image img: expand their patches, multiply into place."""
         (kh, kw), (sh, sw), (dh, dw) = self.kernel, self.strides, self.dilations

@@ -13,6 +13,7 @@ from __future__ import annotations
 import ctypes
 import threading
 import time
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -25,7 +26,7 @@ if TYPE_CHECKING:
 # below this many multiply-adds a product stays with NumPy (a packed kernel's fixed costs win
 # nothing on a 32 x 32 x 32 attention score); above _PARALLEL_MACS it is split across threads
 _MIN_MACS = 64 * 64 * 64
-_PARALLEL_MACS = 24 * 1024 * 1024
+_PARALLEL_MACS = 16 * 1024 * 1024
 
 
 class Gemm:
@@ -48,8 +49,11 @@ class Gemm:
                 disk.put(key, obj, 0)
         self._loaded = target.LoadedObject(obj)
         i64, ptr = ctypes.c_int64, ctypes.c_void_p
-        proto = ctypes.CFUNCTYPE(None, i64, i64, i64, ptr, i64, i64, ptr, i64, i64, ptr, i64, ptr, ptr, i64)
+        proto = ctypes.CFUNCTYPE(ctypes.c_int32, i64, i64, i64, ptr, i64, i64, ptr, i64, i64, ptr, i64,
+                                 ptr, ptr, i64, i64, i64, i64, i64, i64)
         self._fn = proto(self._loaded.address(FUNC_NAME))
+        pack_proto = ctypes.CFUNCTYPE(ctypes.c_int32, i64, i64, ptr, i64, i64, ptr)
+        self._pack_fns = {w: pack_proto(self._loaded.address(f"{FUNC_NAME}_pack_{w}")) for w in "ab"}
         self.compile_ms = (time.perf_counter() - t0) * 1e3
         self._buffers: dict[object, tuple[np.ndarray, np.ndarray]] = {}
         self._buffers_lock = threading.Lock()
@@ -65,15 +69,33 @@ class Gemm:
                 self._buffers[t] = bufs
         return bufs[0].ctypes.data, bufs[1].ctypes.data
 
-    def matmul(self, a: np.ndarray, b: np.ndarray, out: np.ndarray, threads: int = 1,
-               accumulate: bool = False) -> np.ndarray:
-        """out = a @ b (or out += a @ b) for f32 a [M, K], b [K, N] of any strides and out
-        [M, N] with contiguous rows (any row stride)."""
-        m, k = a.shape
-        n = b.shape[1]
-        if b.shape[0] != k or out.shape != (m, n):
-            raise ValueError(f"gemm shapes {a.shape} x {b.shape} -> {out.shape}")
-        if a.dtype != np.float32 or b.dtype != np.float32 or out.dtype != np.float32:
+    def pack(self, x: np.ndarray, which: str) -> Prepacked:
+        """x (an f32 constant: weights) in the layout the kernel reads in place, so that calls
+        skip packing it (ONNX Runtime prepacks constant weights the same way). which: "a" for
+        a left operand [M, K], "b" for a right operand [K, N]."""
+        if x.dtype != np.float32 or x.ndim != 2:
+            raise TypeError("gemm prepacks 2-D f32 operands")
+        tile = self.shape.mr if which == "a" else self.shape.nr
+        rows, k = (x.shape[0], x.shape[1]) if which == "a" else (x.shape[1], x.shape[0])
+        s_row, s_k = (x.strides[0], x.strides[1]) if which == "a" else (x.strides[1], x.strides[0])
+        if s_row % 4 or s_k % 4:
+            x = np.ascontiguousarray(x)
+            return self.pack(x, which)
+        padded = -(-rows // tile) * tile
+        buf = _aligned(max(1, padded * k))
+        if rows and k:
+            self._pack_fns[which](rows, k, x.ctypes.data, s_row // 4, s_k // 4, buf.ctypes.data)
+        return Prepacked(which, rows, k, padded, buf)
+
+    def matmul(self, a: np.ndarray | Prepacked, b: np.ndarray | Prepacked, out: np.ndarray,
+               threads: int = 1, accumulate: bool = False) -> np.ndarray:
+        """out = a @ b (or out += a @ b) for f32 a [M, K], b [K, N] of any strides (or
+        prepacked by `pack`) and out [M, N] with contiguous rows (any row stride)."""
+        ma, mb = _Operand.of(a, "a"), _Operand.of(b, "b")
+        m, k, n = ma.rows, ma.k, mb.rows
+        if mb.k != k or out.shape != (m, n):
+            raise ValueError(f"gemm shapes {ma.shape} x {mb.shape} -> {out.shape}")
+        if out.dtype != np.float32:
             raise TypeError("the JIT's gemm is f32 only")
         if m == 0 or n == 0:
             return out
@@ -83,24 +105,15 @@ class Gemm:
             if not accumulate:
                 out.fill(0)
             return out
-        sa, sb = a.strides[0] // 4, a.strides[1] // 4
-        if a.strides[0] % 4 or a.strides[1] % 4 or b.strides[0] % 4 or b.strides[1] % 4:
-            a, b = np.ascontiguousarray(a), np.ascontiguousarray(b)
-            sa, sb = a.strides[0] // 4, a.strides[1] // 4
-        sbk, sbn = b.strides[0] // 4, b.strides[1] // 4
-        ldc = out.strides[0] // 4
-        beta = int(accumulate)
-        pa, pb, pc = a.ctypes.data, b.ctypes.data, out.ctypes.data
         threads = min(threads, 1 if m * n * k < _PARALLEL_MACS else threads)
-        s = self.shape
-        if n < s.nr and m >= 2 * n and not accumulate:
+        if n < self.shape.nr and m >= 2 * n and not accumulate and not (ma.prepacked or mb.prepacked):
             # narrow: out^T = b^T a^T fills whole NR-wide tiles (ResNet's last stage, N = 49,
             # would compute 64 columns of 49 the other way round); then one small transpose
             tmp = self._transposed_out(n, m)
-            self._run(n, m, k, pb, sbn, sbk, pa, sb, sa, tmp.ctypes.data, m, threads, 0)
+            self._run(mb.transposed(), ma.transposed(), tmp.ctypes.data, m, threads, 0)
             np.copyto(out, tmp.T)
             return out
-        self._run(m, n, k, pa, sa, sb, pb, sbk, sbn, pc, ldc, threads, beta)
+        self._run(ma, mb, out.ctypes.data, out.strides[0] // 4, threads, int(accumulate))
         return out
 
     def _transposed_out(self, n: int, m: int) -> np.ndarray:
@@ -110,10 +123,21 @@ class Gemm:
             buf = self._scratch[key] = np.empty((n, m), np.float32)
         return buf
 
-    def _run(self, m: int, n: int, k: int, pa: int, sa: int, sb: int, pb: int, sbk: int, sbn: int,
-             pc: int, ldc: int, threads: int, beta: int) -> None:
+    def _run(self, a: _Operand, b: _Operand, pc: int, ldc: int, threads: int, beta: int) -> None:
+        m, n, k = a.rows, b.rows, a.k
+        flags = (1 if a.prepacked else 0) | (2 if b.prepacked else 0)
+
+        def call(rows: tuple[int, int], cols: tuple[int, int], packing: object) -> tuple:
+            """Kernel arguments for rows x cols of the product."""
+            (r0, r1), (c0, c1) = rows, cols
+            pa = a.ptr if a.prepacked else a.ptr + r0 * a.s_row * 4
+            pb = b.ptr if b.prepacked else b.ptr + c0 * b.s_row * 4
+            return (r1 - r0, c1 - c0, k, pa, a.s_row, a.s_k, pb, b.s_k, b.s_row,
+                    pc + (r0 * ldc + c0) * 4, ldc, *self._packing(packing), beta,
+                    flags, r0, a.padded, c0, b.padded)
+
         if threads <= 1:
-            self._fn(m, n, k, pa, sa, sb, pb, sbk, sbn, pc, ldc, *self._packing(threading.get_ident()), beta)
+            self._fn(*call((0, m), (0, n), threading.get_ident()))
             return
         s = self.shape
         chunks = []
@@ -122,17 +146,61 @@ class Gemm:
             for t in range(threads):
                 lo, hi = panels * t // threads * s.nr, min(n, panels * (t + 1) // threads * s.nr)
                 if lo < hi:
-                    chunks.append((m, hi - lo, k, pa, sa, sb, pb + lo * sbn * 4, sbk, sbn,
-                                   pc + lo * 4, ldc, *self._packing(("split", len(chunks))), beta))
+                    chunks.append(call((0, m), (lo, hi), ("split", len(chunks))))
         else:                            # narrow: split the rows
             panels = -(-m // s.mr)
             for t in range(threads):
                 lo, hi = panels * t // threads * s.mr, min(m, panels * (t + 1) // threads * s.mr)
                 if lo < hi:
-                    chunks.append((hi - lo, n, k, pa + lo * sa * 4, sa, sb, pb, sbk, sbn,
-                                   pc + lo * ldc * 4, ldc, *self._packing(("split", len(chunks))), beta))
-        from .threads import pool
-        pool(threads).run(_returning_zero(self._fn), chunks)
+                    chunks.append(call((lo, hi), (0, n), ("split", len(chunks))))
+        from .threads import run_parallel
+        run_parallel(threads, self._fn, chunks)
+
+
+@dataclass(frozen=True)
+class Prepacked:
+    """An operand in the kernel's packed layout (Gemm.pack): K blocks of KC, each with every
+    panel of the operand's rows (A) or columns (B), padded to whole tiles."""
+    which: str
+    rows: int           # M of an A operand, N of a B operand
+    k: int
+    padded: int
+    data: np.ndarray
+
+
+@dataclass(frozen=True)
+class _Operand:
+    """One side of a product as the kernel sees it: rows (M or N), k, element strides."""
+    rows: int
+    k: int
+    ptr: int
+    s_row: int
+    s_k: int
+    prepacked: bool
+    padded: int
+    keep: object          # what owns the memory
+    shape: tuple
+
+    @staticmethod
+    def of(x: np.ndarray | Prepacked, which: str) -> _Operand:
+        if isinstance(x, Prepacked):
+            if x.which != which:
+                raise ValueError(f"an operand prepacked as {x.which!r} used as {which!r}")
+            shape = (x.rows, x.k) if which == "a" else (x.k, x.rows)
+            return _Operand(x.rows, x.k, x.data.ctypes.data, 0, 0, True, x.padded, x, shape)
+        if x.dtype != np.float32 or x.ndim != 2:
+            raise TypeError("the JIT's gemm is f32 only")
+        if x.strides[0] % 4 or x.strides[1] % 4:
+            x = np.ascontiguousarray(x)
+        s0, s1 = x.strides[0] // 4, x.strides[1] // 4
+        if which == "a":
+            return _Operand(x.shape[0], x.shape[1], x.ctypes.data, s0, s1, False, 0, x, x.shape)
+        return _Operand(x.shape[1], x.shape[0], x.ctypes.data, s1, s0, False, 0, x, x.shape)
+
+    def transposed(self) -> _Operand:
+        """The same matrix as the other side's operand (a^T as B, b^T as A)."""
+        shape = (self.shape[1], self.shape[0])
+        return _Operand(self.rows, self.k, self.ptr, self.s_row, self.s_k, False, 0, self.keep, shape)
 
 
 def use_for(m: int, n: int, k: int) -> bool:
@@ -145,13 +213,6 @@ def _aligned(floats: int) -> np.ndarray:
     raw = np.empty(floats + 16, np.float32)
     off = (-raw.ctypes.data % 64) // 4
     return raw[off:off + floats]
-
-
-def _returning_zero(fn):
-    def call(*args) -> int:
-        fn(*args)
-        return 0
-    return call
 
 
 _instance: Gemm | None = None

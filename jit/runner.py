@@ -20,7 +20,7 @@ import numpy as np
 
 from isa.dtypes import dtype_from_numpy
 from isa.errors import InternalError, OpTypeError
-from isa.module import Module
+from isa.module import ConstRef, Module
 from isa.ops import OPS
 from isa.types import TensorType
 from isa.verify import verify_module
@@ -92,6 +92,7 @@ class RegionRunner:
         self._head_op = ""
         self._head_args: list[int] = []
         self._head_attrs: dict = {}
+        self._packs: dict[int, tuple] = {}          # input index -> (constant, its packed form)
 
     # ---- setup ---------------------------------------------------------------------------
 
@@ -260,10 +261,10 @@ class RegionRunner:
         if len(call.bounds) == 1:
             status = fn(0, call.plan.rows, dims, self._scratch_ptr(call, 0), *ptrs)
         else:
-            from .threads import pool
+            from .threads import run_parallel
             chunks = [(lo, hi, dims, self._scratch_ptr(call, t), *ptrs)
                       for t, (lo, hi) in enumerate(call.bounds)]
-            status = pool(self.jit.threads).run(fn, chunks)
+            status = run_parallel(self.jit.threads, fn, chunks)
         if status:
             raise Decline(_status_text(status))
         out = list(bufs)
@@ -323,7 +324,21 @@ class RegionRunner:
                 call.mm_buf = np.empty(call.mm_shape, np.float32)
             out = call.mm_buf
         bias = operands[2] if len(operands) > 2 else None
-        return call.conv_plan.run(operands[0], operands[1], bias, out, gemm(self.jit.disk), self.jit.threads)
+        g = gemm(self.jit.disk)
+        w = operands[1]
+        wm = self._prepacked(g, self._head_args[1], w, "a", w.reshape(w.shape[0], -1)) \
+            if w.flags.c_contiguous else None
+        return call.conv_plan.run(operands[0], w, bias, out, g, self.jit.threads, wm)
+
+    def _prepacked(self, g, index: int, x: np.ndarray, which: str, matrix: np.ndarray | None = None):
+        """A constant operand x (weights) packed once for the GEMM kernel (as `matrix`, its
+        2-D view, when given); other operands as they are."""
+        if not isinstance(self.region.inputs[index], ConstRef):
+            return x if matrix is None else matrix
+        hit = self._packs.get(index)
+        if hit is None or hit[0] is not x:     # a module's constant is one array, never written
+            hit = self._packs[index] = (x, g.pack(x if matrix is None else matrix, which))
+        return hit[1]
 
     def _matmul(self, call: _Call, args: list[np.ndarray]) -> np.ndarray:
         a, b = args[self._mm[0]], args[self._mm[1]]
@@ -342,7 +357,8 @@ class RegionRunner:
             o2 = out
         if a.ndim == 2 and b.ndim == 2 and a.dtype == np.float32 and self.jit.gemm and \
                 use_gemm(a.shape[0], b.shape[1], a.shape[1]):
-            gemm(self.jit.disk).matmul(a, b, o2, self.jit.threads)
+            g = gemm(self.jit.disk)
+            g.matmul(a, self._prepacked(g, self._mm[1], b, "b"), o2, self.jit.threads)
         else:
             np.matmul(a, b, out=o2)
         return out

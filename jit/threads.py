@@ -1,4 +1,8 @@
-"""A persistent pool of worker threads that run one kernel on chunks of rows in parallel.
+"""Worker threads that run one kernel on chunks of rows in parallel.
+
+`run_parallel` hands compiled kernels to the native pool (jit/native_pool.py: a hand-off costs a
+few microseconds) where the platform has one, else to the Python pool below; Python callables
+(conv2d's patch segments) always go to the Python pool.
 
 ctypes releases the GIL for the duration of a foreign call, so Python threads that each call the
 compiled kernel on their own row range run truly in parallel. Handing work to a sleeping thread
@@ -71,3 +75,30 @@ def pool(threads: int) -> WorkerPool:
         if threads not in _pools:
             _pools[threads] = WorkerPool(threads)
         return _pools[threads]
+
+
+_native_ok: bool | None = None
+
+
+def _native() -> bool:
+    global _native_ok
+    if _native_ok is None:
+        from .native_pool import available
+        _native_ok = os.environ.get("DLVM_NATIVE_POOL", "1") != "0" and available()
+    return _native_ok
+
+
+def run_parallel(threads: int, fn, chunks: list[tuple]) -> int:
+    """OR of fn(*chunk) over the chunks, in parallel; `fn` is a ctypes function of a compiled
+    kernel (whose arguments are all integers or pointers)."""
+    if len(chunks) == 1 or threads <= 1:
+        return pool(1).run(fn, chunks)
+    if _native():
+        import ctypes
+
+        from .cache import DiskCache
+        from .native_pool import native_pool
+        native = native_pool(threads, DiskCache(None))     # the default code cache
+        if len(chunks[0]) <= native.max_args:    # else: more arguments than its trampolines take
+            return native.run(ctypes.cast(fn, ctypes.c_void_p).value, chunks)
+    return pool(threads).run(fn, chunks)

@@ -197,6 +197,11 @@ def test_vm_conv_and_lone_heads_match_the_interpreter(relu):
     assert described[0]["compiled_calls"] == 3 and described[0]["fallbacks"] == 0
     # a lone convolution compiles no epilogue kernel; with relu one is compiled
     assert len(described[0]["variants"]) == (1 if relu else 0)
+    # the constant weights were packed once, on the first call
+    runner = vm.runners[0][-1]
+    (packed,) = runner._packs.values()
+    vm.run("main", x)
+    assert runner._packs[next(iter(runner._packs))] is packed
 
 
 def test_lone_matmul_compiles_no_kernel_and_keeps_results_apart():
@@ -212,3 +217,27 @@ def test_lone_matmul_compiles_no_kernel_and_keeps_results_apart():
     assert r1 is not r2 and not np.shares_memory(r1, r2)
     np.testing.assert_allclose(r2, 2 * r1, rtol=1e-5, atol=1e-4)
     check(x1, m.constants["w"].value, r1)
+
+
+@pytest.mark.parametrize("m,k,n", [(1, 1, 1), (9, 257, 49), (64, 576, 300), (130, 700, 97), (33, 1000, 5)])
+@pytest.mark.parametrize("which", ["a", "b", "ab"])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_prepacked_operands(g, m, k, n, which, threads):
+    rng = np.random.default_rng(m + k + n)
+    a, b = rand(rng, m, k), rand(rng, k, n)
+    if which == "b":
+        b = np.asfortranarray(b)          # packing reads any strides
+    pa = g.pack(a, "a") if "a" in which else a
+    pb = g.pack(b, "b") if "b" in which else b
+    c = np.full((m, n), np.nan, np.float32)
+    g.matmul(pa, pb, c, threads=threads)
+    check(a, b, c)
+    plain = np.empty_like(c)
+    g.matmul(a, b, plain, threads=threads)
+    assert np.array_equal(c, plain)       # same sums in the same order
+
+
+def test_prepacked_operand_sides_are_checked(g):
+    p = g.pack(np.ones((4, 5), np.float32), "a")
+    with pytest.raises(ValueError):
+        g.matmul(np.ones((3, 4), np.float32), p, np.empty((3, 5), np.float32))

@@ -1,6 +1,6 @@
 """LLVM IR of the JIT's f32 matrix product: a packed, cache-blocked GEMM for the host CPU.
 
-    dlvm_sgemm(M, N, K, A, sam, sak, B, sbk, sbn, C, ldc, packA, packB, beta)
+    i32 dlvm_sgemm(M, N, K, A, sam, sak, B, sbk, sbn, C, ldc, packA, packB, beta)   (returns 0)
     C[i, j] = beta * C[i, j] + sum_k A[i, k] * B[k, j]        (beta is 0 or 1)
 
 A and B may have any element strides (a transposed operand is only a pair of swapped strides);
@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 from llvmlite import ir
 
-from .irutil import F32, I64, PTR, const, for_range, intrinsic
+from .irutil import F32, I32, I64, PTR, const, for_range, intrinsic
 
 FUNC_NAME = "dlvm_sgemm"
 
@@ -86,8 +86,9 @@ class _Builder:
     def _min(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
         return b.select(b.icmp_signed("<", x, y), x, y)
 
-    def _function(self, name: str, args: list[tuple[str, ir.Type]], internal: bool = True):
-        fn = ir.Function(self.mod, ir.FunctionType(ir.VoidType(), [t for _, t in args]), name=name)
+    def _function(self, name: str, args: list[tuple[str, ir.Type]], internal: bool = True,
+                  ret: ir.Type | None = None):
+        fn = ir.Function(self.mod, ir.FunctionType(ret or ir.VoidType(), [t for _, t in args]), name=name)
         if internal:
             fn.linkage = "internal"
         for a, (n, _) in zip(fn.args, args):
@@ -237,38 +238,70 @@ class _Builder:
     def gemm(self) -> ir.Function:
         s = self.s
         pack_a, pack_b = self.pack_a(), self.pack_b()
+        self.pack_all(pack_a, "a", s.mr)
+        self.pack_all(pack_b, "b", s.nr)
         nvecs = s.nr // s.vw
         micros = {n: self.micro(n) for n in range(1, nvecs + 1)}
         fn, b = self._function(FUNC_NAME, [
             ("M", I64), ("N", I64), ("K", I64), ("A", PTR), ("sam", I64), ("sak", I64),
             ("B", PTR), ("sbk", I64), ("sbn", I64), ("C", PTR), ("ldc", I64),
-            ("packA", PTR), ("packB", PTR), ("beta", I64)], internal=False)
-        m, n, k, a, sam, sak, bb, sbk, sbn, c, ldc, pka, pkb, beta = fn.args
+            ("packA", PTR), ("packB", PTR), ("beta", I64),
+            ("prepacked", I64), ("a_row0", I64), ("m_pad", I64), ("b_col0", I64), ("n_pad", I64)],
+            internal=False, ret=I32)
+        (m, n, k, a, sam, sak, bb, sbk, sbn, c, ldc, pka, pkb, beta,
+         prepacked, a_row0, m_pad, b_col0, n_pad) = fn.args
         zero = const(I64, 0)
+        a_ready = b.icmp_signed("!=", b.and_(prepacked, const(I64, 1)), zero)
+        b_ready = b.icmp_signed("!=", b.and_(prepacked, const(I64, 2)), zero)
         with for_range(b, zero, n, "jc", step=const(I64, s.nc)) as jc:
             nc = self._min(b, b.sub(n, jc), const(I64, s.nc))
             with for_range(b, zero, k, "pc", step=const(I64, s.kc)) as pc:
                 kc = self._min(b, b.sub(k, pc), const(I64, s.kc))
-                b_block = self._at(b, bb, b.add(b.mul(pc, sbk), b.mul(jc, sbn)))
-                b.call(pack_b, [b_block, sbk, sbn, nc, kc, pkb])
+                # a prepacked B (a constant's panels, packed once) is read in place: within a
+                # K block its panels follow each other in column order, kc floats per column
+                with b.if_then(b.not_(b_ready)):
+                    b_block = self._at(b, bb, b.add(b.mul(pc, sbk), b.mul(jc, sbn)))
+                    b.call(pack_b, [b_block, sbk, sbn, nc, kc, pkb])
+                b_here = self._at(b, bb, b.add(b.mul(pc, n_pad), b.mul(b.add(b_col0, jc), kc)))
+                pkb_k = b.select(b_ready, b_here, pkb)
                 # the first K block writes C (or adds to it when beta), the later ones add
                 first = b.icmp_signed("==", pc, zero)
                 beta_k = b.select(first, beta, const(I64, 1))
                 with for_range(b, zero, m, "ic", step=const(I64, s.mc)) as ic:
                     mc = self._min(b, b.sub(m, ic), const(I64, s.mc))
-                    a_block = self._at(b, a, b.add(b.mul(ic, sam), b.mul(pc, sak)))
-                    b.call(pack_a, [a_block, sam, sak, mc, kc, pka])
+                    with b.if_then(b.not_(a_ready)):
+                        a_block = self._at(b, a, b.add(b.mul(ic, sam), b.mul(pc, sak)))
+                        b.call(pack_a, [a_block, sam, sak, mc, kc, pka])
+                    a_here = self._at(b, a, b.add(b.mul(pc, m_pad), b.mul(b.add(a_row0, ic), kc)))
+                    pka_i = b.select(a_ready, a_here, pka)
                     with for_range(b, zero, nc, "jr", step=const(I64, s.nr)) as jr:
                         nr = self._min(b, b.sub(nc, jr), const(I64, s.nr))
-                        pb = self._at(b, pkb, b.mul(jr, kc))
+                        pb = self._at(b, pkb_k, b.mul(jr, kc))
                         with for_range(b, zero, mc, "ir", step=const(I64, s.mr)) as ir_:
                             mr = self._min(b, b.sub(mc, ir_), const(I64, s.mr))
-                            pa = self._at(b, pka, b.mul(ir_, kc))
+                            pa = self._at(b, pka_i, b.mul(ir_, kc))
                             tile = self._at(b, c, b.add(b.mul(b.add(ic, ir_), ldc), b.add(jc, jr)))
                             args = [kc, pa, pb, tile, ldc, mr, nr, beta_k]
                             self._call_micro(b, micros, nr, args)
-        b.ret_void()
+        b.ret(const(I32, 0))      # the status word of every kernel: nothing can fail here
         return fn
+
+    def pack_all(self, pack: ir.Function, which: str, tile: int) -> None:
+        """dlvm_sgemm_pack_{a,b}(rows, K, src, s_row, s_k, dst): a whole operand in the
+        prepacked layout the kernel reads with flag 1 (A) or 2 (B): K blocks of KC one after
+        another, each holding every panel (rows padded to a multiple of the tile)."""
+        s = self.s
+        fn, b = self._function(f"{FUNC_NAME}_pack_{which}", [
+            ("rows", I64), ("K", I64), ("src", PTR), ("s_row", I64), ("s_k", I64), ("dst", PTR)],
+            internal=False, ret=I32)
+        rows, k, src, s_row, s_k, dst = fn.args
+        padded = b.mul(b.sdiv(b.add(rows, const(I64, tile - 1)), const(I64, tile)), const(I64, tile))
+        with for_range(b, const(I64, 0), k, "pc", step=const(I64, s.kc)) as pc:
+            kc = self._min(b, b.sub(k, pc), const(I64, s.kc))
+            strides = [s_row, s_k] if which == "a" else [s_k, s_row]    # pack_b takes (k, column)
+            b.call(pack, [self._at(b, src, b.mul(pc, s_k)), *strides, rows, kc,
+                          self._at(b, dst, b.mul(pc, padded))])
+        b.ret(const(I32, 0))
 
     def _call_micro(self, b: ir.IRBuilder, micros: dict[int, ir.Function], nr: ir.Value,
                     args: list[ir.Value]) -> None:
