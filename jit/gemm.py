@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 # below this many multiply-adds a product stays with NumPy (a packed kernel's fixed costs win
 # nothing on a 32 x 32 x 32 attention score); above _PARALLEL_MACS it is split across threads
 _MIN_MACS = 64 * 64 * 64
+_MIN_ROWS = 8
 _PARALLEL_MACS = 16 * 1024 * 1024
 
 
@@ -65,7 +66,7 @@ class Gemm:
         with self._buffers_lock:
             bufs = self._buffers.get(t)
             if bufs is None:
-                bufs = (_aligned(self.shape.pack_a_floats()), _aligned(self.shape.pack_b_floats()))
+                bufs = (_aligned(self.shape.pack_a_floats()), _aligned(self.shape.pack_b_floats() + SLACK))
                 self._buffers[t] = bufs
         return bufs[0].ctypes.data, bufs[1].ctypes.data
 
@@ -116,6 +117,25 @@ class Gemm:
         self._run(ma, mb, out.ctypes.data, out.strides[0] // 4, threads, int(accumulate))
         return out
 
+    def conv_image(self, w: np.ndarray | Prepacked, xp: np.ndarray, geometry: np.ndarray,
+                   out: np.ndarray, threads: int = 1) -> np.ndarray:
+        """out [O, Ho*Wo] = w [O, C*kH*kW] x the patch matrix of one padded image xp [C, Hp, Wp]
+        (rows contiguous), read in place by the kernel (implicit GEMM). geometry: int64 [kH,
+        kW, Wo, stride_h, stride_w, dil_h, dil_w, xp's channel stride, xp's row stride]."""
+        ma = _Operand.of(w, "a")
+        if xp.dtype != np.float32 or xp.strides[2] != 4 or geometry.dtype != np.int64:
+            raise TypeError("conv_image takes an f32 image with contiguous rows and int64 geometry")
+        # (the kernel reads up to SLACK floats past the image's end: ConvPlan's buffer has them)
+        n = out.shape[1]
+        mb = _Operand(n, ma.k, xp.ctypes.data, 0, geometry.ctypes.data, False, 0, (xp, geometry),
+                      (ma.k, n), conv=True)
+        if out.shape[0] != ma.rows or out.strides[1] != 4:
+            raise ValueError(f"conv_image output {out.shape} for weights {ma.shape}")
+        m, k = ma.rows, ma.k
+        threads = min(threads, 1 if m * n * k < _PARALLEL_MACS else threads)
+        self._run(ma, mb, out.ctypes.data, out.strides[0] // 4, threads, 0)
+        return out
+
     def _transposed_out(self, n: int, m: int) -> np.ndarray:
         key = (threading.get_ident(), n, m)
         buf = self._scratch.get(key)
@@ -125,13 +145,13 @@ class Gemm:
 
     def _run(self, a: _Operand, b: _Operand, pc: int, ldc: int, threads: int, beta: int) -> None:
         m, n, k = a.rows, b.rows, a.k
-        flags = (1 if a.prepacked else 0) | (2 if b.prepacked else 0)
+        flags = (1 if a.prepacked else 0) | (2 if b.prepacked else 0) | (4 if b.conv else 0)
 
         def call(rows: tuple[int, int], cols: tuple[int, int], packing: object) -> tuple:
             """Kernel arguments for rows x cols of the product."""
             (r0, r1), (c0, c1) = rows, cols
             pa = a.ptr if a.prepacked else a.ptr + r0 * a.s_row * 4
-            pb = b.ptr if b.prepacked else b.ptr + c0 * b.s_row * 4
+            pb = b.ptr if b.prepacked or b.conv else b.ptr + c0 * b.s_row * 4
             return (r1 - r0, c1 - c0, k, pa, a.s_row, a.s_k, pb, b.s_k, b.s_row,
                     pc + (r0 * ldc + c0) * 4, ldc, *self._packing(packing), beta,
                     flags, r0, a.padded, c0, b.padded)
@@ -180,6 +200,7 @@ class _Operand:
     padded: int
     keep: object          # what owns the memory
     shape: tuple
+    conv: bool = False    # B only: a convolution's patches (ptr: padded image, s_k: geometry)
 
     @staticmethod
     def of(x: np.ndarray | Prepacked, which: str) -> _Operand:
@@ -204,8 +225,15 @@ class _Operand:
 
 
 def use_for(m: int, n: int, k: int) -> bool:
-    """Whether a product of this size goes to the JIT's kernel rather than NumPy's BLAS."""
-    return m * n * k >= _MIN_MACS
+    """Whether a product of this size goes to the JIT's kernel rather than NumPy's BLAS: not
+    a few rows (a matrix-vector product is memory-bound, and a tile of 8 rows would compute
+    mostly padding), not a tiny product (packing costs more than it saves)."""
+    return m >= _MIN_ROWS and m * n * k >= _MIN_MACS
+
+
+# floats of slack after a convolution's padded input and after the B packing buffers: the
+# kernel copies a row segment of the input as whole vectors, up to one vector past its end
+SLACK = 64
 
 
 def _aligned(floats: int) -> np.ndarray:

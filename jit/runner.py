@@ -313,8 +313,7 @@ class RegionRunner:
         """An f32 conv2d head by the JIT's GEMM (jit/conv.py), into a reused buffer."""
         if call.conv_plan is None:
             try:
-                call.conv_plan = conv.ConvPlan(operands[0].shape, operands[1].shape, self._head_attrs,
-                                          self.jit.threads)
+                call.conv_plan = conv.ConvPlan(operands[0].shape, operands[1].shape, self._head_attrs)
             except ValueError as e:
                 raise Decline(str(e)) from None
         if call.mm_out >= 0:

@@ -149,25 +149,26 @@ CONVS = [  # x shape, w shape, strides, pads, dilations
     ((2, 32, 14, 14), (64, 32, 1, 1), (2, 2), (0, 0, 0, 0), (1, 1)),
     ((1, 8, 19, 19), (16, 8, 3, 3), (1, 1), (2, 2, 2, 2), (2, 2)),
     ((1, 64, 7, 7), (128, 64, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1)),
+    # big enough to split across threads: by output pixels, then by output channels
+    ((1, 64, 40, 41), (64, 64, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1)),
+    ((1, 256, 7, 7), (512, 256, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1)),
 ]
 
 
 @pytest.mark.parametrize("xs,ws,strides,pads,dil", CONVS)
-@pytest.mark.parametrize("segmented", [False, True])
-def test_conv_plan_matches_reference(g, monkeypatch, xs, ws, strides, pads, dil, segmented):
-    if segmented:     # force many small segments, spread over two threads
-        monkeypatch.setattr(jconv, "SEGMENT_BYTES", 1)
-        monkeypatch.setattr(jconv, "MIN_SEGMENT", 1)
-        monkeypatch.setattr(jconv, "WHOLE_BYTES", 0)
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("packed", [False, True])
+def test_conv_plan_matches_reference(g, xs, ws, strides, pads, dil, threads, packed):
     rng = np.random.default_rng(5)
     x, w, bias = rand(rng, *xs), rand(rng, *ws), rand(rng, ws[0])
     attrs = OPS["conv2d"].with_defaults({"strides": list(strides), "pads": list(pads),
                                          "dilations": list(dil), "groups": 1})
-    plan = jconv.ConvPlan(x.shape, w.shape, attrs, threads=2)
-    for _ in range(2):     # the reused buffers (padded input, patches) hold nothing stale
+    plan = jconv.ConvPlan(x.shape, w.shape, attrs)
+    wm = g.pack(w.reshape(w.shape[0], -1), "a") if packed else None
+    for _ in range(2):     # the reused padded input holds nothing stale
         ref = OPS["conv2d"].reference(attrs, x, w, bias)
         out = np.full(ref.shape, np.nan, np.float32)
-        plan.run(x, w, bias, out, g, threads=2)
+        plan.run(x, w, bias, out, g, threads, wm)
         k = ws[1] * ws[2] * ws[3]
         tol = 2 * k * U32 * (np.abs(x).max() * np.abs(w).max() * k) + 4 * U32 * np.abs(bias).max()
         np.testing.assert_allclose(out, ref, rtol=0, atol=tol)

@@ -1,7 +1,13 @@
 """LLVM IR of the JIT's f32 matrix product: a packed, cache-blocked GEMM for the host CPU.
 
-    i32 dlvm_sgemm(M, N, K, A, sam, sak, B, sbk, sbn, C, ldc, packA, packB, beta)   (returns 0)
+    i32 dlvm_sgemm(M, N, K, A, sam, sak, B, sbk, sbn, C, ldc, packA, packB, beta,
+                   flags, a_row0, m_pad, b_col0, n_pad)                    (returns 0)
     C[i, j] = beta * C[i, j] + sum_k A[i, k] * B[k, j]        (beta is 0 or 1)
+
+flags: 1 = A is prepacked (dlvm_sgemm_pack_a; the call covers its rows from a_row0, m_pad rows
+in all), 2 = B is prepacked (dlvm_sgemm_pack_b; columns from b_col0, n_pad in all), 4 = B is a
+convolution's patch matrix read from the padded input B with the geometry at address sbk
+(pack_b_conv; columns from b_col0).
 
 A and B may have any element strides (a transposed operand is only a pair of swapped strides);
 C is row-major with row stride `ldc`. The structure is the one Goto and BLIS made standard:
@@ -180,6 +186,101 @@ class _Builder:
         b.ret_void()
         return fn
 
+    def pack_b_conv(self) -> ir.Function:
+        """pack_b for a convolution's patch matrix, read straight from the padded input
+        (implicit GEMM): B[k, n] = xp[c, i*sh + p*dh, j*sw + q*dw] with k = (c, p, q) and
+        n = (i, j) over the output. No patch matrix is ever written: ResNet's first stages
+        would write 7 MB of it and read it back per convolution.
+
+        geom (i64[9]): kh, kw, wo, sh, sw, dh, dw, s_c, s_h (xp's channel and row strides in
+        elements; its column stride is 1). jc: the block's first column (output pixel).
+        A panel's NR columns cross output rows; its runs of columns within one output row
+        (segments) are found once per panel and copied for every k."""
+        nr, vw = self.s.nr, self.s.vw
+        fn, b = self._function("pack_b_conv", [("xp", PTR), ("geom", PTR), ("pc", I64), ("jc", I64),
+                                               ("nc", I64), ("kc", I64), ("dst", PTR)])
+        xp, geom, pc, jc, nc, kc, dst = fn.args
+        g = [b.load(b.gep(geom, [const(I64, i)], source_etype=I64), typ=I64) for i in range(9)]
+        kh, kw, wo, sh, sw, dh, dw, s_c, s_h = g
+        zero, one = const(I64, 0), const(I64, 1)
+        khw = b.mul(kh, kw)
+        # per-segment source offset (within one (c, p, q) plane), destination column, length
+        seg_src = b.alloca(I64, size=const(I64, nr + 1), name="seg_src")
+        seg_dst = b.alloca(I64, size=const(I64, nr + 1), name="seg_dst")
+        seg_len = b.alloca(I64, size=const(I64, nr + 1), name="seg_len")
+        count = b.alloca(I64, name="count")
+        panels = b.sdiv(b.add(nc, const(I64, nr - 1)), const(I64, nr))
+        with for_range(b, zero, panels, "q") as q:
+            col0 = b.mul(q, const(I64, nr))
+            width = self._min(b, b.sub(nc, col0), const(I64, nr))
+            panel = self._at(b, dst, b.mul(q, b.mul(kc, const(I64, nr))))
+            first = b.add(jc, col0)                           # output pixel of the panel's column 0
+            b.store(zero, count)
+            # segments: walk the panel's columns one output row at a time
+            head = b.append_basic_block("seg.head")
+            body = b.append_basic_block("seg.body")
+            done = b.append_basic_block("seg.done")
+            pre = b.block
+            b.branch(head)
+            b.position_at_end(head)
+            t = b.phi(I64, name="t")                          # columns done in this panel
+            t.add_incoming(zero, pre)
+            b.cbranch(b.icmp_signed("<", t, width), body, done)
+            b.position_at_end(body)
+            pix = b.add(first, t)
+            i = b.sdiv(pix, wo)
+            j = b.srem(pix, wo)
+            length = self._min(b, b.sub(wo, j), b.sub(width, t))
+            n = b.load(count, typ=I64)
+            b.store(b.add(b.mul(b.mul(i, sh), s_h), b.mul(j, sw)), b.gep(seg_src, [n], source_etype=I64))
+            b.store(t, b.gep(seg_dst, [n], source_etype=I64))
+            b.store(length, b.gep(seg_len, [n], source_etype=I64))
+            b.store(b.add(n, one), count)
+            t.add_incoming(b.add(t, length), b.block)
+            b.branch(head)
+            b.position_at_end(done)
+            segments = b.load(count, typ=I64)
+            with for_range(b, zero, kc, "k") as k:
+                kk = b.add(pc, k)
+                c = b.sdiv(kk, khw)
+                r = b.srem(kk, khw)
+                plane = b.add(b.add(b.mul(c, s_c), b.mul(b.mul(b.sdiv(r, kw), dh), s_h)),
+                              b.mul(b.srem(r, kw), dw))
+                out = self._at(b, panel, b.mul(k, const(I64, nr)))
+                with for_range(b, zero, segments, "s") as sg:
+                    start = b.load(b.gep(seg_src, [sg], source_etype=I64), typ=I64)
+                    src = self._at(b, xp, b.add(plane, start))
+                    to = self._at(b, out, b.load(b.gep(seg_dst, [sg], source_etype=I64), typ=I64))
+                    ln = b.load(b.gep(seg_len, [sg], source_etype=I64), typ=I64)
+                    with b.if_else(b.icmp_signed("==", sw, one)) as (unit, strided):
+                        with unit:
+                            # whole vectors, past the segment's end: the source has slack after
+                            # it (ConvPlan's buffer), and what lands past the destination's end
+                            # is overwritten by the next segment, row or panel, or zeroed below
+                            # (the packing buffer has slack too: jit/gemm.py's SLACK floats)
+                            vecs = b.sdiv(b.add(ln, const(I64, vw - 1)), const(I64, vw))
+                            with for_range(b, zero, vecs, "v") as v:
+                                off = b.mul(v, const(I64, vw))
+                                x = b.load(self._at(b, src, off), typ=self.vec, align=4)
+                                b.store(x, self._at(b, to, off), align=4)
+                        with strided:
+                            # stride 2 (ResNet's downsampling convolutions) as a constant, so
+                            # that LLVM vectorizes it as an interleaved load; others scalar
+                            two = b.icmp_signed("==", sw, const(I64, 2))
+                            with b.if_else(two) as (by_two, other):
+                                with by_two:
+                                    with for_range(b, zero, ln, "e2") as e:
+                                        x = b.load(self._at(b, src, b.mul(e, const(I64, 2))), typ=F32)
+                                        b.store(x, self._at(b, to, e))
+                                with other:
+                                    with for_range(b, zero, ln, "e") as e:
+                                        x = b.load(self._at(b, src, b.mul(e, sw)), typ=F32)
+                                        b.store(x, self._at(b, to, e))
+                with for_range(b, width, const(I64, nr), "z") as z:     # past the last column
+                    b.store(ir.Constant(F32, 0.0), self._at(b, out, z))
+        b.ret_void()
+        return fn
+
     # ---- the micro-kernel ----------------------------------------------------------------
 
     def micro(self, nvec: int) -> ir.Function:
@@ -237,7 +338,7 @@ class _Builder:
 
     def gemm(self) -> ir.Function:
         s = self.s
-        pack_a, pack_b = self.pack_a(), self.pack_b()
+        pack_a, pack_b, pack_b_conv = self.pack_a(), self.pack_b(), self.pack_b_conv()
         self.pack_all(pack_a, "a", s.mr)
         self.pack_all(pack_b, "b", s.nr)
         nvecs = s.nr // s.vw
@@ -246,22 +347,27 @@ class _Builder:
             ("M", I64), ("N", I64), ("K", I64), ("A", PTR), ("sam", I64), ("sak", I64),
             ("B", PTR), ("sbk", I64), ("sbn", I64), ("C", PTR), ("ldc", I64),
             ("packA", PTR), ("packB", PTR), ("beta", I64),
-            ("prepacked", I64), ("a_row0", I64), ("m_pad", I64), ("b_col0", I64), ("n_pad", I64)],
+            ("flags", I64), ("a_row0", I64), ("m_pad", I64), ("b_col0", I64), ("n_pad", I64)],
             internal=False, ret=I32)
         (m, n, k, a, sam, sak, bb, sbk, sbn, c, ldc, pka, pkb, beta,
-         prepacked, a_row0, m_pad, b_col0, n_pad) = fn.args
+         flags, a_row0, m_pad, b_col0, n_pad) = fn.args
         zero = const(I64, 0)
-        a_ready = b.icmp_signed("!=", b.and_(prepacked, const(I64, 1)), zero)
-        b_ready = b.icmp_signed("!=", b.and_(prepacked, const(I64, 2)), zero)
+        a_ready = b.icmp_signed("!=", b.and_(flags, const(I64, 1)), zero)
+        b_ready = b.icmp_signed("!=", b.and_(flags, const(I64, 2)), zero)
+        b_conv = b.icmp_signed("!=", b.and_(flags, const(I64, 4)), zero)
         with for_range(b, zero, n, "jc", step=const(I64, s.nc)) as jc:
             nc = self._min(b, b.sub(n, jc), const(I64, s.nc))
             with for_range(b, zero, k, "pc", step=const(I64, s.kc)) as pc:
                 kc = self._min(b, b.sub(k, pc), const(I64, s.kc))
                 # a prepacked B (a constant's panels, packed once) is read in place: within a
                 # K block its panels follow each other in column order, kc floats per column
-                with b.if_then(b.not_(b_ready)):
-                    b_block = self._at(b, bb, b.add(b.mul(pc, sbk), b.mul(jc, sbn)))
-                    b.call(pack_b, [b_block, sbk, sbn, nc, kc, pkb])
+                with b.if_else(b_conv) as (conv_, plain):
+                    with conv_:     # B is a convolution's patch matrix: sbk holds its geometry
+                        b.call(pack_b_conv, [bb, b.inttoptr(sbk, PTR), pc, b.add(b_col0, jc), nc, kc, pkb])
+                    with plain:
+                        with b.if_then(b.not_(b_ready)):
+                            b_block = self._at(b, bb, b.add(b.mul(pc, sbk), b.mul(jc, sbn)))
+                            b.call(pack_b, [b_block, sbk, sbn, nc, kc, pkb])
                 b_here = self._at(b, bb, b.add(b.mul(pc, n_pad), b.mul(b.add(b_col0, jc), kc)))
                 pkb_k = b.select(b_ready, b_here, pkb)
                 # the first K block writes C (or adds to it when beta), the later ones add
