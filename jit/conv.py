@@ -17,6 +17,8 @@ import numpy as np
 
 from .gemm import SLACK, Gemm, Prepacked, use_for
 
+NARROW_ROWS = 16     # output rows narrower than this take the explicit patch matrix
+
 
 def supported(x: np.ndarray, w: np.ndarray, attrs: dict) -> bool:
     """f32, ungrouped convolutions big enough for the GEMM kernel to pay."""
@@ -53,24 +55,57 @@ class ConvPlan:
             raw = np.zeros(n * c * hp * wp + SLACK, np.float32)
             self.padded = raw[:n * c * hp * wp].reshape(n, c, hp, wp)
         self.geometry = np.array([kh, kw, self.wo, sh, sw, dh, dw, hp * wp, wp], np.int64)
+        # narrow output rows make the implicit packing copy many short runs (7 floats for
+        # ResNet's last stage): there the patch matrix, small by then, is built once per call
+        # into a reused buffer and multiplied as a plain matrix
+        self.window = (kh, kw, sh, sw, dh, dw)
+        self.cols = None
+        if not self.direct and self.wo < NARROW_ROWS:
+            self.cols = np.empty((self.k, self.ho * self.wo), np.float32)
+        # fewer output pixels than channels (ResNet's last stage: 49 and 512): out^T =
+        # patches^T x w^T fills whole register tiles where out = w x patches would leave most
+        # of its last column tile empty; the weights are then packed as w^T, a right operand
+        self.transposed = self.cols is not None and self.ho * self.wo < o
+        self.out_t = np.empty((self.ho * self.wo, o), np.float32) if self.transposed else None
 
     def run(self, x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, out: np.ndarray,
             gemm: Gemm, threads: int, w_matrix: np.ndarray | Prepacked | None = None) -> np.ndarray:
-        """out [N, O, Ho, Wo] = conv2d(x, w) (+ bias); w_matrix: the weights as [O, C*kH*kW],
-        possibly packed once by Gemm.pack (constant weights)."""
+        """out [N, O, Ho, Wo] = conv2d(x, w) (+ bias); w_matrix: the weights as `weights()`
+        says (possibly packed once by Gemm.pack: constant weights)."""
         if self.padded is not None:
             top, left = self.pads[0], self.pads[1]
             np.copyto(self.padded[:, :, top:top + x.shape[2], left:left + x.shape[3]], x)
             xp = self.padded
         else:
             xp = np.ascontiguousarray(x)
-        wm = w_matrix if w_matrix is not None else np.ascontiguousarray(w).reshape(self.o, self.k)
+        wm = w_matrix if w_matrix is not None else self.weights(w)[1]
         flat = out.reshape(out.shape[0], self.o, self.ho * self.wo)
         for img in range(xp.shape[0]):
             if self.direct:
                 gemm.matmul(wm, xp[img].reshape(self.k, -1), flat[img], threads)
+            elif self.transposed:
+                gemm.matmul(self._patches(xp[img]).T, wm, self.out_t, threads)
+                np.copyto(flat[img], self.out_t.T)
+            elif self.cols is not None:
+                gemm.matmul(wm, self._patches(xp[img]), flat[img], threads)
             else:
                 gemm.conv_image(wm, xp[img], self.geometry, flat[img], threads)
         if bias is not None:
             out += bias.reshape(1, self.o, 1, 1)
         return out
+
+    def weights(self, w: np.ndarray) -> tuple[str, np.ndarray]:
+        """How the product takes the weights: ("a", [O, K]) or, transposed, ("b", [K, O])."""
+        m = np.ascontiguousarray(w).reshape(self.o, self.k)
+        return ("b", m.T) if self.transposed else ("a", m)
+
+    def _patches(self, image: np.ndarray) -> np.ndarray:
+        """The patch matrix [C*kH*kW, Ho*Wo] of one padded image, in the reused buffer."""
+        kh, kw, sh, sw, dh, dw = self.window
+        c = image.shape[0]
+        s_c, s_h, s_w = image.strides
+        view = np.lib.stride_tricks.as_strided(
+            image, (c, kh, kw, self.ho, self.wo), (s_c, s_h * dh, s_w * dw, s_h * sh, s_w * sw),
+            writeable=False)
+        np.copyto(self.cols.reshape(c, kh, kw, self.ho, self.wo), view)
+        return self.cols

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 # nothing on a 32 x 32 x 32 attention score); above _PARALLEL_MACS it is split across threads
 _MIN_MACS = 64 * 64 * 64
 _MIN_ROWS = 8
+_CHUNKS_PER_THREAD = 1     # chunks of a split product per thread
 _PARALLEL_MACS = 16 * 1024 * 1024
 
 
@@ -60,13 +61,15 @@ class Gemm:
         self._buffers_lock = threading.Lock()
         self._scratch: dict[tuple[int, int, int], np.ndarray] = {}
 
-    def _packing(self, t: object) -> tuple[int, int]:
-        """Packing buffers of `t`: a calling thread (its ident), or chunk i of a split call;
-        every concurrent call of the kernel needs its own."""
+    def _packing(self, t: object, columns: int) -> tuple[int, int]:
+        """Packing buffers of `t` (a calling thread's ident, or chunk i of a split call: every
+        concurrent call of the kernel needs its own) for a product of `columns` columns."""
+        s = self.shape
+        b_floats = s.kc * min(s.nc, -(-columns // s.nr) * s.nr) + SLACK
         with self._buffers_lock:
             bufs = self._buffers.get(t)
-            if bufs is None:
-                bufs = (_aligned(self.shape.pack_a_floats()), _aligned(self.shape.pack_b_floats() + SLACK))
+            if bufs is None or bufs[1].size < b_floats:
+                bufs = (_aligned(s.pack_a_floats()), _aligned(b_floats))
                 self._buffers[t] = bufs
         return bufs[0].ctypes.data, bufs[1].ctypes.data
 
@@ -153,24 +156,29 @@ class Gemm:
             pa = a.ptr if a.prepacked else a.ptr + r0 * a.s_row * 4
             pb = b.ptr if b.prepacked or b.conv else b.ptr + c0 * b.s_row * 4
             return (r1 - r0, c1 - c0, k, pa, a.s_row, a.s_k, pb, b.s_k, b.s_row,
-                    pc + (r0 * ldc + c0) * 4, ldc, *self._packing(packing), beta,
+                    pc + (r0 * ldc + c0) * 4, ldc, *self._packing(packing, c1 - c0), beta,
                     flags, r0, a.padded, c0, b.padded)
 
         if threads <= 1:
             self._fn(*call((0, m), (0, n), threading.get_ident()))
             return
+        # one chunk per thread (finer chunks, measured at 2 and 4 per thread, lost more to packing
+        # the shared operand again than late-waking workers cost); a worker that wakes after the
+        # caller has run its own chunk leaves its chunk to the caller (jit/llvm/pool_kernel.py)
         s = self.shape
         chunks = []
-        if n >= threads * 2 * s.nr:      # split the columns: each thread packs its own B block
+        if n >= threads * 2 * s.nr:      # split the columns: each chunk packs its own B panels
             panels = -(-n // s.nr)
-            for t in range(threads):
-                lo, hi = panels * t // threads * s.nr, min(n, panels * (t + 1) // threads * s.nr)
+            parts = min(threads * _CHUNKS_PER_THREAD, panels // 2)
+            for t in range(parts):
+                lo, hi = panels * t // parts * s.nr, min(n, panels * (t + 1) // parts * s.nr)
                 if lo < hi:
                     chunks.append(call((0, m), (lo, hi), ("split", len(chunks))))
         else:                            # narrow: split the rows
             panels = -(-m // s.mr)
-            for t in range(threads):
-                lo, hi = panels * t // threads * s.mr, min(m, panels * (t + 1) // threads * s.mr)
+            parts = min(threads * _CHUNKS_PER_THREAD, panels)
+            for t in range(parts):
+                lo, hi = panels * t // parts * s.mr, min(m, panels * (t + 1) // parts * s.mr)
                 if lo < hi:
                     chunks.append(call((lo, hi), (0, n), ("split", len(chunks))))
         from .threads import run_parallel

@@ -92,7 +92,7 @@ class RegionRunner:
         self._head_op = ""
         self._head_args: list[int] = []
         self._head_attrs: dict = {}
-        self._packs: dict[int, tuple] = {}          # input index -> (constant, its packed form)
+        self._packs: dict[tuple, tuple] = {}   # (input index, side) -> (constant, its packed form)
 
     # ---- setup ---------------------------------------------------------------------------
 
@@ -325,8 +325,8 @@ class RegionRunner:
         bias = operands[2] if len(operands) > 2 else None
         g = gemm(self.jit.disk)
         w = operands[1]
-        wm = self._prepacked(g, self._head_args[1], w, "a", w.reshape(w.shape[0], -1)) \
-            if w.flags.c_contiguous else None
+        which, matrix = call.conv_plan.weights(w)
+        wm = self._prepacked(g, self._head_args[1], w, which, matrix)
         return call.conv_plan.run(operands[0], w, bias, out, g, self.jit.threads, wm)
 
     def _prepacked(self, g, index: int, x: np.ndarray, which: str, matrix: np.ndarray | None = None):
@@ -334,9 +334,9 @@ class RegionRunner:
         2-D view, when given); other operands as they are."""
         if not isinstance(self.region.inputs[index], ConstRef):
             return x if matrix is None else matrix
-        hit = self._packs.get(index)
+        hit = self._packs.get((index, which))
         if hit is None or hit[0] is not x:     # a module's constant is one array, never written
-            hit = self._packs[index] = (x, g.pack(x if matrix is None else matrix, which))
+            hit = self._packs[(index, which)] = (x, g.pack(x if matrix is None else matrix, which))
         return hit[1]
 
     def _matmul(self, call: _Call, args: list[np.ndarray]) -> np.ndarray:

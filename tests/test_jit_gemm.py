@@ -164,7 +164,8 @@ def test_conv_plan_matches_reference(g, xs, ws, strides, pads, dil, threads, pac
     attrs = OPS["conv2d"].with_defaults({"strides": list(strides), "pads": list(pads),
                                          "dilations": list(dil), "groups": 1})
     plan = jconv.ConvPlan(x.shape, w.shape, attrs)
-    wm = g.pack(w.reshape(w.shape[0], -1), "a") if packed else None
+    which, matrix = plan.weights(w)
+    wm = g.pack(matrix, which) if packed else None
     for _ in range(2):     # the reused padded input holds nothing stale
         ref = OPS["conv2d"].reference(attrs, x, w, bias)
         out = np.full(ref.shape, np.nan, np.float32)
