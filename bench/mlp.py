@@ -2,8 +2,9 @@
 
     .venv/bin/python bench/mlp.py [--threads 2]
 
-dlvm: each layer is a "matmul+epilogue" region (NumPy's BLAS for the product, then one fused
-kernel for bias and relu, in place on the product), driven the way the VM drives regions
+dlvm: each layer is a "matmul+epilogue" region (the JIT's GEMM kernel with the weights
+prepacked, NumPy's BLAS below 8 rows, then one fused kernel for bias and relu, in place on the
+product), driven the way the VM drives regions
 (jit.testing.JitDriver: registers in a dict, each region through its RegionRunner). Against
 NumPy eager, onnxruntime (MatMul/Add/Relu graph) and torch, where installed.
 """

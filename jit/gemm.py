@@ -24,11 +24,13 @@ if TYPE_CHECKING:
     from .llvm.gemm_kernel import GemmShape
 
 # below this many multiply-adds a product stays with NumPy (a packed kernel's fixed costs win
-# nothing on a 32 x 32 x 32 attention score); above _PARALLEL_MACS it is split across threads
+# nothing on a 32 x 32 x 32 attention score); from _PARALLEL_MACS on it is split across threads
 _MIN_MACS = 64 * 64 * 64
 _MIN_ROWS = 8
 _CHUNKS_PER_THREAD = 1     # chunks of a split product per thread
-_PARALLEL_MACS = 16 * 1024 * 1024
+# a split pays only when the product outlasts a worker's wake-up (40-140 us here) by a margin:
+# MiniLM's 32x384x1536 (19M multiply-adds, ~180 us) ran slower on 2 threads than on 1
+_PARALLEL_MACS = 32 * 1024 * 1024
 
 
 class Gemm:
