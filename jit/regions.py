@@ -8,15 +8,16 @@ A region is a contiguous run of instructions of one block. Three kinds are forme
   layer_norm that decompose into reductions and elementwise ops). Every reduction in a region
   reduces the same number of trailing axes of its operand, so the kernel is an outer loop over
   rows and inner loops over the reduced axes. A reduction with keepdims = false ends the region.
-- "matmul+epilogue": a float matmul (run by NumPy's BLAS) followed by an elementwise epilogue
-  (bias, activation) that runs as a kernel in place on the matmul's result.
-- "conv2d+epilogue": the same after a float conv2d, which runs as its op reference (im2col and
-  one sgemm); the epilogue (bias, relu, residual add) runs in place on the reference's result.
+- "matmul+epilogue": a float matmul (f32 on the JIT's GEMM kernel, jit/gemm.py; else NumPy's
+  BLAS) followed by an elementwise epilogue (bias, activation) that runs as a kernel in place
+  on the matmul's result. A lone matmul is a region too, with no epilogue kernel.
+- "conv2d+epilogue": the same after a float conv2d (f32 ungrouped: an implicit GEMM, jit/conv.py;
+  else its op reference); the epilogue (bias, relu, residual add) runs in place on its result.
 
 What is not fused stays interpreted: f16 (no CPU kernel), reductions over non-trailing axes,
 integer matmul, movement ops, control flow. A region needs at least two instructions, except a
 lone composite op (softmax, layer_norm, gelu, ...) that is several primitives after decomposition
-or expansion.
+or expansion, and a lone matmul or conv2d head.
 """
 from __future__ import annotations
 
