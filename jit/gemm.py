@@ -63,16 +63,20 @@ class Gemm:
         self._buffers_lock = threading.Lock()
         self._scratch: dict[tuple[int, int, int], np.ndarray] = {}
 
-    def _packing(self, t: object, columns: int) -> tuple[int, int]:
-        """Packing buffers of `t` (a calling thread's ident, or chunk i of a split call: every
-        concurrent call of the kernel needs its own) for a product of `columns` columns."""
+    def _packing(self, chunk: int, columns: int, keep: list) -> tuple[int, int]:
+        """Packing buffers for chunk `chunk` of a product of `columns` columns by the calling
+        thread: every kernel call running at the same time needs its own, so they belong to
+        (calling thread, chunk). `keep` holds them until the call returns (a later, larger
+        product replaces them)."""
         s = self.shape
         b_floats = s.kc * min(s.nc, -(-columns // s.nr) * s.nr) + SLACK
+        key = (threading.get_ident(), chunk)
         with self._buffers_lock:
-            bufs = self._buffers.get(t)
+            bufs = self._buffers.get(key)
             if bufs is None or bufs[1].size < b_floats:
                 bufs = (_aligned(s.pack_a_floats()), _aligned(b_floats))
-                self._buffers[t] = bufs
+                self._buffers[key] = bufs
+        keep.append(bufs)
         return bufs[0].ctypes.data, bufs[1].ctypes.data
 
     def pack(self, x: np.ndarray, which: str) -> Prepacked:
@@ -152,17 +156,19 @@ class Gemm:
         m, n, k = a.rows, b.rows, a.k
         flags = (1 if a.prepacked else 0) | (2 if b.prepacked else 0) | (4 if b.conv else 0)
 
-        def call(rows: tuple[int, int], cols: tuple[int, int], packing: object) -> tuple:
+        keep: list = []      # the packing buffers the calls below write, alive until they return
+
+        def call(rows: tuple[int, int], cols: tuple[int, int], chunk: int) -> tuple:
             """Kernel arguments for rows x cols of the product."""
             (r0, r1), (c0, c1) = rows, cols
             pa = a.ptr if a.prepacked else a.ptr + r0 * a.s_row * 4
             pb = b.ptr if b.prepacked or b.conv else b.ptr + c0 * b.s_row * 4
             return (r1 - r0, c1 - c0, k, pa, a.s_row, a.s_k, pb, b.s_k, b.s_row,
-                    pc + (r0 * ldc + c0) * 4, ldc, *self._packing(packing, c1 - c0), beta,
+                    pc + (r0 * ldc + c0) * 4, ldc, *self._packing(chunk, c1 - c0, keep), beta,
                     flags, r0, a.padded, c0, b.padded)
 
         if threads <= 1:
-            self._fn(*call((0, m), (0, n), threading.get_ident()))
+            self._fn(*call((0, m), (0, n), 0))
             return
         # one chunk per thread (finer chunks, measured at 2 and 4 per thread, lost more to packing
         # the shared operand again than late-waking workers cost); a worker that wakes after the
@@ -175,14 +181,14 @@ class Gemm:
             for t in range(parts):
                 lo, hi = panels * t // parts * s.nr, min(n, panels * (t + 1) // parts * s.nr)
                 if lo < hi:
-                    chunks.append(call((0, m), (lo, hi), ("split", len(chunks))))
+                    chunks.append(call((0, m), (lo, hi), len(chunks)))
         else:                            # narrow: split the rows
             panels = -(-m // s.mr)
             parts = min(threads * _CHUNKS_PER_THREAD, panels)
             for t in range(parts):
                 lo, hi = panels * t // parts * s.mr, min(m, panels * (t + 1) // parts * s.mr)
                 if lo < hi:
-                    chunks.append(call((lo, hi), (0, n), ("split", len(chunks))))
+                    chunks.append(call((lo, hi), (0, n), len(chunks)))
         from .threads import run_parallel
         run_parallel(threads, self._fn, chunks)
 

@@ -80,6 +80,10 @@ class NativePool:
             self.threads = 1
         if self in _alive:
             _alive.remove(self)
+        with _pools_lock:       # native_pool() makes a new one for this thread count
+            for n, p in list(_pools.items()):
+                if p is self:
+                    del _pools[n]
 
     def run(self, address: int, chunks: list[tuple]) -> int:
         """OR of address(*chunk) over the chunks, run in parallel."""

@@ -165,11 +165,8 @@ class RegionRunner:
         bounds = [(rows * t // threads, rows * (t + 1) // threads) for t in range(threads)]
         scratch = [np.empty(compiled.slots * plan.inner_total, np.float64) if compiled.slots else None
                    for _ in bounds]
-        call = _Call(plan, compiled, [o.dtype.np for o in k.outputs], [None] * len(k.outputs), bounds,
+        return _Call(plan, compiled, [o.dtype.np for o in k.outputs], [None] * len(k.outputs), bounds,
                      scratch, mm_shape, None, mm_out, [[] for _ in k.outputs])
-        if len(self._calls) >= _MAX_SHAPES:
-            self._calls.pop(next(iter(self._calls)))
-        return call
 
     def _head_shape(self, args: list[np.ndarray]) -> tuple[int, ...]:
         """The shape of the head op's result (the product or convolution), or Decline where
@@ -226,6 +223,8 @@ class RegionRunner:
         call = self._calls.get(key)
         if call is None:
             call = self._prepare(args)
+            if len(self._calls) >= _MAX_SHAPES:      # the oldest shape's buffers go
+                self._calls.pop(next(iter(self._calls)))
             self._calls[key] = call
         self._last = call
         bufs = call.bufs

@@ -243,3 +243,59 @@ def test_prepacked_operand_sides_are_checked(g):
     p = g.pack(np.ones((4, 5), np.float32), "a")
     with pytest.raises(ValueError):
         g.matmul(np.ones((3, 4), np.float32), p, np.empty((3, 5), np.float32))
+
+
+@pytest.mark.parametrize("m,k,n", [(64, 600, 3000), (512, 1400, 49)])   # column / row split
+@pytest.mark.parametrize("which", ["a", "b", "ab"])
+def test_prepacked_operands_split_across_threads(g, m, k, n, which):
+    rng = np.random.default_rng(m + n)
+    a, b = rand(rng, m, k), rand(rng, k, n)
+    pa = g.pack(a, "a") if "a" in which else a
+    pb = g.pack(b, "b") if "b" in which else b
+    one, two = np.empty((m, n), np.float32), np.empty((m, n), np.float32)
+    g.matmul(a, b, one, threads=1)
+    g.matmul(pa, pb, two, threads=2)     # a_row0 / b_col0 offsets into the packed operand
+    assert np.array_equal(one, two)
+
+
+def test_two_python_threads_split_products_at_once(g):
+    """Each calling thread has its own packing buffers: a larger product on another thread
+    once replaced (and freed) the buffers a running split was writing."""
+    import threading
+    rng = np.random.default_rng(9)
+    jobs = [(rand(rng, 1024, 2048), rand(rng, 2048, 192)), (rand(rng, 64, 512), rand(rng, 512, 4096))]
+    want = []
+    for a, b in jobs:
+        w = np.empty((a.shape[0], b.shape[1]), np.float32)
+        g.matmul(a, b, w, threads=1)
+        want.append(w)
+    bad = []
+
+    def work(i: int) -> None:
+        a, b = jobs[i]
+        out = np.empty_like(want[i])
+        for _ in range(6):
+            g.matmul(a, b, out, threads=2)
+            if not np.array_equal(out, want[i]):
+                bad.append(i)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not bad
+
+
+def test_runner_keeps_a_bounded_number_of_shapes():
+    from jit.runner import _MAX_SHAPES
+    mb = ModuleBuilder("mm")
+    w = mb.constant("w", np.ones((64, 64), np.float32))
+    f = mb.function("main", [("x", "f32[N, 64]")], ["f32[N, 64]"])
+    f.ret(f.matmul(f.arg("x"), w))
+    vm = dlvmrt.VM(mb.finish(), jit="always")
+    for n in range(8, 8 + _MAX_SHAPES + 10):
+        vm.run("main", np.ones((n, 64), np.float32))
+    runner = vm.runners[0][-1]
+    assert runner.describe()["compiled_calls"] == _MAX_SHAPES + 10
+    assert len(runner._calls) <= _MAX_SHAPES
