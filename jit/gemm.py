@@ -170,25 +170,31 @@ class Gemm:
         if threads <= 1:
             self._fn(*call((0, m), (0, n), 0))
             return
-        # one chunk per thread (finer chunks, measured at 2 and 4 per thread, lost more to packing
-        # the shared operand again than late-waking workers cost); a worker that wakes after the
-        # caller has run its own chunk leaves its chunk to the caller (jit/llvm/pool_kernel.py)
+        # Split along the side whose chunks pack nothing twice: rows when B is read in place
+        # (prepacked weights: each chunk packs only its rows of A), columns when A is (each chunk
+        # packs only its columns of B); otherwise along the wider side. One chunk per thread:
+        # every chunk streams the whole other operand, and 4 chunks per thread measured 15-30%
+        # slower than 1 (256x784x512: 0.92 against 0.81 ms), late-waking workers included.
         s = self.shape
+        row_panels, col_panels = -(-m // s.mr), -(-n // s.nr)
+        if b.prepacked and not a.prepacked:
+            by_rows = True
+        elif a.prepacked or b.conv:
+            by_rows = False
+        else:
+            by_rows = n < threads * 2 * s.nr
+        if by_rows and row_panels < threads:
+            by_rows = False
+        elif not by_rows and col_panels < threads:
+            by_rows = True
         chunks = []
-        if n >= threads * 2 * s.nr:      # split the columns: each chunk packs its own B panels
-            panels = -(-n // s.nr)
-            parts = min(threads * _CHUNKS_PER_THREAD, panels // 2)
-            for t in range(parts):
-                lo, hi = panels * t // parts * s.nr, min(n, panels * (t + 1) // parts * s.nr)
-                if lo < hi:
-                    chunks.append(call((0, m), (lo, hi), len(chunks)))
-        else:                            # narrow: split the rows
-            panels = -(-m // s.mr)
-            parts = min(threads * _CHUNKS_PER_THREAD, panels)
-            for t in range(parts):
-                lo, hi = panels * t // parts * s.mr, min(m, panels * (t + 1) // parts * s.mr)
-                if lo < hi:
-                    chunks.append(call((lo, hi), (0, n), len(chunks)))
+        panels, tile = (row_panels, s.mr) if by_rows else (col_panels, s.nr)
+        parts = max(1, min(threads * _CHUNKS_PER_THREAD, panels))
+        for t in range(parts):
+            lo, hi = panels * t // parts * tile, min(m if by_rows else n, panels * (t + 1) // parts * tile)
+            if lo < hi:
+                chunks.append(call((lo, hi), (0, n), len(chunks)) if by_rows
+                              else call((0, m), (lo, hi), len(chunks)))
         from .threads import run_parallel
         run_parallel(threads, self._fn, chunks)
 
