@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import sys
+import warnings
 from typing import Any
 
 import numpy as np
@@ -299,7 +300,9 @@ class RegionRunner:
         fresh array."""
         operands = [args[i] for i in self._head_args]
         if self._head_op == "conv2d" and self.jit.gemm and conv.supported(*operands[:2], self._head_attrs):
-            return self._conv(call, operands)
+            g = self._gemm()
+            if g is not None:
+                return self._conv(call, operands, g)
         out = OPS[self._head_op].reference(self._head_attrs, *operands)
         if not (out.flags.c_contiguous and out.flags.writeable) or out.shape != call.mm_shape:
             out = np.ascontiguousarray(out)
@@ -308,7 +311,18 @@ class RegionRunner:
                                 f"expected {list(call.mm_shape)}")
         return out
 
-    def _conv(self, call: _Call, operands: list[np.ndarray]) -> np.ndarray:
+    def _gemm(self):
+        """The JIT's GEMM kernel, or None where it cannot be built or loaded on this host: the
+        Jit then runs products on NumPy's BLAS, after one warning."""
+        try:
+            return gemm(self.jit.disk)
+        except Exception as e:        # llvmlite failing on this host: never the user's error
+            self.jit.gemm = False
+            warnings.warn(f"the JIT's GEMM kernel is unavailable, products use NumPy's BLAS: "
+                          f"{type(e).__name__}: {e}", RuntimeWarning, stacklevel=2)
+            return None
+
+    def _conv(self, call: _Call, operands: list[np.ndarray], g) -> np.ndarray:
         """An f32 conv2d head by the JIT's GEMM (jit/conv.py), into a reused buffer."""
         if call.conv_plan is None:
             try:
@@ -322,7 +336,6 @@ class RegionRunner:
                 call.mm_buf = np.empty(call.mm_shape, np.float32)
             out = call.mm_buf
         bias = operands[2] if len(operands) > 2 else None
-        g = gemm(self.jit.disk)
         w = operands[1]
         which, matrix = call.conv_plan.weights(w)
         wm = self._prepacked(g, self._head_args[1], w, which, matrix)
@@ -353,9 +366,11 @@ class RegionRunner:
             a, o2 = a.reshape(-1, a.shape[-1]), out.reshape(-1, out.shape[-1])
         else:
             o2 = out
+        g = None
         if a.ndim == 2 and b.ndim == 2 and a.dtype == np.float32 and self.jit.gemm and \
                 use_gemm(a.shape[0], b.shape[1], a.shape[1]):
-            g = gemm(self.jit.disk)
+            g = self._gemm()
+        if g is not None:
             g.matmul(a, self._prepacked(g, self._mm[1], b, "b"), o2, self.jit.threads)
         else:
             np.matmul(a, b, out=o2)

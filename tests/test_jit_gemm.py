@@ -299,3 +299,22 @@ def test_runner_keeps_a_bounded_number_of_shapes():
     runner = vm.runners[0][-1]
     assert runner.describe()["compiled_calls"] == _MAX_SHAPES + 10
     assert len(runner._calls) <= _MAX_SHAPES
+
+
+def test_products_fall_back_to_blas_when_the_kernel_cannot_be_built(monkeypatch):
+    import jit.runner as runner_mod
+
+    def broken(disk=None):
+        raise RuntimeError("no LLVM here")
+    monkeypatch.setattr(runner_mod, "gemm", broken)
+    mb = ModuleBuilder("mm")
+    weights = np.random.default_rng(3).standard_normal((128, 96)).astype(np.float32)
+    f = mb.function("main", [("x", "f32[64, 128]")], ["f32[64, 96]"])
+    f.ret(f.matmul(f.arg("x"), mb.constant("w", weights)))
+    x = np.random.default_rng(4).standard_normal((64, 128)).astype(np.float32)
+    vm = dlvmrt.VM(mb.finish(), jit="always")
+    with pytest.warns(RuntimeWarning, match="GEMM kernel is unavailable"):
+        (got,) = vm.run("main", x)
+    np.testing.assert_allclose(got, x @ weights, rtol=1e-5, atol=1e-4)
+    (again,) = vm.run("main", x)            # one warning; BLAS from then on
+    np.testing.assert_array_equal(again, got)
