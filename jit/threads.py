@@ -93,12 +93,17 @@ def run_parallel(threads: int, fn, chunks: list[tuple]) -> int:
     kernel (whose arguments are all integers or pointers)."""
     if len(chunks) == 1 or threads <= 1:
         return pool(1).run(fn, chunks)
+    global _native_ok
     if _native():
         import ctypes
 
         from .cache import DiskCache
         from .native_pool import native_pool
-        native = native_pool(threads, DiskCache(None))     # the default code cache
+        try:
+            native = native_pool(threads, DiskCache(None))     # the default code cache
+        except Exception:       # llvmlite cannot build or load it here: the Python pool serves
+            _native_ok = False
+            return pool(threads).run(fn, chunks)
         if len(chunks[0]) <= native.max_args:    # else: more arguments than its trampolines take
             return native.run(ctypes.cast(fn, ctypes.c_void_p).value, chunks)
     return pool(threads).run(fn, chunks)
