@@ -28,9 +28,11 @@ if TYPE_CHECKING:
 _MIN_MACS = 64 * 64 * 64
 _MIN_ROWS = 8
 _CHUNKS_PER_THREAD = 1     # chunks of a split product per thread
-# a split pays only when the product outlasts a worker's wake-up (40-140 us here) by a margin:
-# MiniLM's 32x384x1536 (19M multiply-adds, ~180 us) ran slower on 2 threads than on 1
-_PARALLEL_MACS = 32 * 1024 * 1024
+# a split pays only when the product outlasts the hand-off by a margin. With the native pool
+# the caller runs a late worker's chunk itself, so a sleeping worker costs nothing: MiniLM's
+# 32x384x1536 (19M multiply-adds) went from 188 us on one thread to 138 us on two (with the
+# Python pool it was slower on two); 32x384x384 (4.7M) stays faster on one (54 against 59-67)
+_PARALLEL_MACS = 8 * 1024 * 1024
 
 
 class Gemm:
