@@ -29,6 +29,30 @@ def median_seconds(fn: Callable[[], object], budget_s: float = 0.4, warmup: int 
     return statistics.median(samples)
 
 
+def interleaved_medians(fns: dict[str, Callable[[], object]], budget_s: float = 0.4,
+                        warmup: int = 3) -> dict[str, float]:
+    """Median seconds per call of each function, timed in turn: one batch of each, then the
+    next round. A busy spell of this shared machine (it swings up to 2x for seconds) then slows
+    every competitor alike instead of whichever happened to run during it."""
+    per_batch = {}
+    for name, fn in fns.items():
+        for _ in range(warmup):
+            fn()
+        t0 = time.perf_counter()
+        fn()
+        per_batch[name] = max(1, int(0.005 / max(time.perf_counter() - t0, 1e-7)))
+    samples: dict[str, list[float]] = {name: [] for name in fns}
+    end = time.perf_counter() + budget_s * len(fns)
+    while time.perf_counter() < end or min(map(len, samples.values())) < 5:
+        for name, fn in fns.items():
+            n = per_batch[name]
+            t0 = time.perf_counter()
+            for _ in range(n):
+                fn()
+            samples[name].append((time.perf_counter() - t0) / n)
+    return {name: statistics.median(s) for name, s in samples.items()}
+
+
 def table(title: str, header: list[str], rows: list[list[str]]) -> str:
     widths = [max(len(str(r[i])) for r in [header] + rows) for i in range(len(header))]
     line = "| " + " | ".join(h.ljust(w) for h, w in zip(header, widths)) + " |"

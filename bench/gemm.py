@@ -22,7 +22,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench._timing import fmt_time, median_seconds, optional, ort_options, table  # noqa: E402
+from bench._timing import fmt_time, interleaved_medians, median_seconds, optional, ort_options, table  # noqa: E402
 
 PRODUCTS = [  # M, K, N, where
     (32, 384, 384, "MiniLM attention projections"),
@@ -46,6 +46,13 @@ def ort_graph(nodes, inputs, outputs, inits):
                              ir_version=9).SerializeToString()
 
 
+def _paired(name: str, fn, other: str, other_fn) -> list[tuple[str, float]]:
+    """dlvm and onnxruntime timed in turn (both pools block when idle), so that a busy spell
+    of the machine slows both; the others (whose threads spin after a call) run alone."""
+    fns = {name: fn} | ({other: other_fn} if other_fn is not None else {})
+    return list(interleaved_medians(fns).items())
+
+
 def bench_products(threads: int) -> str:
     from jit.gemm import gemm
     g = gemm()
@@ -57,9 +64,7 @@ def bench_products(threads: int) -> str:
         b = rng.standard_normal((k, n)).astype(np.float32)
         out = np.empty((m, n), np.float32)
         packed = g.pack(b, "b")
-        results = [("dlvm (B prepacked)", median_seconds(lambda: g.matmul(a, packed, out, threads))),
-                   ("dlvm", median_seconds(lambda: g.matmul(a, b, out, threads))),
-                   ("NumPy matmul", median_seconds(lambda: np.matmul(a, b, out=out)))]
+        sess = None
         if ort is not None and optional("onnx") is not None:
             from onnx import TensorProto, helper, numpy_helper
             model = ort_graph([helper.make_node("MatMul", ["A", "B"], ["Y"])],
@@ -67,7 +72,10 @@ def bench_products(threads: int) -> str:
                               [helper.make_tensor_value_info("Y", TensorProto.FLOAT, [m, n])],
                               [numpy_helper.from_array(b, "B")])
             sess = ort.InferenceSession(model, ort_options(ort, threads), providers=["CPUExecutionProvider"])
-            results.append(("onnxruntime MatMul", median_seconds(lambda: sess.run(None, {"A": a}))))
+        results = _paired("dlvm (B prepacked)", lambda: g.matmul(a, packed, out, threads),
+                          "onnxruntime MatMul", sess and (lambda: sess.run(None, {"A": a})))
+        results += [("dlvm", median_seconds(lambda: g.matmul(a, b, out, threads))),
+                    ("NumPy matmul", median_seconds(lambda: np.matmul(a, b, out=out)))]
         if torch is not None:
             ta, tb, to = torch.from_numpy(a), torch.from_numpy(b), torch.from_numpy(out)
             results.append(("torch.mm", median_seconds(lambda: torch.mm(ta, tb, out=to))))
@@ -104,7 +112,7 @@ def bench_convs(threads: int) -> str:
         ref = np.maximum(OPS["conv2d"].reference(attrs, x, w, bias), 0)
         if not np.allclose(out, ref, rtol=1e-4, atol=1e-3):
             raise AssertionError(f"conv {c}x{h} -> {o} k{k}: dlvm differs from the reference")
-        results = [("dlvm implicit GEMM", median_seconds(dlvm))]
+        sess = None
         if ort is not None and optional("onnx") is not None:
             from onnx import TensorProto, helper, numpy_helper
             model = ort_graph(
@@ -114,7 +122,8 @@ def bench_convs(threads: int) -> str:
                 [helper.make_tensor_value_info("Z", TensorProto.FLOAT, [1, o, ho, ho])],
                 [numpy_helper.from_array(w, "W"), numpy_helper.from_array(bias, "B")])
             sess = ort.InferenceSession(model, ort_options(ort, threads), providers=["CPUExecutionProvider"])
-            results.append(("onnxruntime Conv+Relu", median_seconds(lambda: sess.run(None, {"X": x}))))
+        results = _paired("dlvm implicit GEMM", dlvm,
+                          "onnxruntime Conv+Relu", sess and (lambda: sess.run(None, {"X": x})))
         if torch is not None:
             tx, tw, tb = torch.from_numpy(x), torch.from_numpy(w), torch.from_numpy(bias)
             results.append(("torch conv2d+relu", median_seconds(
