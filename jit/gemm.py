@@ -172,19 +172,20 @@ class Gemm:
         if threads <= 1:
             self._fn(*call((0, m), (0, n), 0))
             return
-        # Split along the side whose chunks pack nothing twice: rows when B is read in place
-        # (prepacked weights: each chunk packs only its rows of A), columns when A is (each chunk
-        # packs only its columns of B); otherwise along the wider side. One chunk per thread:
-        # every chunk streams the whole other operand, and 4 chunks per thread measured 15-30%
-        # slower than 1 (256x784x512: 0.92 against 0.81 ms), late-waking workers included.
+        # Split along the side that moves less memory per thread: a row split has every chunk
+        # read all of B, a column split all of A. Packing an operand (reading it and writing
+        # its panels) costs about 3 reads; a prepacked operand is one read, a convolution's
+        # patches (packed from the image) two. MLP 256x784x512 (weights prepacked) splits by
+        # rows: each chunk packs only its rows of A; ResNet's 49x4608x512 and MiniLM's
+        # 32x384x1536 by columns: each chunk reads half the weights (9.4 MB for the first,
+        # read twice by a row split: 1.35 against 0.9 ms). One chunk per thread: every chunk
+        # streams the whole other operand, and 4 chunks per thread measured 15-30% slower than
+        # 1 (256x784x512: 0.92 against 0.81 ms), late-waking workers included.
         s = self.shape
         row_panels, col_panels = -(-m // s.mr), -(-n // s.nr)
-        if b.prepacked and not a.prepacked:
-            by_rows = True
-        elif a.prepacked or b.conv:
-            by_rows = False
-        else:
-            by_rows = n < threads * 2 * s.nr
+        a_cost = m * k * (1 if a.prepacked else 3)
+        b_cost = n * k * (1 if b.prepacked else 2 if b.conv else 3)
+        by_rows = a_cost / threads + b_cost < a_cost + b_cost / threads
         if by_rows and row_panels < threads:
             by_rows = False
         elif not by_rows and col_panels < threads:
