@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .gemm import SLACK, Gemm, Prepacked, use_for
+from .gemm import SLACK, Epilogue, Gemm, Prepacked, use_for
 
 NARROW_ROWS = 16     # output rows narrower than this take the explicit patch matrix
 
@@ -69,9 +69,11 @@ class ConvPlan:
         self.out_t = np.empty((self.ho * self.wo, o), np.float32) if self.transposed else None
 
     def run(self, x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, out: np.ndarray,
-            gemm: Gemm, threads: int, w_matrix: np.ndarray | Prepacked | None = None) -> np.ndarray:
-        """out [N, O, Ho, Wo] = conv2d(x, w) (+ bias); w_matrix: the weights as `weights()`
-        says (possibly packed once by Gemm.pack: constant weights)."""
+            gemm: Gemm, threads: int, w_matrix: np.ndarray | Prepacked | None = None,
+            relu: bool = False) -> np.ndarray:
+        """out [N, O, Ho, Wo] = conv2d(x, w) (+ bias) (then relu); w_matrix: the weights as
+        `weights()` says (possibly packed once by Gemm.pack: constant weights). The bias and
+        relu are applied by the kernel as it stores the result (Epilogue)."""
         if self.padded is not None:
             top, left = self.pads[0], self.pads[1]
             np.copyto(self.padded[:, :, top:top + x.shape[2], left:left + x.shape[3]], x)
@@ -79,19 +81,22 @@ class ConvPlan:
         else:
             xp = np.ascontiguousarray(x)
         wm = w_matrix if w_matrix is not None else self.weights(w)[1]
+        if bias is not None:
+            bias = np.ascontiguousarray(bias, np.float32).reshape(self.o)
+        # one bias per output channel: a row of the product, a column of the transposed one
+        per_channel = Epilogue(bias, None, relu)
         flat = out.reshape(out.shape[0], self.o, self.ho * self.wo)
         for img in range(xp.shape[0]):
             if self.direct:
-                gemm.matmul(wm, xp[img].reshape(self.k, -1), flat[img], threads)
+                gemm.matmul(wm, xp[img].reshape(self.k, -1), flat[img], threads, epilogue=per_channel)
             elif self.transposed:
-                gemm.matmul(self._patches(xp[img]).T, wm, self.out_t, threads)
+                gemm.matmul(self._patches(xp[img]).T, wm, self.out_t, threads,
+                            epilogue=per_channel.transposed())
                 np.copyto(flat[img], self.out_t.T)
             elif self.cols is not None:
-                gemm.matmul(wm, self._patches(xp[img]), flat[img], threads)
+                gemm.matmul(wm, self._patches(xp[img]), flat[img], threads, epilogue=per_channel)
             else:
-                gemm.conv_image(wm, xp[img], self.geometry, flat[img], threads)
-        if bias is not None:
-            out += bias.reshape(1, self.o, 1, 1)
+                gemm.conv_image(wm, xp[img], self.geometry, flat[img], threads, epilogue=per_channel)
         return out
 
     def weights(self, w: np.ndarray) -> tuple[str, np.ndarray]:

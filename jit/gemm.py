@@ -56,7 +56,7 @@ class Gemm:
         self._loaded = target.LoadedObject(obj)
         i64, ptr = ctypes.c_int64, ctypes.c_void_p
         proto = ctypes.CFUNCTYPE(ctypes.c_int32, i64, i64, i64, ptr, i64, i64, ptr, i64, i64, ptr, i64,
-                                 ptr, ptr, i64, i64, i64, i64, i64, i64)
+                                 ptr, ptr, i64, i64, i64, i64, i64, i64, ptr, i64)
         self._fn = proto(self._loaded.address(FUNC_NAME))
         pack_proto = ctypes.CFUNCTYPE(ctypes.c_int32, i64, i64, ptr, i64, i64, ptr)
         self._pack_fns = {w: pack_proto(self._loaded.address(f"{FUNC_NAME}_pack_{w}")) for w in "ab"}
@@ -100,15 +100,18 @@ class Gemm:
         return Prepacked(which, rows, k, padded, buf)
 
     def matmul(self, a: np.ndarray | Prepacked, b: np.ndarray | Prepacked, out: np.ndarray,
-               threads: int = 1, accumulate: bool = False) -> np.ndarray:
+               threads: int = 1, accumulate: bool = False, epilogue: Epilogue | None = None) -> np.ndarray:
         """out = a @ b (or out += a @ b) for f32 a [M, K], b [K, N] of any strides (or
-        prepacked by `pack`) and out [M, N] with contiguous rows (any row stride)."""
+        prepacked by `pack`) and out [M, N] with contiguous rows (any row stride); then the
+        epilogue (a bias per row or column, a relu) as the last K block is stored."""
         ma, mb = _Operand.of(a, "a"), _Operand.of(b, "b")
         m, k, n = ma.rows, ma.k, mb.rows
         if mb.k != k or out.shape != (m, n):
             raise ValueError(f"gemm shapes {ma.shape} x {mb.shape} -> {out.shape}")
         if out.dtype != np.float32:
             raise TypeError("the JIT's gemm is f32 only")
+        epi = epilogue or Epilogue()
+        epi.check(m, n)
         if m == 0 or n == 0:
             return out
         if (n > 1 and out.strides[1] != 4) or out.strides[0] % 4:
@@ -116,20 +119,20 @@ class Gemm:
         if k == 0:
             if not accumulate:
                 out.fill(0)
-            return out
+            return epi.apply(out)
         threads = min(threads, 1 if m * n * k < _PARALLEL_MACS else threads)
         if n < self.shape.nr and m >= 2 * n and not accumulate and not (ma.prepacked or mb.prepacked):
             # narrow: out^T = b^T a^T fills whole NR-wide tiles (ResNet's last stage, N = 49,
             # would compute 64 columns of 49 the other way round); then one small transpose
             tmp = self._transposed_out(n, m)
-            self._run(mb.transposed(), ma.transposed(), tmp.ctypes.data, m, threads, 0)
+            self._run(mb.transposed(), ma.transposed(), tmp.ctypes.data, m, threads, 0, epi.transposed())
             np.copyto(out, tmp.T)
             return out
-        self._run(ma, mb, out.ctypes.data, out.strides[0] // 4, threads, int(accumulate))
+        self._run(ma, mb, out.ctypes.data, out.strides[0] // 4, threads, int(accumulate), epi)
         return out
 
     def conv_image(self, w: np.ndarray | Prepacked, xp: np.ndarray, geometry: np.ndarray,
-                   out: np.ndarray, threads: int = 1) -> np.ndarray:
+                   out: np.ndarray, threads: int = 1, epilogue: Epilogue | None = None) -> np.ndarray:
         """out [O, Ho*Wo] = w [O, C*kH*kW] x the patch matrix of one padded image xp [C, Hp, Wp]
         (rows contiguous), read in place by the kernel (implicit GEMM). geometry: int64 [kH,
         kW, Wo, stride_h, stride_w, dil_h, dil_w, xp's channel stride, xp's row stride]."""
@@ -143,8 +146,10 @@ class Gemm:
         if out.shape[0] != ma.rows or out.strides[1] != 4:
             raise ValueError(f"conv_image output {out.shape} for weights {ma.shape}")
         m, k = ma.rows, ma.k
+        epi = epilogue or Epilogue()
+        epi.check(m, n)
         threads = min(threads, 1 if m * n * k < _PARALLEL_MACS else threads)
-        self._run(ma, mb, out.ctypes.data, out.strides[0] // 4, threads, 0)
+        self._run(ma, mb, out.ctypes.data, out.strides[0] // 4, threads, 0, epi)
         return out
 
     def _transposed_out(self, n: int, m: int) -> np.ndarray:
@@ -154,9 +159,12 @@ class Gemm:
             buf = self._scratch[key] = np.empty((n, m), np.float32)
         return buf
 
-    def _run(self, a: _Operand, b: _Operand, pc: int, ldc: int, threads: int, beta: int) -> None:
+    def _run(self, a: _Operand, b: _Operand, pc: int, ldc: int, threads: int, beta: int,
+             epi: Epilogue) -> None:
         m, n, k = a.rows, b.rows, a.k
         flags = (1 if a.prepacked else 0) | (2 if b.prepacked else 0) | (4 if b.conv else 0)
+        bits = epi.bits()
+        bias = epi.bias.ctypes.data if epi.bias is not None else 0
 
         keep: list = []      # the packing buffers the calls below write, alive until they return
 
@@ -165,9 +173,10 @@ class Gemm:
             (r0, r1), (c0, c1) = rows, cols
             pa = a.ptr if a.prepacked else a.ptr + r0 * a.s_row * 4
             pb = b.ptr if b.prepacked or b.conv else b.ptr + c0 * b.s_row * 4
+            pbias = bias and bias + 4 * (r0 if bits & 1 else c0)
             return (r1 - r0, c1 - c0, k, pa, a.s_row, a.s_k, pb, b.s_k, b.s_row,
                     pc + (r0 * ldc + c0) * 4, ldc, *self._packing(chunk, c1 - c0, keep), beta,
-                    flags, r0, a.padded, c0, b.padded)
+                    flags, r0, a.padded, c0, b.padded, pbias or None, bits)
 
         if threads <= 1:
             self._fn(*call((0, m), (0, n), 0))
@@ -200,6 +209,46 @@ class Gemm:
                               else call((0, m), (lo, hi), len(chunks)))
         from .threads import run_parallel
         run_parallel(threads, self._fn, chunks)
+
+
+@dataclass(frozen=True)
+class Epilogue:
+    """What the kernel applies to C as it stores the last K block, in this order: a bias per
+    row (`row_bias`, one per row of C) or per column (`col_bias`), then relu. Bit-identical to
+    `out += bias; np.maximum(out, 0)` afterwards (llvm.maximum: NaN stays NaN), with no pass
+    over C (ResNet's convolutions: 2.5M outputs read and written twice more per call)."""
+    row_bias: np.ndarray | None = None
+    col_bias: np.ndarray | None = None
+    relu: bool = False
+
+    @property
+    def bias(self) -> np.ndarray | None:
+        return self.row_bias if self.row_bias is not None else self.col_bias
+
+    def bits(self) -> int:
+        return (1 if self.row_bias is not None else 0) | (2 if self.col_bias is not None else 0) | \
+            (4 if self.relu else 0)
+
+    def check(self, m: int, n: int) -> None:
+        if self.row_bias is not None and self.col_bias is not None:
+            raise ValueError("a gemm epilogue adds a row bias or a column bias, not both")
+        for name, v, size in (("row", self.row_bias, m), ("column", self.col_bias, n)):
+            if v is not None and (v.dtype != np.float32 or v.shape != (size,) or v.strides != (4,)):
+                raise ValueError(f"gemm {name} bias must be contiguous f32 [{size}], got "
+                                 f"{v.dtype}{list(v.shape)}")
+
+    def transposed(self) -> Epilogue:
+        return Epilogue(self.col_bias, self.row_bias, self.relu)
+
+    def apply(self, out: np.ndarray) -> np.ndarray:
+        """The same on an already computed C (K = 0)."""
+        if self.row_bias is not None:
+            out += self.row_bias[:, None]
+        if self.col_bias is not None:
+            out += self.col_bias
+        if self.relu:
+            np.maximum(out, 0, out=out)
+        return out
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ same shapes when nobody else holds them any more (their reference count says so)
 from __future__ import annotations
 
 import dataclasses
+import math
 import sys
 import warnings
 from typing import Any
@@ -26,7 +27,7 @@ from isa.ops import OPS
 from isa.types import TensorType
 from isa.verify import verify_module
 
-from . import conv
+from . import conv, store_epilogue
 from .build import KernelBuildError, build_kernel
 from .compiler import Compiled, assembly, compile_variant, optimized_ir
 from .gemm import gemm
@@ -70,6 +71,7 @@ class _Call:
     mm_out: int                   # output index that is written in place of the product, or -1
     spare: list[list[np.ndarray]] = dataclasses.field(default_factory=list)
     conv_plan: conv.ConvPlan | None = None      # a conv2d head's geometry and buffers
+    store: store_epilogue.StoreEpilogue | None = None   # an epilogue the GEMM kernel applies
 
 
 class RegionRunner:
@@ -94,6 +96,7 @@ class RegionRunner:
         self._head_args: list[int] = []
         self._head_attrs: dict = {}
         self._packs: dict[tuple, tuple] = {}   # (input index, side) -> (constant, its packed form)
+        self._store: store_epilogue.StorePattern | None = None
 
     # ---- setup ---------------------------------------------------------------------------
 
@@ -124,6 +127,7 @@ class RegionRunner:
             self._head_args = [self.region.inputs.index(o) for o in head.operands]
             self._head_attrs = OPS[head.op].with_defaults(head.attrs)
             self._mm = tuple(self._head_args[:2])
+            self._store = store_epilogue.match(self.kernel)
 
     def _prepare(self, args: list[np.ndarray]) -> _Call:
         k = self.kernel
@@ -148,6 +152,11 @@ class RegionRunner:
             # is the region's output (written in place of output 0)
             return _Call(plan, None, [k.outputs[0].dtype.np], [None], [(0, plan.rows)], [None],
                          mm_shape, None, 0, [[]])
+        store = self._store_for(args, mm_shape, plan)
+        if store is not None:
+            # bias and relu applied by the GEMM kernel as it stores: no epilogue kernel either
+            return _Call(plan, None, [np.dtype(np.float32)], [None], [(0, plan.rows)], [None],
+                         mm_shape, None, 0, [[]], store=store)
         if plan.dims[plan.spec.rank - 1] < SHORT_ROW:
             plan.spec = dataclasses.replace(plan.spec, short_rows=True)
         compiled = self.variants.get(plan.spec)
@@ -168,6 +177,24 @@ class RegionRunner:
                    for _ in bounds]
         return _Call(plan, compiled, [o.dtype.np for o in k.outputs], [None] * len(k.outputs), bounds,
                      scratch, mm_shape, None, mm_out, [[] for _ in k.outputs])
+
+    def _store_for(self, args: list[np.ndarray], mm_shape, plan: Plan) -> store_epilogue.StoreEpilogue | None:
+        """The epilogue as the GEMM kernel's store, where the region's is one (bias, relu) and
+        the head runs on the kernel for these shapes."""
+        if self._store is None or mm_shape is None or not self.jit.gemm:
+            return None
+        ops = [args[i] for i in self._head_args]
+        if self._head_op == "conv2d":
+            if not conv.supported(*ops[:2], self._head_attrs):
+                return None
+        else:
+            a, b = ops[0], ops[1]
+            rows = math.prod(a.shape[:-1]) if a.ndim >= 2 else 0
+            if b.ndim != 2 or a.dtype != np.float32 or not use_gemm(rows, b.shape[1], a.shape[-1]):
+                return None
+        return store_epilogue.for_call(self._store, self.kernel, self._head_op, mm_shape,
+                                       plan.out_shapes[0], [a.shape for a in args],
+                                       conv_bias=len(self._head_args) > 2)
 
     def _head_shape(self, args: list[np.ndarray]) -> tuple[int, ...]:
         """The shape of the head op's result (the product or convolution), or Decline where
@@ -302,8 +329,10 @@ class RegionRunner:
         if self._head_op == "conv2d" and self.jit.gemm and conv.supported(*operands[:2], self._head_attrs):
             g = self._gemm()
             if g is not None:
-                return self._conv(call, operands, g)
+                return self._conv(call, operands, g, args)
         out = OPS[self._head_op].reference(self._head_attrs, *operands)
+        if call.store is not None:       # the GEMM kernel became unavailable since planning
+            out = call.store.apply(np.array(out), args)
         if not (out.flags.c_contiguous and out.flags.writeable) or out.shape != call.mm_shape:
             out = np.ascontiguousarray(out)
         if out.shape != call.mm_shape or out.dtype != args[self._head_args[0]].dtype:
@@ -322,8 +351,9 @@ class RegionRunner:
                           f"{type(e).__name__}: {e}", RuntimeWarning, stacklevel=2)
             return None
 
-    def _conv(self, call: _Call, operands: list[np.ndarray], g) -> np.ndarray:
-        """An f32 conv2d head by the JIT's GEMM (jit/conv.py), into a reused buffer."""
+    def _conv(self, call: _Call, operands: list[np.ndarray], g, args: list[np.ndarray]) -> np.ndarray:
+        """An f32 conv2d head by the JIT's GEMM (jit/conv.py), into a reused buffer, with the
+        region's epilogue where the kernel's store applies it."""
         if call.conv_plan is None:
             try:
                 call.conv_plan = conv.ConvPlan(operands[0].shape, operands[1].shape, self._head_attrs)
@@ -336,10 +366,15 @@ class RegionRunner:
                 call.mm_buf = np.empty(call.mm_shape, np.float32)
             out = call.mm_buf
         bias = operands[2] if len(operands) > 2 else None
+        relu = False
+        if call.store is not None:       # (store_epilogue.for_call: never two biases)
+            relu = call.store.relu
+            if call.store.source is not None:
+                bias = args[call.store.source]
         w = operands[1]
         which, matrix = call.conv_plan.weights(w)
         wm = self._prepacked(g, self._head_args[1], w, which, matrix)
-        return call.conv_plan.run(operands[0], w, bias, out, g, self.jit.threads, wm)
+        return call.conv_plan.run(operands[0], w, bias, out, g, self.jit.threads, wm, relu=relu)
 
     def _prepacked(self, g, index: int, x: np.ndarray, which: str, matrix: np.ndarray | None = None):
         """A constant operand x (weights) packed once for the GEMM kernel (as `matrix`, its
@@ -371,9 +406,12 @@ class RegionRunner:
                 use_gemm(a.shape[0], b.shape[1], a.shape[1]):
             g = self._gemm()
         if g is not None:
-            g.matmul(a, self._prepacked(g, self._mm[1], b, "b"), o2, self.jit.threads)
+            epi = call.store.epilogue(args) if call.store is not None else None
+            g.matmul(a, self._prepacked(g, self._mm[1], b, "b"), o2, self.jit.threads, epilogue=epi)
         else:
             np.matmul(a, b, out=o2)
+            if call.store is not None:
+                call.store.apply(o2, args)
         return out
 
     # ---- introspection -------------------------------------------------------------------

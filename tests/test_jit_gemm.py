@@ -12,7 +12,7 @@ from isa.builder import ModuleBuilder
 from isa.ops import OPS
 from jit import conv as jconv
 from jit.cache import DiskCache
-from jit.gemm import Gemm, gemm
+from jit.gemm import Epilogue, Gemm, gemm
 
 U32 = 2.0 ** -24
 
@@ -139,6 +139,60 @@ def test_disk_cache_loads_the_kernel(tmp_path):
     assert (first.source, second.source) == ("compiled", "disk")
 
 
+def _relu(x: np.ndarray) -> np.ndarray:
+    """llvm.maximum(x, 0): NaN stays NaN, -0 < +0."""
+    return np.where(np.isnan(x), x, np.maximum(x, np.float32(0)) + np.float32(0))
+
+
+@pytest.mark.parametrize("m,k,n", [(9, 257, 49), (64, 576, 200), (130, 600, 100), (200, 129, 7),
+                                   (40, 40, 3100)])
+@pytest.mark.parametrize("bias", ["row", "col", None])
+@pytest.mark.parametrize("relu", [False, True])
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("packed", [None, "a", "b"])
+def test_epilogue_is_the_separate_pass_fused(g, m, k, n, bias, relu, threads, packed):
+    """Bias and relu applied as the last K block is stored give exactly what a pass over the
+    finished product gives (the same additions in the same order)."""
+    rng = np.random.default_rng(m + k + n)
+    a, b = rand(rng, m, k), rand(rng, k, n)
+    vec = rand(rng, m if bias == "row" else n)
+    plain = np.empty((m, n), np.float32)
+    g.matmul(a, b, plain, threads)
+    want = plain + (vec[:, None] if bias == "row" else vec if bias == "col" else np.float32(0))
+    want = _relu(want) if relu else want
+    epi = Epilogue(vec if bias == "row" else None, vec if bias == "col" else None, relu)
+    ops = [g.pack(a, "a") if packed == "a" else a, g.pack(b, "b") if packed == "b" else b]
+    got = np.full((m, n), np.nan, np.float32)
+    g.matmul(*ops, got, threads, epilogue=epi)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_epilogue_accumulates_and_propagates_nan(g):
+    rng = np.random.default_rng(3)
+    a, b = rand(rng, 20, 300), rand(rng, 300, 60)
+    a[3, 7] = np.nan
+    vec = rand(rng, 60)
+    c0 = rand(rng, 20, 60)
+    got = c0.copy()
+    g.matmul(a, b, got, accumulate=True, epilogue=Epilogue(col_bias=vec, relu=True))
+    plain = c0.copy()
+    g.matmul(a, b, plain, accumulate=True)
+    np.testing.assert_array_equal(got, _relu(plain + vec))
+    assert np.isnan(got[3]).all() and not np.isnan(np.delete(got, 3, axis=0)).any()
+
+
+def test_epilogue_is_checked(g):
+    a, b, out = np.ones((8, 4), np.float32), np.ones((4, 5), np.float32), np.empty((8, 5), np.float32)
+    with pytest.raises(ValueError, match="row bias"):
+        g.matmul(a, b, out, epilogue=Epilogue(row_bias=np.ones(5, np.float32)))
+    with pytest.raises(ValueError, match="not both"):
+        g.matmul(a, b, out, epilogue=Epilogue(np.ones(8, np.float32), np.ones(5, np.float32)))
+    z = np.ones((8, 0), np.float32)
+    g.matmul(z, np.ones((0, 5), np.float32), out, epilogue=Epilogue(col_bias=-np.arange(5, dtype=np.float32),
+                                                                     relu=True))
+    np.testing.assert_array_equal(out, np.zeros((8, 5), np.float32))
+
+
 # ---- conv2d heads ---------------------------------------------------------------------------
 
 CONVS = [  # x shape, w shape, strides, pads, dilations
@@ -158,7 +212,8 @@ CONVS = [  # x shape, w shape, strides, pads, dilations
 @pytest.mark.parametrize("xs,ws,strides,pads,dil", CONVS)
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("packed", [False, True])
-def test_conv_plan_matches_reference(g, xs, ws, strides, pads, dil, threads, packed):
+@pytest.mark.parametrize("relu", [False, True])
+def test_conv_plan_matches_reference(g, xs, ws, strides, pads, dil, threads, packed, relu):
     rng = np.random.default_rng(5)
     x, w, bias = rand(rng, *xs), rand(rng, *ws), rand(rng, ws[0])
     attrs = OPS["conv2d"].with_defaults({"strides": list(strides), "pads": list(pads),
@@ -168,8 +223,9 @@ def test_conv_plan_matches_reference(g, xs, ws, strides, pads, dil, threads, pac
     wm = g.pack(matrix, which) if packed else None
     for _ in range(2):     # the reused padded input holds nothing stale
         ref = OPS["conv2d"].reference(attrs, x, w, bias)
+        ref = np.maximum(ref, 0) if relu else ref
         out = np.full(ref.shape, np.nan, np.float32)
-        plan.run(x, w, bias, out, g, threads, wm)
+        plan.run(x, w, bias, out, g, threads, wm, relu=relu)
         k = ws[1] * ws[2] * ws[3]
         tol = 2 * k * U32 * (np.abs(x).max() * np.abs(w).max() * k) + 4 * U32 * np.abs(bias).max()
         np.testing.assert_allclose(out, ref, rtol=0, atol=tol)
@@ -197,8 +253,9 @@ def test_vm_conv_and_lone_heads_match_the_interpreter(relu):
     described = [runner.describe() for *_, runner in vm.runners]
     assert [d["kind"] for d in described] == ["conv2d+epilogue"]
     assert described[0]["compiled_calls"] == 3 and described[0]["fallbacks"] == 0
-    # a lone convolution compiles no epilogue kernel; with relu one is compiled
-    assert len(described[0]["variants"]) == (1 if relu else 0)
+    # a lone convolution compiles no epilogue kernel, nor does one with relu (the GEMM kernel
+    # applies it as it stores: jit/store_epilogue.py)
+    assert len(described[0]["variants"]) == 0
     # the constant weights were packed once, on the first call
     runner = vm.runners[0][-1]
     (packed,) = runner._packs.values()
@@ -318,3 +375,69 @@ def test_products_fall_back_to_blas_when_the_kernel_cannot_be_built(monkeypatch)
     np.testing.assert_allclose(got, x @ weights, rtol=1e-5, atol=1e-4)
     (again,) = vm.run("main", x)            # one warning; BLAS from then on
     np.testing.assert_array_equal(again, got)
+
+
+def _epilogue_case(case: str):
+    """(module, inputs, whether the GEMM kernel's store takes the epilogue) of one case."""
+    rng = np.random.default_rng(7)
+    mb = ModuleBuilder("e")
+    if case.startswith("conv"):
+        w = mb.constant("w", rand(rng, 32, 16, 3, 3))
+        cb = mb.constant("cb", rand(rng, 32))
+        v = mb.constant("v", rand(rng, 1, 32, 1, 1))
+        f = mb.function("main", [("x", "f32[2, 16, 20, 20]")], ["f32[2, 32, 20, 20]"])
+        x = f.arg("x")
+        if case == "conv_bias_relu":
+            y, fused = f.relu(f.conv2d(x, w, cb, pads=[1, 1, 1, 1])), True
+        elif case == "conv_channel_add":
+            y, fused = f.relu(f.add(f.conv2d(x, w, pads=[1, 1, 1, 1]), v)), True
+        else:   # two biases: the kernel adds one, so the epilogue kernel runs
+            y, fused = f.add(f.conv2d(x, w, cb, pads=[1, 1, 1, 1]), v), False
+        f.ret(y)
+        return mb.finish(), [rand(rng, 2, 16, 20, 20)], fused
+    wt = mb.constant("w", rand(rng, 96, 80))
+    col = mb.constant("col", rand(rng, 80))
+    row = mb.constant("row", rand(rng, 64, 1))
+    full = mb.constant("full", rand(rng, 64, 80))
+    shape = "f32[2, 32, 96]" if case == "stacked_bias_relu" else "f32[64, 96]"
+    out = "f32[2, 32, 80]" if case == "stacked_bias_relu" else "f32[64, 80]"
+    f = mb.function("main", [("x", shape)], [out])
+    p = f.matmul(f.arg("x"), wt)
+    y, fused = {
+        "bias_relu": (lambda: (f.relu(f.add(p, col)), True)),
+        "stacked_bias_relu": (lambda: (f.relu(f.add(col, p)), True)),
+        "row_bias": (lambda: (f.add(p, row), True)),
+        "relu": (lambda: (f.relu(p), True)),
+        "full_add": (lambda: (f.add(p, full), False)),
+        "bias_tanh": (lambda: (f.tanh(f.add(p, col)), False)),
+    }[case]()
+    f.ret(y)
+    return mb.finish(), [rand(rng, *((2, 32, 96) if case == "stacked_bias_relu" else (64, 96)))], fused
+
+
+@pytest.mark.parametrize("case", ["conv_bias_relu", "conv_channel_add", "conv_two_biases", "bias_relu",
+                                  "stacked_bias_relu", "row_bias", "relu", "full_add", "bias_tanh"])
+def test_store_epilogues_match_the_interpreter(case):
+    """Bias and relu epilogues become the GEMM kernel's store (no epilogue kernel compiled);
+    anything else keeps its compiled epilogue. Both match the interpreter."""
+    m, inputs, fused = _epilogue_case(case)
+    (ref,) = dlvmrt.VM(m, jit="off").run("main", *inputs)
+    vm = dlvmrt.VM(m, jit="always")
+    for _ in range(2):
+        (got,) = vm.run("main", *inputs)
+        np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-4)
+    (d,) = [runner.describe() for *_, runner in vm.runners]
+    assert d["compiled_calls"] == 2 and d["fallbacks"] == 0
+    assert len(d["variants"]) == (0 if fused else 1), d
+
+
+def test_store_epilogue_without_the_gemm_kernel_matches(monkeypatch):
+    """Products on NumPy's BLAS (DLVM_GEMM=blas) apply the same epilogue in NumPy."""
+    m, inputs, _ = _epilogue_case("bias_relu")
+    (ref,) = dlvmrt.VM(m, jit="off").run("main", *inputs)
+    vm = dlvmrt.VM(m, jit="always")
+    vm.run("main", *inputs)
+    (*_, runner), = vm.runners
+    runner.jit.gemm = False          # as when the kernel cannot be built on this host
+    (got,) = vm.run("main", *inputs)
+    np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-4)

@@ -1,8 +1,14 @@
 """LLVM IR of the JIT's f32 matrix product: a packed, cache-blocked GEMM for the host CPU.
 
     i32 dlvm_sgemm(M, N, K, A, sam, sak, B, sbk, sbn, C, ldc, packA, packB, beta,
-                   flags, a_row0, m_pad, b_col0, n_pad)                    (returns 0)
+                   flags, a_row0, m_pad, b_col0, n_pad, bias, epi)         (returns 0)
     C[i, j] = beta * C[i, j] + sum_k A[i, k] * B[k, j]        (beta is 0 or 1)
+
+epi (applied where the last K block is stored, so that results are bit-identical to a
+separate pass over C afterwards): 1 = add bias[i] to row i, 2 = add bias[j] to column j (bias
+points at the call's first row or column), 4 = relu (llvm.maximum with 0: NaN stays NaN, as the
+compiled `max` does). A convolution's bias and ReLU, or a layer's bias and activation, then cost
+no pass over the output.
 
 flags: 1 = A is prepacked (dlvm_sgemm_pack_a; the call covers its rows from a_row0, m_pad rows
 in all), 2 = B is prepacked (dlvm_sgemm_pack_b; columns from b_col0, n_pad in all), 4 = B is a
@@ -76,6 +82,8 @@ class _Builder:
         self.mod = ir.Module(name="dlvm_gemm")
         self.vec = ir.VectorType(F32, shape.vw)
         self.fma = intrinsic(self.mod, "llvm.fma", self.vec, [self.vec] * 3, suffix=f"v{shape.vw}f32")
+        self.vmax = intrinsic(self.mod, "llvm.maximum", self.vec, [self.vec] * 2, suffix=f"v{shape.vw}f32")
+        self.smax = intrinsic(self.mod, "llvm.maximum", F32, [F32] * 2, suffix="f32")
 
     # ---- small helpers -------------------------------------------------------------------
 
@@ -309,8 +317,9 @@ class _Builder:
         s, vec = self.s, self.vec
         width = nvec * s.vw
         fn, b = self._function(f"micro{nvec}", [("kc", I64), ("pa", PTR), ("pb", PTR), ("c", PTR),
-                                                ("ldc", I64), ("mr", I64), ("nr", I64), ("beta", I64)])
-        kc, pa, pb, c, ldc, mr, nr, beta = fn.args
+                                                ("ldc", I64), ("mr", I64), ("nr", I64), ("beta", I64),
+                                                ("bias", PTR), ("epi", I64)])
+        kc, pa, pb, c, ldc, mr, nr, beta, bias, epi = fn.args
         acc = [[b.alloca(vec, name=f"acc{i}_{v}") for v in range(nvec)] for i in range(s.mr)]
         zero = ir.Constant(vec, [0.0] * s.vw)
         for row in acc:
@@ -325,32 +334,61 @@ class _Builder:
                 for v in range(nvec):
                     b.store(b.call(self.fma, [ai, bv[v], b.load(acc[i][v], typ=vec)]), acc[i][v])
         add_c = b.icmp_signed("!=", beta, const(I64, 0))
+        row_bias, col_bias, relu = (b.icmp_signed("!=", b.and_(epi, const(I64, bit)), const(I64, 0))
+                                    for bit in (1, 2, 4))
         full = b.and_(b.icmp_signed("==", mr, const(I64, s.mr)), b.icmp_signed("==", nr, const(I64, width)))
         with b.if_else(full) as (then, otherwise):
             with then:
+                crows = [self._at(b, c, b.mul(const(I64, i), ldc)) for i in range(s.mr)]
+                with b.if_then(add_c):
+                    for i in range(s.mr):
+                        for v in range(nvec):
+                            old = b.load(self._at(b, crows[i], const(I64, v * s.vw)), typ=vec, align=4)
+                            b.store(b.fadd(b.load(acc[i][v], typ=vec), old), acc[i][v])
+                # the epilogue, in the order a separate pass would apply it: bias, then relu
+                with b.if_then(b.icmp_signed("!=", epi, const(I64, 0))):
+                    with b.if_then(row_bias):
+                        for i in range(s.mr):
+                            bi = self._splat(b, b.load(self._at(b, bias, const(I64, i)), typ=F32))
+                            for v in range(nvec):
+                                b.store(b.fadd(b.load(acc[i][v], typ=vec), bi), acc[i][v])
+                    with b.if_then(col_bias):
+                        bvs = [b.load(self._at(b, bias, const(I64, v * s.vw)), typ=vec, align=4)
+                               for v in range(nvec)]
+                        for i in range(s.mr):
+                            for v in range(nvec):
+                                b.store(b.fadd(b.load(acc[i][v], typ=vec), bvs[v]), acc[i][v])
+                    with b.if_then(relu):
+                        for i in range(s.mr):
+                            for v in range(nvec):
+                                b.store(b.call(self.vmax, [b.load(acc[i][v], typ=vec), zero]), acc[i][v])
                 for i in range(s.mr):
-                    crow = self._at(b, c, b.mul(const(I64, i), ldc))
                     for v in range(nvec):
-                        p = self._at(b, crow, const(I64, v * s.vw))
-                        x = b.load(acc[i][v], typ=vec)
-                        old = b.load(p, typ=vec, align=4)
-                        b.store(b.select(add_c, b.fadd(x, old), x), p, align=4)
+                        b.store(b.load(acc[i][v], typ=vec), self._at(b, crows[i], const(I64, v * s.vw)),
+                                align=4)
             with otherwise:     # an edge tile: through a buffer, element by element
                 tile = b.alloca(vec, size=const(I64, s.mr * nvec), name="tile")
                 for i in range(s.mr):
                     for v in range(nvec):
                         b.store(b.load(acc[i][v], typ=vec),
                                 b.gep(tile, [const(I64, i * nvec + v)], source_etype=vec))
+                x_slot = b.alloca(F32, name="x")
                 with for_range(b, const(I64, 0), mr, "ei") as i:
                     with for_range(b, const(I64, 0), nr, "ej") as j:
                         p = self._at(b, c, b.add(b.mul(i, ldc), j))
                         lane = b.gep(tile, [b.add(b.mul(i, const(I64, nvec)), b.sdiv(j, const(I64, s.vw)))],
                                      source_etype=vec)
-                        x = b.extract_element(b.load(lane, typ=vec), b.srem(j, const(I64, s.vw)))
+                        b.store(b.extract_element(b.load(lane, typ=vec), b.srem(j, const(I64, s.vw))), x_slot)
                         with b.if_then(add_c):
-                            b.store(b.fadd(x, b.load(p, typ=F32)), p)
-                        with b.if_then(b.not_(add_c)):
-                            b.store(x, p)
+                            b.store(b.fadd(b.load(x_slot, typ=F32), b.load(p, typ=F32)), x_slot)
+                        for flag, index in ((row_bias, i), (col_bias, j)):
+                            with b.if_then(flag):
+                                bx = b.load(self._at(b, bias, index), typ=F32)
+                                b.store(b.fadd(b.load(x_slot, typ=F32), bx), x_slot)
+                        with b.if_then(relu):
+                            x = b.call(self.smax, [b.load(x_slot, typ=F32), ir.Constant(F32, 0.0)])
+                            b.store(x, x_slot)
+                        b.store(b.load(x_slot, typ=F32), p)
         b.ret_void()
         return fn
 
@@ -367,11 +405,13 @@ class _Builder:
             ("M", I64), ("N", I64), ("K", I64), ("A", PTR), ("sam", I64), ("sak", I64),
             ("B", PTR), ("sbk", I64), ("sbn", I64), ("C", PTR), ("ldc", I64),
             ("packA", PTR), ("packB", PTR), ("beta", I64),
-            ("flags", I64), ("a_row0", I64), ("m_pad", I64), ("b_col0", I64), ("n_pad", I64)],
+            ("flags", I64), ("a_row0", I64), ("m_pad", I64), ("b_col0", I64), ("n_pad", I64),
+            ("bias", PTR), ("epi", I64)],
             internal=False, ret=I32)
         (m, n, k, a, sam, sak, bb, sbk, sbn, c, ldc, pka, pkb, beta,
-         flags, a_row0, m_pad, b_col0, n_pad) = fn.args
+         flags, a_row0, m_pad, b_col0, n_pad, bias, epi) = fn.args
         zero = const(I64, 0)
+        by_row = b.icmp_signed("!=", b.and_(epi, const(I64, 1)), zero)
         a_ready = b.icmp_signed("!=", b.and_(flags, const(I64, 1)), zero)
         b_ready = b.icmp_signed("!=", b.and_(flags, const(I64, 2)), zero)
         b_conv = b.icmp_signed("!=", b.and_(flags, const(I64, 4)), zero)
@@ -390,9 +430,11 @@ class _Builder:
                             b.call(pack_b, [b_block, sbk, sbn, nc, kc, pkb])
                 b_here = self._at(b, bb, b.add(b.mul(pc, n_pad), b.mul(b.add(b_col0, jc), kc)))
                 pkb_k = b.select(b_ready, b_here, pkb)
-                # the first K block writes C (or adds to it when beta), the later ones add
+                # the first K block writes C (or adds to it when beta), the later ones add;
+                # the last one applies the epilogue
                 first = b.icmp_signed("==", pc, zero)
                 beta_k = b.select(first, beta, const(I64, 1))
+                epi_k = b.select(b.icmp_signed(">=", b.add(pc, kc), k), epi, zero)
                 with for_range(b, zero, m, "ic", step=const(I64, s.mc)) as ic:
                     mc = self._min(b, b.sub(m, ic), const(I64, s.mc))
                     with b.if_then(b.not_(a_ready)):
@@ -407,7 +449,10 @@ class _Builder:
                             mr = self._min(b, b.sub(mc, ir_), const(I64, s.mr))
                             pa = self._at(b, pka_i, b.mul(ir_, kc))
                             tile = self._at(b, c, b.add(b.mul(b.add(ic, ir_), ldc), b.add(jc, jr)))
-                            args = [kc, pa, pb, tile, ldc, mr, nr, beta_k]
+                            # (a plain gep: bias may be null when epi has no bias bit)
+                            at = b.select(by_row, b.add(ic, ir_), b.add(jc, jr))
+                            bias_t = b.gep(bias, [at], source_etype=F32)
+                            args = [kc, pa, pb, tile, ldc, mr, nr, beta_k, bias_t, epi_k]
                             self._call_micro(b, micros, nr, args)
         b.ret(const(I32, 0))      # the status word of every kernel: nothing can fail here
         return fn
