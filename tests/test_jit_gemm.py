@@ -203,6 +203,8 @@ CONVS = [  # x shape, w shape, strides, pads, dilations
     ((2, 32, 14, 14), (64, 32, 1, 1), (2, 2), (0, 0, 0, 0), (1, 1)),
     ((1, 8, 19, 19), (16, 8, 3, 3), (1, 1), (2, 2, 2, 2), (2, 2)),
     ((1, 64, 7, 7), (128, 64, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1)),
+    # narrow rows, more pixels than channels: the explicit patch matrix, not transposed
+    ((2, 4, 12, 12), (8, 4, 3, 3), (2, 2), (1, 1, 1, 1), (1, 1)),
     # big enough to split across threads: by output pixels, then by output channels
     ((1, 64, 40, 41), (64, 64, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1)),
     ((1, 256, 7, 7), (512, 256, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1)),
