@@ -34,19 +34,30 @@ class Jit:
     region before new shapes stay interpreted; parallel_threshold_us: estimated single-thread time
     below which a kernel runs on one thread (a handoff to a worker costs tens of microseconds);
     gemm: f32 matmul and conv2d heads use the JIT's GEMM kernel rather than NumPy's BLAS
-    (default: yes, unless $DLVM_GEMM is "blas")."""
+    (default: yes, unless $DLVM_GEMM is "blas"); blas_threads: NumPy's OpenBLAS threads while a
+    VM runs (default 1 with the GEMM kernel and more than one thread: its spinning threads take
+    the cores the JIT's pool needs, jit/blas_threads.py; None leaves it alone)."""
 
     def __init__(self, *, cache_dir: str | None = None, opt_level: int = 3, threads: int | None = None,
-                 max_variants: int = 4, parallel_threshold_us: float = 150.0, gemm: bool | None = None):
+                 max_variants: int = 4, parallel_threshold_us: float = 150.0, gemm: bool | None = None,
+                 blas_threads: int | None | str = "auto"):
         self.opt_level = opt_level
         # f32 matrix products and convolutions through the JIT's own GEMM kernel (jit/gemm.py),
         # or NumPy's BLAS with gemm=False / DLVM_GEMM=blas
         self.gemm = gemm if gemm is not None else os.environ.get("DLVM_GEMM", "dlvm") != "blas"
         self.threads = threads if threads is not None else default_threads()
+        if blas_threads == "auto":
+            blas_threads = 1 if self.gemm and self.threads > 1 else None
+        self.blas_threads = blas_threads
         self.max_variants = max_variants
         self.parallel_threshold_us = parallel_threshold_us
         self.disk = DiskCache(cache_dir)
         self._types: dict[int, tuple[Module, dict]] = {}
+
+    def running(self):
+        """The context a VM runs a program in: NumPy's BLAS at `blas_threads`."""
+        from .blas_threads import limited
+        return limited(self.blas_threads)
 
     def runner(self, module: Module, region: Region) -> RegionRunner:
         # verified types per module; the entry holds the module, so its id is not reused
