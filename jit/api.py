@@ -49,6 +49,7 @@ class Jit:
         if blas_threads == "auto":
             blas_threads = 1 if self.gemm and self.threads > 1 else None
         self.blas_threads = blas_threads
+        self.maxpool_failed = False     # the native max-pool kernel could not be built here
         self.max_variants = max_variants
         self.parallel_threshold_us = parallel_threshold_us
         self.disk = DiskCache(cache_dir)

@@ -13,11 +13,12 @@ A region is a contiguous run of instructions of one block. Three kinds are forme
   on the matmul's result. A lone matmul is a region too, with no epilogue kernel.
 - "conv2d+epilogue": the same after a float conv2d (f32 ungrouped: an implicit GEMM, jit/conv.py;
   else its op reference); the epilogue (bias, relu, residual add) runs in place on its result.
+- "maxpool2d+epilogue": the same after an f32 2-D max pool (a native kernel, jit/maxpool.py).
 
 What is not fused stays interpreted: f16 (no CPU kernel), reductions over non-trailing axes,
 integer matmul, movement ops, control flow. A region needs at least two instructions, except a
 lone composite op (softmax, layer_norm, gelu, ...) that is several primitives after decomposition
-or expansion, and a lone matmul or conv2d head.
+or expansion, and a lone matmul, conv2d or maxpool2d head.
 """
 from __future__ import annotations
 
@@ -34,7 +35,10 @@ from .liveness import Liveness
 
 REDUCE_OPS = ("reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod")
 # ops run outside the kernel (BLAS or their reference) whose result an epilogue kernel finishes
-EPILOGUE_HEADS = {"matmul": "matmul+epilogue", "conv2d": "conv2d+epilogue"}
+EPILOGUE_HEADS = {"matmul": "matmul+epilogue", "conv2d": "conv2d+epilogue",
+                  "maxpool2d": "maxpool2d+epilogue"}
+# heads whose fast path is f32 only (elsewhere their reference would run: nothing gained)
+_F32_HEADS = {"maxpool2d"}
 EPILOGUE_KINDS = frozenset(EPILOGUE_HEADS.values())
 
 
@@ -127,9 +131,12 @@ def _expansion_size(prims: list[Prim]) -> int:
 
 def epilogue_head(ins, types) -> str | None:
     """The region kind an instruction heads (a float matmul or conv2d), or None."""
-    if ins.op in EPILOGUE_HEADS and types.results[0].dtype in (DType.F32, DType.F64):
-        return EPILOGUE_HEADS[ins.op]
-    return None
+    if ins.op not in EPILOGUE_HEADS:
+        return None
+    dtype = types.results[0].dtype
+    if dtype not in (DType.F32, DType.F64) or (ins.op in _F32_HEADS and dtype != DType.F32):
+        return None
+    return EPILOGUE_HEADS[ins.op]
 
 
 class _Run:

@@ -27,7 +27,7 @@ from isa.ops import OPS
 from isa.types import TensorType
 from isa.verify import verify_module
 
-from . import conv, store_epilogue
+from . import conv, maxpool, store_epilogue
 from .build import KernelBuildError, build_kernel
 from .compiler import Compiled, assembly, compile_variant, optimized_ir
 from .gemm import gemm
@@ -181,7 +181,8 @@ class RegionRunner:
     def _store_for(self, args: list[np.ndarray], mm_shape, plan: Plan) -> store_epilogue.StoreEpilogue | None:
         """The epilogue as the GEMM kernel's store, where the region's is one (bias, relu) and
         the head runs on the kernel for these shapes."""
-        if self._store is None or mm_shape is None or not self.jit.gemm:
+        if self._store is None or mm_shape is None or not self.jit.gemm or \
+                self._head_op not in ("matmul", "conv2d"):
             return None
         ops = [args[i] for i in self._head_args]
         if self._head_op == "conv2d":
@@ -326,6 +327,11 @@ class RegionRunner:
         JIT's own for f32), run through its definition; the epilogue then runs in place on the
         fresh array."""
         operands = [args[i] for i in self._head_args]
+        if self._head_op == "maxpool2d" and maxpool.supported(operands[0], self._head_attrs):
+            pool = self._maxpool()
+            if pool is not None:
+                return pool.run(operands[0], self._head_attrs, self._head_buffer(call, np.float32),
+                                self.jit.threads)
         if self._head_op == "conv2d" and self.jit.gemm and conv.supported(*operands[:2], self._head_attrs):
             g = self._gemm()
             if g is not None:
@@ -351,6 +357,28 @@ class RegionRunner:
                           f"{type(e).__name__}: {e}", RuntimeWarning, stacklevel=2)
             return None
 
+    def _head_buffer(self, call: _Call, dtype) -> np.ndarray:
+        """Where a head writes its result: the output it becomes (one nobody holds), or a
+        buffer of the call's own that the epilogue kernel reads."""
+        if call.mm_out >= 0:
+            return self._free_buffer(call, call.mm_out, call.mm_shape)
+        if call.mm_buf is None:
+            call.mm_buf = np.empty(call.mm_shape, dtype)
+        return call.mm_buf
+
+    def _maxpool(self):
+        """The native max-pool kernel, or None where it cannot be built on this host (after
+        one warning; the op's reference then runs)."""
+        if self.jit.maxpool_failed:
+            return None
+        try:
+            return maxpool.kernel(self.jit.disk)
+        except Exception as e:        # llvmlite failing on this host: never the user's error
+            self.jit.maxpool_failed = True
+            warnings.warn(f"the JIT's max-pool kernel is unavailable, maxpool2d runs its reference: "
+                          f"{type(e).__name__}: {e}", RuntimeWarning, stacklevel=2)
+            return None
+
     def _conv(self, call: _Call, operands: list[np.ndarray], g, args: list[np.ndarray]) -> np.ndarray:
         """An f32 conv2d head by the JIT's GEMM (jit/conv.py), into a reused buffer, with the
         region's epilogue where the kernel's store applies it."""
@@ -359,12 +387,7 @@ class RegionRunner:
                 call.conv_plan = conv.ConvPlan(operands[0].shape, operands[1].shape, self._head_attrs)
             except ValueError as e:
                 raise Decline(str(e)) from None
-        if call.mm_out >= 0:
-            out = self._free_buffer(call, call.mm_out, call.mm_shape)
-        else:
-            if call.mm_buf is None:
-                call.mm_buf = np.empty(call.mm_shape, np.float32)
-            out = call.mm_buf
+        out = self._head_buffer(call, np.float32)
         bias = operands[2] if len(operands) > 2 else None
         relu = False
         if call.store is not None:       # (store_epilogue.for_call: never two biases)

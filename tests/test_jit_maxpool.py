@@ -230,3 +230,35 @@ def test_random_geometry(n, c, h, w, kh, kw, sh, sw, dh, dw, ceil, pads, seed, n
             maxpool_ref(attrs, x)
         return
     check(x, attrs)
+
+
+def _pool_module(dtype: str, relu: bool):
+    from isa.builder import ModuleBuilder
+    mb = ModuleBuilder("p")
+    f = mb.function("main", [("x", f"{dtype}[1, 8, 21, 21]")], [f"{dtype}[1, 8, 11, 11]"])
+    y = f.maxpool2d(f.arg("x"), kernel=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+    f.ret(f.relu(y) if relu else y)
+    return mb.finish()
+
+
+@pytest.mark.parametrize("relu", [False, True])
+def test_vm_runs_maxpool_as_a_region_head(relu):
+    """An f32 maxpool2d heads a region (the native kernel, then any epilogue), matching the
+    interpreter; an f64 one stays interpreted."""
+    import dlvmrt
+    x = np.random.default_rng(4).standard_normal((1, 8, 21, 21)).astype(np.float32)
+    x[0, 3, 5, 5] = np.nan
+    m = _pool_module("f32", relu)
+    (ref,) = dlvmrt.VM(m, jit="off").run("main", x)
+    vm = dlvmrt.VM(m, jit="always")
+    for _ in range(2):
+        (got,) = vm.run("main", x)
+        np.testing.assert_array_equal(got, ref)
+    (d,) = [runner.describe() for *_, runner in vm.runners]
+    assert d["kind"] == "maxpool2d+epilogue" and d["compiled_calls"] == 2 and d["fallbacks"] == 0
+    assert len(d["variants"]) == (1 if relu else 0)
+    m64 = _pool_module("f64", relu)
+    vm64 = dlvmrt.VM(m64, jit="always")
+    (got,) = vm64.run("main", x.astype(np.float64))
+    np.testing.assert_array_equal(got, ref.astype(np.float64))
+    assert all(runner.region.kind != "maxpool2d+epilogue" for *_, runner in vm64.runners)
