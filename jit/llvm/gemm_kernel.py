@@ -84,6 +84,9 @@ class _Builder:
         self.fma = intrinsic(self.mod, "llvm.fma", self.vec, [self.vec] * 3, suffix=f"v{shape.vw}f32")
         self.vmax = intrinsic(self.mod, "llvm.maximum", self.vec, [self.vec] * 2, suffix=f"v{shape.vw}f32")
         self.smax = intrinsic(self.mod, "llvm.maximum", F32, [F32] * 2, suffix="f32")
+        self.masked_store = intrinsic(self.mod, "llvm.masked.store", ir.VoidType(),
+                                      [self.vec, PTR, I32, ir.VectorType(ir.IntType(1), shape.vw)],
+                                      suffix=f"v{shape.vw}f32.p0")
 
     # ---- small helpers -------------------------------------------------------------------
 
@@ -214,6 +217,39 @@ class _Builder:
         b.ret_void()
         return fn
 
+    def _splat_i64(self, b: ir.IRBuilder, x: ir.Value) -> ir.Value:
+        vw = self.s.vw
+        t = ir.VectorType(I64, vw)
+        v = b.insert_element(ir.Constant(t, ir.Undefined), x, const(I64, 0))
+        zeros = ir.Constant(ir.VectorType(I32, vw), [0] * vw)
+        return b.shuffle_vector(v, ir.Constant(t, ir.Undefined), zeros)
+
+    def _copy_rows(self, b: ir.IRBuilder, kc: ir.Value, koff: ir.Value, xp: ir.Value, start: ir.Value,
+                   to: ir.Value, whole: ir.Value, rem: ir.Value, mask: ir.Value, stride: int) -> None:
+        """Row k of one segment for every k: `whole` vectors, then `rem` floats under `mask`,
+        from xp + koff[k] + start (every `stride`-th float: 2 takes the even lanes of two
+        loads, which may read past the segment; ConvPlan's buffer has slack after it)."""
+        vw, nr = self.s.vw, self.s.nr
+        even = ir.Constant(ir.VectorType(I32, vw), list(range(0, 2 * vw, 2)))
+
+        def load(at: ir.Value) -> ir.Value:
+            if stride == 1:
+                return b.load(at, typ=self.vec, align=4)
+            lo = b.load(at, typ=self.vec, align=4)
+            hi = b.load(self._at(b, at, const(I64, vw)), typ=self.vec, align=4)
+            return b.shuffle_vector(lo, hi, even)
+        with for_range(b, const(I64, 0), kc, f"k{stride}") as k:
+            src = self._at(b, xp, b.add(b.load(b.gep(koff, [k], source_etype=I64), typ=I64), start))
+            row = self._at(b, to, b.mul(k, const(I64, nr)))
+            with for_range(b, const(I64, 0), whole, f"v{stride}") as v:
+                off = b.mul(v, const(I64, vw))
+                x = load(self._at(b, src, b.mul(off, const(I64, stride))))
+                b.store(x, self._at(b, row, off), align=4)
+            with b.if_then(b.icmp_signed("!=", rem, const(I64, 0))):
+                off = b.mul(whole, const(I64, vw))
+                x = load(self._at(b, src, b.mul(off, const(I64, stride))))
+                b.call(self.masked_store, [x, self._at(b, row, off), const(I32, 4), mask])
+
     def pack_b_conv(self) -> ir.Function:
         """pack_b for a convolution's patch matrix, read straight from the padded input
         (implicit GEMM): B[k, n] = xp[c, i*sh + p*dh, j*sw + q*dw] with k = (c, p, q) and
@@ -238,6 +274,24 @@ class _Builder:
         seg_len = b.alloca(I64, size=const(I64, nr + 1), name="seg_len")
         count = b.alloca(I64, name="count")
         tap_c, tap_p, tap_q = (b.alloca(I64, name=n) for n in ("tap_c", "tap_p", "tap_q"))
+        # the offset in xp of row k's tap (c, p, q), stepped along k: no division per row
+        koff = b.alloca(I64, size=const(I64, self.s.kc), name="koff")
+        r0 = b.srem(pc, khw)
+        for slot, v in ((tap_c, b.sdiv(pc, khw)), (tap_p, b.sdiv(r0, kw)), (tap_q, b.srem(r0, kw))):
+            b.store(v, slot)
+        with for_range(b, zero, kc, "kt") as k:
+            c, p, q = (b.load(slot, typ=I64) for slot in (tap_c, tap_p, tap_q))
+            b.store(b.add(b.add(b.mul(c, s_c), b.mul(b.mul(p, dh), s_h)), b.mul(q, dw)),
+                    b.gep(koff, [k], source_etype=I64))
+            q1 = b.add(q, one)
+            next_row = b.icmp_signed("==", q1, kw)
+            p1 = b.select(next_row, b.add(p, one), p)
+            next_c = b.icmp_signed("==", p1, kh)
+            b.store(b.select(next_row, zero, q1), tap_q)
+            b.store(b.select(next_c, zero, p1), tap_p)
+            b.store(b.select(next_c, b.add(c, one), c), tap_c)
+        ivec = ir.VectorType(I64, vw)
+        lanes = ir.Constant(ivec, list(range(vw)))
         panels = b.sdiv(b.add(nc, const(I64, nr - 1)), const(I64, nr))
         with for_range(b, zero, panels, "q") as q:
             col0 = b.mul(q, const(I64, nr))
@@ -269,60 +323,38 @@ class _Builder:
             b.branch(head)
             b.position_at_end(done)
             segments = b.load(count, typ=I64)
-            # the tap (c, p, q) of row k of B, stepped along with k: divisions per k cost
-            # as much as the copies (ResNet's 3x3 layers: 576 rows per 48-column panel)
-            r0 = b.srem(pc, khw)
-            for slot, v in ((tap_c, b.sdiv(pc, khw)), (tap_p, b.sdiv(r0, kw)), (tap_q, b.srem(r0, kw))):
-                b.store(v, slot)
-            with for_range(b, zero, kc, "k") as k:
-                c, p, q = (b.load(slot, typ=I64) for slot in (tap_c, tap_p, tap_q))
-                plane = b.add(b.add(b.mul(c, s_c), b.mul(b.mul(p, dh), s_h)), b.mul(q, dw))
-                q1 = b.add(q, one)
-                next_row = b.icmp_signed("==", q1, kw)
-                p1 = b.select(next_row, b.add(p, one), p)
-                next_c = b.icmp_signed("==", p1, kh)
-                b.store(b.select(next_row, zero, q1), tap_q)
-                b.store(b.select(next_c, zero, p1), tap_p)
-                b.store(b.select(next_c, b.add(c, one), c), tap_c)
-                out = self._at(b, panel, b.mul(k, const(I64, nr)))
-                with for_range(b, zero, segments, "s") as sg:
-                    start = b.load(b.gep(seg_src, [sg], source_etype=I64), typ=I64)
-                    src = self._at(b, xp, b.add(plane, start))
-                    to = self._at(b, out, b.load(b.gep(seg_dst, [sg], source_etype=I64), typ=I64))
-                    ln = b.load(b.gep(seg_len, [sg], source_etype=I64), typ=I64)
-                    with b.if_else(b.icmp_signed("==", sw, one)) as (unit, strided):
-                        with unit:
-                            # whole vectors, past the segment's end: the source has slack after
-                            # it (ConvPlan's buffer), and what lands past the destination's end
-                            # is overwritten by the next segment, row or panel, or zeroed below
-                            # (the packing buffer has slack too: jit/gemm.py's SLACK floats)
-                            vecs = b.sdiv(b.add(ln, const(I64, vw - 1)), const(I64, vw))
-                            with for_range(b, zero, vecs, "v") as v:
-                                off = b.mul(v, const(I64, vw))
-                                x = b.load(self._at(b, src, off), typ=self.vec, align=4)
-                                b.store(x, self._at(b, to, off), align=4)
-                        with strided:
-                            # stride 2 (ResNet's stem and downsampling convolutions): whole
-                            # vectors too, the even lanes of two loads. Segments are short (24-48
-                            # floats for the stem), too short for LLVM's vectorized loop, whose
-                            # scalar remainder took 40% of the stem's time
-                            two = b.icmp_signed("==", sw, const(I64, 2))
-                            even = ir.Constant(ir.VectorType(I32, vw), list(range(0, 2 * vw, 2)))
-                            with b.if_else(two) as (by_two, other):
-                                with by_two:
-                                    vecs = b.sdiv(b.add(ln, const(I64, vw - 1)), const(I64, vw))
-                                    with for_range(b, zero, vecs, "v2") as v:
-                                        off = b.mul(v, const(I64, vw))
-                                        at = self._at(b, src, b.mul(off, const(I64, 2)))
-                                        lo = b.load(at, typ=self.vec, align=4)
-                                        hi = b.load(self._at(b, at, const(I64, vw)), typ=self.vec, align=4)
-                                        b.store(b.shuffle_vector(lo, hi, even), self._at(b, to, off), align=4)
-                                with other:
-                                    with for_range(b, zero, ln, "e") as e:
-                                        x = b.load(self._at(b, src, b.mul(e, sw)), typ=F32)
-                                        b.store(x, self._at(b, to, e))
-                with for_range(b, width, const(I64, nr), "z") as z:     # past the last column
-                    b.store(ir.Constant(F32, 0.0), self._at(b, out, z))
+            # segment by segment, every row k of the block: the inner loops then have one
+            # trip count per segment (branches predicted), and each row is a table lookup
+            with for_range(b, zero, segments, "s") as sg:
+                start = b.load(b.gep(seg_src, [sg], source_etype=I64), typ=I64)
+                to = self._at(b, panel, b.load(b.gep(seg_dst, [sg], source_etype=I64), typ=I64))
+                ln = b.load(b.gep(seg_len, [sg], source_etype=I64), typ=I64)
+                whole = b.sdiv(ln, const(I64, vw))
+                rem = b.sub(ln, b.mul(whole, const(I64, vw)))
+                # the last, partial vector is stored under a mask: a whole-vector store past
+                # the segment's end would overwrite a row or segment already packed
+                mask = b.icmp_signed("<", lanes, self._splat_i64(b, rem))
+                unit = b.icmp_signed("==", sw, one)
+                two = b.icmp_signed("==", sw, const(I64, 2))
+                with b.if_else(b.or_(unit, two)) as (vector, other):
+                    with vector:
+                        with b.if_else(unit) as (by_one, by_two):
+                            with by_one:
+                                self._copy_rows(b, kc, koff, xp, start, to, whole, rem, mask, 1)
+                            with by_two:
+                                self._copy_rows(b, kc, koff, xp, start, to, whole, rem, mask, 2)
+                    with other:      # other strides: element by element
+                        with for_range(b, zero, kc, "ke") as k:
+                            tap = b.load(b.gep(koff, [k], source_etype=I64), typ=I64)
+                            src = self._at(b, xp, b.add(tap, start))
+                            row = self._at(b, to, b.mul(k, const(I64, nr)))
+                            with for_range(b, zero, ln, "e") as e:
+                                b.store(b.load(self._at(b, src, b.mul(e, sw)), typ=F32), self._at(b, row, e))
+            with b.if_then(b.icmp_signed("<", width, const(I64, nr))):     # past the last column
+                with for_range(b, zero, kc, "kz") as k:
+                    out = self._at(b, panel, b.mul(k, const(I64, nr)))
+                    with for_range(b, width, const(I64, nr), "z") as z:
+                        b.store(ir.Constant(F32, 0.0), self._at(b, out, z))
         b.ret_void()
         return fn
 
