@@ -443,3 +443,29 @@ def test_store_epilogue_without_the_gemm_kernel_matches(monkeypatch):
     runner.jit.gemm = False          # as when the kernel cannot be built on this host
     (got,) = vm.run("main", *inputs)
     np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-4)
+
+
+@pytest.mark.parametrize("features", ["+avx,+avx2,+fma", "+sse2"])
+def test_narrower_tiles_compute_the_same(features):
+    """The AVX2 (6x16) and SSE (4x8) tiles, as hosts without AVX-512 build them: products,
+    epilogues and strided convolutions (masked partial vectors of 8 and 4 lanes)."""
+    from jit.llvm.gemm_kernel import shape_for
+    g = Gemm(None, shape_for(features))
+    rng = np.random.default_rng(11)
+    for m, k, n in [(9, 257, 49), (64, 300, 70)]:
+        a, b, vec = rand(rng, m, k), rand(rng, k, n), rand(rng, n)
+        out = np.empty((m, n), np.float32)
+        g.matmul(a, g.pack(b, "b"), out, 2, epilogue=Epilogue(col_bias=vec, relu=True))
+        plain = np.empty((m, n), np.float32)
+        g.matmul(a, b, plain)
+        check(a, b, plain)
+        np.testing.assert_array_equal(out, _relu(plain + vec))
+    for xs, ws, strides, pads in [((1, 3, 30, 30), (16, 3, 7, 7), (2, 2), (3, 3, 3, 3)),
+                                  ((1, 8, 20, 21), (24, 8, 3, 3), (1, 1), (1, 1, 1, 1))]:
+        x, w, bias = rand(rng, *xs), rand(rng, *ws), rand(rng, ws[0])
+        attrs = OPS["conv2d"].with_defaults({"strides": list(strides), "pads": list(pads)})
+        plan = jconv.ConvPlan(x.shape, w.shape, attrs)
+        ref = np.maximum(OPS["conv2d"].reference(attrs, x, w, bias), 0)
+        out = np.full(ref.shape, np.nan, np.float32)
+        plan.run(x, w, bias, out, g, 2, relu=True)
+        np.testing.assert_allclose(out, ref, rtol=1e-4, atol=1e-4)
