@@ -60,6 +60,8 @@ class Gemm:
         self._fn = proto(self._loaded.address(FUNC_NAME))
         pack_proto = ctypes.CFUNCTYPE(ctypes.c_int32, i64, i64, ptr, i64, i64, ptr)
         self._pack_fns = {w: pack_proto(self._loaded.address(f"{FUNC_NAME}_pack_{w}")) for w in "ab"}
+        self._im2col = ctypes.CFUNCTYPE(ctypes.c_int32, ptr, ptr, i64, i64, i64, ptr)(
+            self._loaded.address(f"{FUNC_NAME}_im2col"))
         self.compile_ms = (time.perf_counter() - t0) * 1e3
         self._buffers: dict[object, tuple[np.ndarray, np.ndarray]] = {}
         self._buffers_lock = threading.Lock()
@@ -151,6 +153,16 @@ class Gemm:
         threads = min(threads, 1 if m * n * k < _PARALLEL_MACS else threads)
         self._run(ma, mb, out.ctypes.data, out.strides[0] // 4, threads, 0, epi)
         return out
+
+    def im2col(self, xp: np.ndarray, geometry: np.ndarray, cols: np.ndarray) -> np.ndarray:
+        """cols [C*kH*kW, Ho*Wo] = the patch matrix of one padded image xp [C, Hp, Wp] (rows
+        contiguous; geometry as conv_image's). cols must have SLACK writable floats after
+        its end, and xp SLACK readable ones (ConvPlan's buffers do)."""
+        if xp.dtype != np.float32 or xp.strides[2] != 4 or geometry.dtype != np.int64 or \
+                cols.dtype != np.float32 or not cols.flags.c_contiguous:
+            raise TypeError("im2col takes f32 arrays with contiguous rows and int64 geometry")
+        self._im2col(xp.ctypes.data, geometry.ctypes.data, 0, cols.shape[0], cols.shape[1], cols.ctypes.data)
+        return cols
 
     def _transposed_out(self, n: int, m: int) -> np.ndarray:
         key = (threading.get_ident(), n, m)

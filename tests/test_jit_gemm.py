@@ -205,6 +205,8 @@ CONVS = [  # x shape, w shape, strides, pads, dilations
     ((1, 64, 7, 7), (128, 64, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1)),
     # narrow rows, more pixels than channels: the explicit patch matrix, not transposed
     ((2, 4, 12, 12), (8, 4, 3, 3), (2, 2), (1, 1, 1, 1), (1, 1)),
+    ((1, 8, 9, 9), (16, 8, 3, 3), (2, 2), (2, 2, 2, 2), (2, 2)),     # dilated, stride 2
+    ((1, 4, 13, 13), (8, 4, 3, 3), (3, 3), (1, 1, 1, 1), (1, 1)),    # stride 3: element-wise
     # big enough to split across threads: by output pixels, then by output channels
     ((1, 64, 40, 41), (64, 64, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1)),
     ((1, 256, 7, 7), (512, 256, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1)),
