@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .cache import DiskCache, cache_key
+from .threads import Job
 
 if TYPE_CHECKING:
     from .llvm.gemm_kernel import GemmShape
@@ -33,6 +34,7 @@ _CHUNKS_PER_THREAD = 1     # chunks of a split product per thread
 # 32x384x1536 (19M multiply-adds) went from 188 us on one thread to 138 us on two (with the
 # Python pool it was slower on two); 32x384x384 (4.7M) stays faster on one (54 against 59-67)
 _PARALLEL_MACS = 8 * 1024 * 1024
+_MAX_JOBS = 256      # prepared calls kept (a ResNet-18 run makes ~25 distinct ones)
 
 
 class Gemm:
@@ -66,6 +68,7 @@ class Gemm:
         self._buffers: dict[object, tuple[np.ndarray, np.ndarray]] = {}
         self._buffers_lock = threading.Lock()
         self._scratch: dict[tuple[int, int, int], np.ndarray] = {}
+        self._jobs: dict[tuple, Job] = {}
 
     def _packing(self, chunk: int, columns: int, keep: list) -> tuple[int, int]:
         """Packing buffers for chunk `chunk` of a product of `columns` columns by the calling
@@ -177,8 +180,24 @@ class Gemm:
         flags = (1 if a.prepacked else 0) | (2 if b.prepacked else 0) | (4 if b.conv else 0)
         bits = epi.bits()
         bias = epi.bias.ctypes.data if epi.bias is not None else 0
+        # A model makes the same calls again and again (same buffers, weights, shapes): the
+        # chunks' arguments, and the native pool's argument block, are prepared once per
+        # distinct call and thread. The key holds every argument, so a hit is the same call.
+        key = (m, n, k, a.ptr, a.s_row, a.s_k, a.padded, b.ptr, b.s_row, b.s_k, b.padded, flags,
+               pc, ldc, threads, beta, bits, bias, threading.get_ident())
+        job = self._jobs.get(key)
+        if job is None:
+            job = self._job(a, b, pc, ldc, threads, beta, flags, bits, bias)
+            with self._buffers_lock:
+                self._jobs[key] = job
+                if len(self._jobs) > _MAX_JOBS:
+                    self._jobs.pop(next(iter(self._jobs)))
+        job()
 
-        keep: list = []      # the packing buffers the calls below write, alive until they return
+    def _job(self, a: _Operand, b: _Operand, pc: int, ldc: int, threads: int, beta: int,
+             flags: int, bits: int, bias: int) -> Job:
+        m, n, k = a.rows, b.rows, a.k
+        keep: list = []      # the packing buffers the calls write: the job holds them
 
         def call(rows: tuple[int, int], cols: tuple[int, int], chunk: int) -> tuple:
             """Kernel arguments for rows x cols of the product."""
@@ -191,8 +210,7 @@ class Gemm:
                     flags, r0, a.padded, c0, b.padded, pbias or None, bits)
 
         if threads <= 1:
-            self._fn(*call((0, m), (0, n), 0))
-            return
+            return Job(1, self._fn, [call((0, m), (0, n), 0)], keep)
         # Split along the side that moves less memory per thread: a row split has every chunk
         # read all of B, a column split all of A. Packing an operand (reading it and writing
         # its panels) costs about 3 reads; a prepacked operand is one read, a convolution's
@@ -219,8 +237,7 @@ class Gemm:
             if lo < hi:
                 chunks.append(call((lo, hi), (0, n), len(chunks)) if by_rows
                               else call((0, m), (lo, hi), len(chunks)))
-        from .threads import run_parallel
-        run_parallel(threads, self._fn, chunks)
+        return Job(threads, self._fn, chunks, keep)
 
 
 @dataclass(frozen=True)

@@ -60,6 +60,7 @@ class NativePool:
         self.pid = os.getpid()
         self._quit = ctypes.CFUNCTYPE(None, ptr)(self._loaded.address("dlvm_pool_quit"))
         self._lock = threading.Lock()
+        self._direct: dict[int, object] = {}
         self._workers = [threading.Thread(target=self._worker, args=(self._state, self.spin),
                                           name=f"dlvm-native-{i + 1}", daemon=True)
                          for i in range(self.threads - 1)]
@@ -87,15 +88,35 @@ class NativePool:
 
     def run(self, address: int, chunks: list[tuple]) -> int:
         """OR of address(*chunk) over the chunks, run in parallel."""
+        return self.run_job(self.job(address, chunks))
+
+    def job(self, address: int, chunks: list[tuple]) -> tuple:
+        """The job's argument block, built once for calls that repeat (jit/gemm.py)."""
         n = len(chunks[0])
         if n > self.max_args or any(len(c) != n for c in chunks):
             raise ValueError(f"native pool chunks take 1..{self.max_args} arguments, all alike")
         block = np.empty(1 + n * len(chunks), np.int64)
         block[0] = address
         block[1:] = [0 if a is None else int(a) for c in chunks for a in c]
+        return block, block.ctypes.data, self._tramps[n], len(chunks)
+
+    def call_job(self, job: tuple) -> int:
+        """A one-chunk job on the calling thread, straight through its trampoline (no pool
+        state, no lock: two ctypes arguments instead of the kernel's twenty)."""
+        _, address, tramp, chunks = job
+        call = self._direct.get(tramp)
+        if call is None:
+            call = self._direct[tramp] = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p,
+                                                          ctypes.c_int64)(tramp)
+        status = 0
+        for c in range(chunks):
+            status |= call(address, c)
+        return status
+
+    def run_job(self, job: tuple) -> int:
+        _, address, tramp, chunks = job
         with self._lock:      # one job at a time: the state block holds one
-            return self._run(self._state, self._tramps[n], block.ctypes.data, len(chunks),
-                             self.threads - 1, self.spin)
+            return self._run(self._state, tramp, address, chunks, self.threads - 1, self.spin)
 
 
 _alive: list[NativePool] = []

@@ -35,6 +35,7 @@ from .gemm import use_for as use_gemm
 from .kernel_ir import Kernel
 from .plan import Decline, Plan, Spec, make_plan
 from .regions import EPILOGUE_KINDS, Region
+from .threads import Job
 
 MATH_OPS = {"exp", "log", "tanh", "erf", "sin", "cos", "pow"}
 # Innermost axes shorter than this get a variant whose vector loops are not interleaved (see
@@ -42,6 +43,7 @@ MATH_OPS = {"exp", "log", "tanh", "erf", "sin", "cos", "pow"}
 # the scalar remainder of a 100-element row is then 36 elements.
 SHORT_ROW = 256
 _MAX_SHAPES = 32
+_MAX_JOBS = 8        # prepared kernel calls per shape (sets of buffers seen)
 
 
 def matmul_shape(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
@@ -72,6 +74,7 @@ class _Call:
     spare: list[list[np.ndarray]] = dataclasses.field(default_factory=list)
     conv_plan: conv.ConvPlan | None = None      # a conv2d head's geometry and buffers
     store: store_epilogue.StoreEpilogue | None = None   # an epilogue the GEMM kernel applies
+    jobs: dict[tuple, Job] = dataclasses.field(default_factory=dict)   # by argument pointers
 
 
 class RegionRunner:
@@ -284,15 +287,18 @@ class RegionRunner:
         for j in range(len(k.outputs)):
             if j != call.mm_out:
                 ptrs.append(bufs[j].ctypes.data)
-        dims = call.plan.dims.ctypes.data
-        fn = call.compiled.fn
-        if len(call.bounds) == 1:
-            status = fn(0, call.plan.rows, dims, self._scratch_ptr(call, 0), *ptrs)
-        else:
-            from .threads import run_parallel
+        # the same buffers call after call (outputs are reused, inputs are the previous
+        # regions' outputs): the chunks' arguments are prepared once per set of pointers
+        key = tuple(ptrs)
+        job = call.jobs.get(key)
+        if job is None:
+            dims = call.plan.dims.ctypes.data
             chunks = [(lo, hi, dims, self._scratch_ptr(call, t), *ptrs)
                       for t, (lo, hi) in enumerate(call.bounds)]
-            status = run_parallel(self.jit.threads, fn, chunks)
+            job = call.jobs[key] = Job(self.jit.threads, call.compiled.fn, chunks)
+            if len(call.jobs) > _MAX_JOBS:
+                call.jobs.pop(next(iter(call.jobs)))
+        status = job()
         if status:
             raise Decline(_status_text(status))
         out = list(bufs)

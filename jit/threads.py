@@ -88,6 +88,50 @@ def _native() -> bool:
     return _native_ok
 
 
+_cache = None
+
+
+def _default_cache():
+    """The default code cache (made once: its directory lookup costs ~10 us, per kernel call)."""
+    global _cache
+    if _cache is None:
+        from .cache import DiskCache
+        _cache = DiskCache(None)
+    return _cache
+
+
+class Job:
+    """fn over chunks, prepared once for a call that repeats with the same arguments (a
+    model's products and convolutions, call after call): `job()` runs it with no argument
+    conversion (the native pool's block is built here, once)."""
+
+    def __init__(self, threads: int, fn, chunks: list[tuple], keep: object = None):
+        self.fn, self.chunks, self.keep = fn, chunks, keep
+        self.threads = 1 if len(chunks) == 1 else threads
+        self._native = None
+        if _native():
+            import ctypes
+
+            from .native_pool import native_pool
+            try:
+                pool_ = native_pool(self.threads, _default_cache())
+            except Exception:
+                pool_ = None
+            if pool_ is not None and len(chunks[0]) <= pool_.max_args:
+                self._native = (pool_, pool_.job(ctypes.cast(fn, ctypes.c_void_p).value, chunks))
+
+    def __call__(self) -> int:
+        if self._native is not None:
+            pool_, job = self._native
+            return pool_.call_job(job) if self.threads == 1 else pool_.run_job(job)
+        if self.threads == 1:
+            status = 0
+            for c in self.chunks:
+                status |= self.fn(*c)
+            return status
+        return run_parallel(self.threads, self.fn, self.chunks)
+
+
 def run_parallel(threads: int, fn, chunks: list[tuple]) -> int:
     """OR of fn(*chunk) over the chunks, in parallel; `fn` is a ctypes function of a compiled
     kernel (whose arguments are all integers or pointers)."""
@@ -97,10 +141,9 @@ def run_parallel(threads: int, fn, chunks: list[tuple]) -> int:
     if _native():
         import ctypes
 
-        from .cache import DiskCache
         from .native_pool import native_pool
         try:
-            native = native_pool(threads, DiskCache(None))     # the default code cache
+            native = native_pool(threads, _default_cache())
         except Exception:       # llvmlite cannot build or load it here: the Python pool serves
             _native_ok = False
             return pool(threads).run(fn, chunks)
