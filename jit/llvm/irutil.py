@@ -44,6 +44,8 @@ def mem_type(d: DType) -> ir.Type:
 
 
 def type_suffix(t: ir.Type) -> str:
+    if isinstance(t, ir.VectorType):
+        return f"v{t.count}{type_suffix(t.element)}"
     if isinstance(t, ir.FloatType):
         return "f32"
     if isinstance(t, ir.DoubleType):
@@ -60,7 +62,34 @@ def intrinsic(mod: ir.Module, name: str, ret: ir.Type, args: list[ir.Type],
     return ir.Function(mod, ir.FunctionType(ret, args), name=full)
 
 
+class SplatConstant(ir.Constant):
+    """A vector constant with every lane one scalar constant, printed `splat (float 1.0)`
+    (LLVM 19+): the full lane list made printing the vector kernels' math constants half of
+    their lowering time."""
+
+    def __init__(self, t: ir.VectorType, scalar: ir.Constant):
+        super().__init__(t, None)
+        self.constant = [scalar] * t.count
+        self.scalar = scalar
+
+    def _get_reference(self):
+        return f"splat ({self.scalar})"
+
+
+class TextConstant(ir.Constant):
+    """A constant printed as given (`zeroinitializer`, `poison`)."""
+
+    def __init__(self, t: ir.Type, text: str):
+        super().__init__(t, None)
+        self.text = text
+
+    def _get_reference(self):
+        return self.text
+
+
 def const(t: ir.Type, v) -> ir.Constant:
+    if isinstance(t, ir.VectorType):
+        return SplatConstant(t, const(t.element, v))
     if isinstance(t, (ir.FloatType, ir.DoubleType)):
         return ir.Constant(t, float(v))
     if t.width == 1:
@@ -70,6 +99,26 @@ def const(t: ir.Type, v) -> ir.Constant:
 
 def is_float_type(t: ir.Type) -> bool:
     return isinstance(t, (ir.FloatType, ir.DoubleType))
+
+
+def elem_type(t: ir.Type) -> ir.Type:
+    """The element type of a vector type; a scalar type itself."""
+    return t.element if isinstance(t, ir.VectorType) else t
+
+
+def like(t: ir.Type, elem: ir.Type) -> ir.Type:
+    """`elem`, as a vector of t's length when t is a vector type."""
+    return ir.VectorType(elem, t.count) if isinstance(t, ir.VectorType) else elem
+
+
+def splat(b: ir.IRBuilder, v: ir.Value, n: int) -> ir.Value:
+    """<n x T> with every lane v (a constant folds to a constant vector)."""
+    vt = ir.VectorType(v.type, n)
+    if isinstance(v, ir.Constant) and not isinstance(v.constant, (list, tuple)) and v.constant is not None:
+        return SplatConstant(vt, v)
+    poison = TextConstant(vt, "poison")
+    one = b.insert_element(poison, v, ir.Constant(I32, 0))
+    return b.shuffle_vector(one, poison, TextConstant(ir.VectorType(I32, n), "zeroinitializer"))
 
 
 def loop_hints(mod: ir.Module, **hints: int) -> ir.MDValue:

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from llvmlite import ir
 
 from . import polys
-from .irutil import DEFAULT_FLAGS, F32, F64, I1, I32, I64, const, intrinsic
+from .irutil import DEFAULT_FLAGS, F32, F64, I1, I32, I64, const, elem_type, intrinsic, like, type_suffix
 
 FM = DEFAULT_FLAGS
 DIV_FLAGS = ("contract",)     # exact division: estimates break at 0 and Inf (see ops.py)
@@ -27,17 +27,17 @@ TANH_CLAMP = {False: 20.0, True: 40.0}
 
 
 class _F:
-    """Float helpers bound to a builder and a float type."""
+    """Float helpers bound to a builder and a float type (scalar or vector: constants splat)."""
 
     def __init__(self, b: ir.IRBuilder, t: ir.Type):
         self.b, self.t = b, t
-        self.double = t == F64
-        self.it = I64 if self.double else I32
+        self.double = elem_type(t) == F64
+        self.it = like(t, I64 if self.double else I32)
         self.mbits = 52 if self.double else 23
         self.bias = 1023 if self.double else 127
 
     def c(self, v: float) -> ir.Constant:
-        return ir.Constant(self.t, float(v))
+        return const(self.t, float(v))
 
     def ci(self, v: int) -> ir.Constant:
         return const(self.it, v)
@@ -245,8 +245,8 @@ def _sincos(f: _F, x, want_cos: bool, status: Callable[[ir.Value], None]):
     z = f.mul(r, r)
     s = f.fma(f.mul(r, z), f.horner(z, polys.sin_taylor(9)[1:]), r)
     c = f.horner(z, polys.cos_taylor(10))
-    odd = b.trunc(b.and_(q, f.ci(1)), I1)
-    neg = b.trunc(b.lshr(b.and_(q, f.ci(2)), f.ci(1)), I1)
+    odd = b.trunc(b.and_(q, f.ci(1)), like(q.type, I1))
+    neg = b.trunc(b.lshr(b.and_(q, f.ci(2)), f.ci(1)), like(q.type, I1))
     y = f.sel(odd, c, s)
     y = f.sel(neg, b.fneg(y), y)
     if not want_cos:    # the reduction's fma turns -0 into +0; sin(-0) is -0
@@ -271,6 +271,12 @@ def _pow(f: _F, x, y):
     return f.sel(one, f.c(1.0), r)
 
 
+def _fn_name(name: str, t: ir.Type) -> str:
+    """dlvm.exp.f32, or dlvm.exp.f32.x16 for the function on <16 x float>."""
+    lanes = f".x{t.count}" if isinstance(t, ir.VectorType) else ""
+    return f"dlvm.{name}.{type_suffix(elem_type(t))}{lanes}"
+
+
 class MathLib:
     """Defines the math functions a module uses, once each, and calls them."""
 
@@ -279,7 +285,7 @@ class MathLib:
         self.status = status
 
     def _define(self, name: str, t: ir.Type, arity: int, body) -> ir.Function:
-        full = f"dlvm.{name}.{'f64' if t == F64 else 'f32'}"
+        full = _fn_name(name, t)
         if full in self.mod.globals:
             return self.mod.globals[full]
         fn = ir.Function(self.mod, ir.FunctionType(t, [t] * arity), name=full)
@@ -293,32 +299,34 @@ class MathLib:
         t = args[0].type
         if name in ("sin", "cos"):
             return self._sincos(b, name, args[0])
-        if name == "pow" and t == F32:
+        if name == "pow" and elem_type(t) == F32:
             # f32 pow in double: the error of y*log(x) would otherwise grow with |y log x|
-            wide = [b.fpext(a, F64) for a in args]
-            return b.fptrunc(self.call(b, "pow", wide), F32)
-        if name == "exp_le0" and t == F64:
+            wide = [b.fpext(a, like(t, F64)) for a in args]
+            return b.fptrunc(self.call(b, "pow", wide), t)
+        if name == "exp_le0" and elem_type(t) == F64:
             name = "exp"           # the f32 polynomial only; f64 keeps the general exp
         body = {"exp": _exp, "exp_le0": _exp_le0, "log": _log, "tanh": _tanh, "erf": _erf, "pow": _pow}[name]
         return b.call(self._define(name, t, len(args), body), args)
 
     def _sincos(self, b: ir.IRBuilder, name: str, x: ir.Value) -> ir.Value:
-        wide = b.fpext(x, F64) if x.type == F32 else x
+        wt = like(x.type, F64)
+        wide = b.fpext(x, wt) if elem_type(x.type) == F32 else x
         flag = []
 
         def body(f: _F, v):
             return _sincos(f, v, name == "cos", lambda c: flag.append(c))
-        full = f"dlvm.{name}.f64"
+        full = _fn_name(name, wt)
         if full not in self.mod.globals:
             # the range flag is a second result: return {double, i1}
-            fn = ir.Function(self.mod, ir.FunctionType(ir.LiteralStructType([F64, I1]), [F64]), name=full)
+            st = ir.LiteralStructType([wt, like(wt, I1)])
+            fn = ir.Function(self.mod, ir.FunctionType(st, [wt]), name=full)
             fn.linkage = "internal"
             fn.attributes.add("alwaysinline")
             fb = ir.IRBuilder(fn.append_basic_block("entry"))
-            y = body(_F(fb, F64), fn.args[0])
-            agg = fb.insert_value(ir.Constant(ir.LiteralStructType([F64, I1]), None), y, 0)
+            y = body(_F(fb, wt), fn.args[0])
+            agg = fb.insert_value(ir.Constant(st, None), y, 0)
             fb.ret(fb.insert_value(agg, flag[0], 1))
         res = b.call(self.mod.globals[full], [wide])
         self.status(b, b.extract_value(res, 1), 2)
         y = b.extract_value(res, 0)
-        return b.fptrunc(y, F32) if x.type == F32 else y
+        return b.fptrunc(y, x.type) if elem_type(x.type) == F32 else y

@@ -16,7 +16,18 @@ from llvmlite import ir
 
 from isa.dtypes import DType
 
-from .irutil import DEFAULT_FLAGS, I1, const, intrinsic, mem_type, reg_type
+from .irutil import (
+    DEFAULT_FLAGS,
+    I1,
+    const,
+    elem_type,
+    intrinsic,
+    like,
+    mem_type,
+    reg_type,
+    splat,
+    type_suffix,
+)
 
 FM = DEFAULT_FLAGS
 TRAP = 1
@@ -107,7 +118,7 @@ def _fmod(ctx, b, rt, dts, args, attr):
     x, y = args
     t = x.type
     r = b.frem(x, y, flags=FM)
-    zero = ir.Constant(t, 0.0)
+    zero = const(t, 0.0)
     fix = b.and_(b.fcmp_ordered("!=", r, zero),
                  b.xor(b.fcmp_ordered("<", r, zero), b.fcmp_ordered("<", y, zero)))
     r = b.select(fix, b.fadd(r, y, flags=FM), r)
@@ -165,8 +176,8 @@ def _ipow(ctx, b, rt, dts, args, attr):
     if dts[1].is_signed:
         ctx.set_status(b, b.icmp_signed("<", y, const(t, 0)), TRAP)
     result, base = const(t, 1), x
-    for bit in range(t.width):     # square-and-multiply over every exponent bit (wraps like NumPy)
-        on = b.trunc(b.lshr(y, const(t, bit)), I1)
+    for bit in range(elem_type(t).width):     # square-and-multiply over every exponent bit (wraps like NumPy)
+        on = b.trunc(b.lshr(y, const(t, bit)), like(t, I1))
         result = b.select(on, b.mul(result, base), result)
         base = b.mul(base, base)
     return result
@@ -193,27 +204,27 @@ lowers("select", "fsub")(lambda ctx, b, rt, dts, args, attr: b.select(*args))
 # ---- cast ---------------------------------------------------------------------------------------
 
 def lower_cast(ctx, b, to: DType, src: DType, x: ir.Value) -> ir.Value:
-    rt = reg_type(to)
+    rt = like(x.type, reg_type(to))
     if to == src:
         return x
     if to.is_bool:
         if src.is_float:
-            return b.fcmp_unordered("!=", x, ir.Constant(x.type, 0.0))   # NaN is true, as in NumPy
+            return b.fcmp_unordered("!=", x, const(x.type, 0.0))   # NaN is true, as in NumPy
         return b.icmp_unsigned("!=", x, const(x.type, 0))
     if src.is_float:
         if to.is_float:
             return b.fpext(x, rt) if to.itemsize > src.itemsize else b.fptrunc(x, rt)
         # saturating conversions: out-of-range and NaN give a defined (unspecified) value
         name = "llvm.fptosi.sat" if to.is_signed else "llvm.fptoui.sat"
-        suffix = f"i{rt.width}.{'f64' if src.itemsize == 8 else 'f32'}"
+        suffix = f"{type_suffix(rt)}.{type_suffix(x.type)}"
         fn = intrinsic(ctx.mod, name, rt, [x.type], suffix=suffix)
         return b.call(fn, [x])
     unsigned_src = src.is_bool or not src.is_signed
     if to.is_float:
         return b.uitofp(x, rt) if unsigned_src else b.sitofp(x, rt)
-    if rt.width < x.type.width:
+    if elem_type(rt).width < elem_type(x.type).width:
         return b.trunc(x, rt)
-    if rt.width > x.type.width:
+    if elem_type(rt).width > elem_type(x.type).width:
         return b.zext(x, rt) if unsigned_src else b.sext(x, rt)
     return x
 
@@ -221,6 +232,10 @@ def lower_cast(ctx, b, to: DType, src: DType, x: ir.Value) -> ir.Value:
 def lower_op(ctx: LowerCtx, b: ir.IRBuilder, op: str, rt: DType, dts: list[DType],
              args: list[ir.Value], attr) -> ir.Value:
     """IR for primitive `op` with result dtype `rt` on operands of dtypes `dts`."""
+    vec = next((a.type.count for a in args if isinstance(a.type, ir.VectorType)), None)
+    if vec is not None:     # a vector loop: operands that do not vary along it are splat
+        args = [a if isinstance(a.type, ir.VectorType) or (op == "select" and k == 0) else splat(b, a, vec)
+                for k, a in enumerate(args)]
     if op == "cast":
         return lower_cast(ctx, b, attr, dts[0], args[0])
     key_dtype = dts[1] if op == "select" else dts[0]
@@ -230,10 +245,19 @@ def lower_op(ctx: LowerCtx, b: ir.IRBuilder, op: str, rt: DType, dts: list[DType
     return fn(ctx, b, rt, dts, args, attr)
 
 
-def load_value(b: ir.IRBuilder, ptr: ir.Value, d: DType) -> ir.Value:
-    v = b.load(ptr, typ=mem_type(d))
+def load_value(b: ir.IRBuilder, ptr: ir.Value, d: DType, lanes: int | None = None) -> ir.Value:
+    """Load one element, or `lanes` consecutive ones as a vector."""
+    t = mem_type(d) if lanes is None else ir.VectorType(mem_type(d), lanes)
+    # a vector is aligned to its element only (a vector type's own alignment is its size)
+    v = b.load(ptr, typ=t) if lanes is None else b.load(b.bitcast(ptr, t.as_pointer()), typ=t,
+                                                        align=d.itemsize)
     return b.icmp_unsigned("!=", v, const(v.type, 0)) if d.is_bool else v
 
 
 def store_value(b: ir.IRBuilder, v: ir.Value, ptr: ir.Value, d: DType) -> None:
-    b.store(b.zext(v, mem_type(d)) if d.is_bool else v, ptr)
+    """Store one element, or a vector of consecutive ones."""
+    mt = like(v.type, mem_type(d))
+    if isinstance(v.type, ir.VectorType):
+        b.store(b.zext(v, mt) if d.is_bool else v, b.bitcast(ptr, mt.as_pointer()), align=d.itemsize)
+        return
+    b.store(b.zext(v, mt) if d.is_bool else v, ptr)
