@@ -1,5 +1,6 @@
-"""The host target, configured in one place: triple, CPU name and features, the O3 pipeline
-with loop and SLP vectorization, object code emission and loading.
+"""The host target, configured in one place: triple, CPU name and features, the pass pipelines
+(a light one for modules of explicit vector loops; O3 with loop and SLP vectorization for the
+others), object code emission and loading.
 
 Loading goes through MCJIT's object-file support, so code compiled in another process (the disk
 cache) loads without running LLVM's optimizer or code generator again.
@@ -31,6 +32,10 @@ class HostTarget:
 # generation ~25% faster, and long rows run as fast (bench/compile_latency.py). Tail folding with
 # masks shrinks code more but made softmax's f64-accumulating reductions 2x slower.
 LLVM_OPTIONS = ("-enable-epilogue-vectorization=false",)
+
+# Named metadata of modules whose loops are explicit vector code (lower.py); they take the
+# light pipeline (`optimize`).
+VECTORIZED = "dlvm.vectorized"
 
 
 @cache
@@ -70,6 +75,10 @@ def optimize(ir_text: str, opt_level: int = 3):
         tm = target_machine(opt_level)
         mod.triple = tm.triple
         mod.data_layout = str(tm.target_data)
+        if opt_level >= 2 and "!" + VECTORIZED in ir_text:
+            _light_pipeline(mod, tm)
+            mod.verify()
+            return mod
         pto = llvm.create_pipeline_tuning_options(speed_level=opt_level)
         pto.loop_vectorization = opt_level >= 2
         pto.slp_vectorization = opt_level >= 2
@@ -83,6 +92,25 @@ def optimize(ir_text: str, opt_level: int = 3):
         pb.getModulePassManager().run(mod, pb)
         mod.verify()
     return mod
+
+
+def _light_pipeline(mod, tm) -> None:
+    """The passes for a module whose loops are already vector code (lower.py, `VECTORIZED`):
+    inline the math functions, promote the accumulators to registers, simplify. The O3
+    pipeline's loop and SLP vectorizers and loop passes have nothing left to do there, and
+    without them a region compiles in about half the time (bench/README.md)."""
+    pto = llvm.create_pipeline_tuning_options(speed_level=3)
+    pb = llvm.create_pass_builder(tm, pto)
+    mpm = llvm.create_new_module_pass_manager()
+    mpm.add_always_inliner_pass()
+    mpm.add_sroa_pass()
+    mpm.add_instruction_combine_pass()
+    mpm.add_simplify_cfg_pass()
+    mpm.add_new_gvn_pass()
+    mpm.add_instruction_combine_pass()
+    mpm.add_simplify_cfg_pass()
+    mpm.add_global_dead_code_eliminate_pass()
+    mpm.run(mod, pb)
 
 
 def emit_object(mod, opt_level: int = 3) -> bytes:
@@ -113,3 +141,26 @@ class LoadedObject:
         if not addr:
             raise RuntimeError(f"compiled object has no function {name}")
         return addr
+
+
+def vector_bytes() -> int:
+    """Bytes in one of the host's vector registers (the width the loop vectorizer fills)."""
+    feats = set(host().features.split(","))
+    if "+avx512f" in feats:
+        return 64
+    if "+avx" in feats:
+        return 32
+    return 16
+
+
+def vector_lanes(kernel, spec) -> int | None:
+    """Lanes of the explicit vector loops for this kernel variant, or None: scalar loops that
+    LLVM's loop vectorizer widens (hosts without AVX-512BW, whose masked loads of bytes would
+    be scalarized; reductions over no axis left)."""
+    feats = set(host().features.split(","))
+    if not {"+avx512f", "+avx512bw"} <= feats or spec.rank == 0:
+        return None
+    if spec.inner == 0 and kernel.reductions:
+        return None
+    widest = max(t.dtype.itemsize for t in list(kernel.inputs) + list(kernel.outputs))
+    return vector_bytes() // widest
