@@ -113,6 +113,9 @@ def classify_instr(module: Module, ins, types) -> _Shape:
             inner = s.inner
         ends = s.ends
     heavy = opdef.decompose is not None or (opdef.expand is not None and _expansion_size(prims) >= 3)
+    # a lone reduction over trailing axes is worth a kernel too: NumPy's reduce over an axis
+    # tuple walks strided (ResNet-18's global average pool: ~90 us interpreted)
+    heavy = heavy or ins.op in REDUCE_OPS
     return _Shape(True, inner=inner, ends=ends, heavy=heavy)
 
 
