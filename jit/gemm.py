@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .cache import DiskCache, cache_key
+from .cache import DiskCache
+from .once import PerProcess, compile_or_load
 from .threads import Job
 
 if TYPE_CHECKING:
@@ -45,17 +46,8 @@ class Gemm:
         from .llvm.gemm_kernel import FUNC_NAME, gemm_module, shape_for
         self.shape = shape or shape_for(target.host().features)
         t0 = time.perf_counter()
-        module = gemm_module(self.shape)
-        key = cache_key(str(module), "gemm " + self.shape.text(), target.host().key())
-        found = disk.get(key) if disk is not None else None
-        if found is not None:
-            obj, self.source = found[0], "disk"
-        else:
-            obj = target.emit_object(target.optimize(str(module), 3), 3)
-            self.source = "compiled"
-            if disk is not None:
-                disk.put(key, obj, 0)
-        self._loaded = target.LoadedObject(obj)
+        self._loaded, self.source = compile_or_load(str(gemm_module(self.shape)),
+                                                    "gemm " + self.shape.text(), disk)
         i64, ptr = ctypes.c_int64, ctypes.c_void_p
         proto = ctypes.CFUNCTYPE(ctypes.c_int32, i64, i64, i64, ptr, i64, i64, ptr, i64, i64, ptr, i64,
                                  ptr, ptr, i64, i64, i64, i64, i64, i64, ptr, i64)
@@ -346,14 +338,9 @@ def _aligned(floats: int) -> np.ndarray:
     return raw[off:off + floats]
 
 
-_instance: Gemm | None = None
-_instance_lock = threading.Lock()
+_per_process: PerProcess[Gemm] = PerProcess(Gemm)
 
 
 def gemm(disk: DiskCache | None = None) -> Gemm:
     """The process-wide kernel (compiled, or loaded from `disk`, on first use)."""
-    global _instance
-    with _instance_lock:
-        if _instance is None:
-            _instance = Gemm(disk)
-        return _instance
+    return _per_process.get(disk)

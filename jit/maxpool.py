@@ -21,14 +21,14 @@ in place, any other is filled through a temporary.
 from __future__ import annotations
 
 import ctypes
-import threading
 import time
 
 import numpy as np
 
 from isa.ops.pooling import pool_out
 
-from .cache import DiskCache, cache_key
+from .cache import DiskCache
+from .once import PerProcess, compile_or_load
 
 # Tap evaluations (output elements x window taps) from which a call is split across threads:
 # about 60 us of one thread's work (one Zen 5 core does ~17 taps per ns: ResNet's pool, 1.8M
@@ -85,17 +85,9 @@ class MaxPool:
         from .llvm.maxpool_kernel import FUNC_NAME, maxpool_module, vector_width
         t0 = time.perf_counter()
         self.vw = vw or vector_width(target.host().features)
-        module = maxpool_module(self.vw)
-        key = cache_key(str(module), f"maxpool2d vw{self.vw}", target.host().key())
-        found = disk.get(key) if disk is not None else None
-        if found is not None:
-            obj, self.source = found[0], "disk"
-        else:
-            obj = target.emit_object(target.optimize(str(module), 3), 3)
-            self.source = "compiled"
-            if disk is not None:
-                disk.put(key, obj, 0)
-        self._loaded = target.LoadedObject(obj)     # keeps the code alive with this object
+        # (the loaded object keeps the code alive with this object)
+        self._loaded, self.source = compile_or_load(str(maxpool_module(self.vw)),
+                                                    f"maxpool2d vw{self.vw}", disk)
         i64, ptr = ctypes.c_int64, ctypes.c_void_p
         proto = ctypes.CFUNCTYPE(ctypes.c_int32, i64, i64, ptr, ptr, ptr)
         self.fn = proto(self._loaded.address(FUNC_NAME))
@@ -187,17 +179,12 @@ class _Plan:
         self.geom_ptr, self.geom_contiguous_ptr = _data(self.geom), _data(self.geom_contiguous)
 
 
-_instance: MaxPool | None = None
-_instance_lock = threading.Lock()
+_per_process: PerProcess[MaxPool] = PerProcess(MaxPool)
 
 
 def kernel(disk: DiskCache | None = None) -> MaxPool:
     """The process-wide kernel (compiled, or loaded from `disk`, on first use)."""
-    global _instance
-    with _instance_lock:
-        if _instance is None:
-            _instance = MaxPool(disk)
-        return _instance
+    return _per_process.get(disk)
 
 
 def _rows_contiguous(a: np.ndarray) -> bool:

@@ -20,7 +20,8 @@ import threading
 
 import numpy as np
 
-from .cache import DiskCache, cache_key
+from .cache import DiskCache
+from .once import compile_or_load
 
 DEFAULT_SPIN = 2000
 
@@ -37,16 +38,7 @@ class NativePool:
         from .llvm.pool_kernel import MAX_ARGS, STATE_BYTES, pool_module
         self.threads = max(1, threads)
         self.max_args = MAX_ARGS
-        module = str(pool_module(target.host().triple))
-        key = cache_key(module, "pool", target.host().key())
-        found = disk.get(key) if disk is not None else None
-        if found is not None:
-            obj = found[0]
-        else:
-            obj = target.emit_object(target.optimize(module, 3), 3)
-            if disk is not None:
-                disk.put(key, obj, 0)
-        self._loaded = target.LoadedObject(obj)
+        self._loaded, _ = compile_or_load(str(pool_module(target.host().triple)), "pool", disk)
         i64, ptr = ctypes.c_int64, ctypes.c_void_p
         self._run = ctypes.CFUNCTYPE(ctypes.c_int32, ptr, ptr, ptr, i64, i64, i64)(
             self._loaded.address("dlvm_pool_run"))

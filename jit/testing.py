@@ -140,3 +140,14 @@ def run_with_jit(module: Module, func: str, args: list[np.ndarray], jit) -> tupl
     runners (for their describe())."""
     driver = JitDriver(module, func, jit)
     return driver(args), list(driver.runners.values())
+
+
+def compare_with_reference(jit, module: Module, args: list[np.ndarray], tol_op: str):
+    """Run a single-region function through the JIT once, check that the region ran compiled,
+    and match every result against the reference interpreter within tol_op's tolerance.
+    Returns the runner."""
+    got, runners = run_with_jit(module, "main", args, jit)
+    assert len(runners) == 1 and runners[0].compiled_calls == 1, runners[0].describe()
+    for g, r in zip(got, reference_run(module, "main", args)):
+        assert_matches(g, r, tol_op)
+    return runners[0]

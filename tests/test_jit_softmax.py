@@ -15,7 +15,7 @@ import pytest
 from isa.builder import ModuleBuilder
 from jit import Jit
 from jit.compiler import lower_to_llvm
-from jit.testing import assert_matches, reference_run, run_with_jit
+from jit.testing import compare_with_reference, run_with_jit
 
 
 @pytest.fixture(scope="module")
@@ -23,12 +23,7 @@ def jit(tmp_path_factory):
     return Jit(cache_dir=str(tmp_path_factory.mktemp("jitcache")), threads=2, parallel_threshold_us=0)
 
 
-def compare(jit, m, args, tol_op):
-    got, runners = run_with_jit(m, "main", args, jit)
-    assert len(runners) == 1 and runners[0].compiled_calls == 1, runners[0].describe()
-    for g, r in zip(got, reference_run(m, "main", args)):
-        assert_matches(g, r, tol_op)
-    return runners[0]
+compare = compare_with_reference
 
 
 def special_rows(rows: int, cols: int, dtype, seed: int) -> np.ndarray:

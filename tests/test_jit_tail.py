@@ -17,7 +17,7 @@ from isa.verify import verify_module
 from jit import Jit, form_regions
 from jit.compiler import lower_to_llvm, optimized_ir
 from jit.llvm import target
-from jit.testing import assert_matches, reference_run, run_with_jit
+from jit.testing import assert_matches, compare_with_reference, reference_run, run_with_jit
 
 LANES_F32 = target.vector_bytes() // 4
 LENGTHS = [1, 2, LANES_F32 - 1, LANES_F32, LANES_F32 + 1, 2 * LANES_F32 + 3, 100]
@@ -28,12 +28,7 @@ def jit(tmp_path_factory):
     return Jit(cache_dir=str(tmp_path_factory.mktemp("jitcache")), threads=2, parallel_threshold_us=0)
 
 
-def compare(jit, m, args, tol_op):
-    got, runners = run_with_jit(m, "main", args, jit)
-    assert len(runners) == 1 and runners[0].compiled_calls == 1, runners[0].describe()
-    for g, r in zip(got, reference_run(m, "main", args)):
-        assert_matches(g, r, tol_op)
-    return runners[0]
+compare = compare_with_reference
 
 
 @pytest.mark.parametrize("dtype", ["f32", "f64"])
