@@ -93,8 +93,9 @@ class NativePool:
         return block, block.ctypes.data, self._tramps[n], len(chunks)
 
     def call_job(self, job: tuple) -> int:
-        """A one-chunk job on the calling thread, straight through its trampoline (no pool
-        state, no lock: two ctypes arguments instead of the kernel's twenty)."""
+        """A job's chunks one after the other on the calling thread (a one-chunk job, or a
+        pool of one thread), straight through the trampoline: no pool state, no lock, two
+        ctypes arguments instead of the kernel's twenty."""
         _, address, tramp, chunks = job
         call = self._direct.get(tramp)
         if call is None:

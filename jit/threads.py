@@ -103,24 +103,26 @@ def _default_cache():
 class Job:
     """fn over chunks, prepared once for a call that repeats with the same arguments (a
     model's products and convolutions, call after call): `job()` runs it with no argument
-    conversion (the native pool's block is built here, once)."""
+    conversion (the native pool's block is built here, once). After a fork the job builds its
+    block again on the child's own pool: the parent's workers do not exist there, and its
+    pool's lock may have been held by another thread at the fork."""
 
     def __init__(self, threads: int, fn, chunks: list[tuple], keep: object = None):
         self.fn, self.chunks, self.keep = fn, chunks, keep
         self.threads = 1 if len(chunks) == 1 else threads
-        self._native = None
-        if _native():
-            import ctypes
+        self._prepare()
 
-            from .native_pool import native_pool
-            try:
-                pool_ = native_pool(self.threads, _default_cache())
-            except Exception:
-                pool_ = None
-            if pool_ is not None and len(chunks[0]) <= pool_.max_args:
-                self._native = (pool_, pool_.job(ctypes.cast(fn, ctypes.c_void_p).value, chunks))
+    def _prepare(self) -> None:
+        self._forks = _forks
+        self._native = None
+        pool_ = _native_pool(self.threads)
+        if pool_ is not None and len(self.chunks[0]) <= pool_.max_args:
+            import ctypes
+            self._native = (pool_, pool_.job(ctypes.cast(self.fn, ctypes.c_void_p).value, self.chunks))
 
     def __call__(self) -> int:
+        if self._forks != _forks:
+            self._prepare()
         if self._native is not None:
             pool_, job = self._native
             return pool_.call_job(job) if self.threads == 1 else pool_.run_job(job)
@@ -129,7 +131,37 @@ class Job:
             for c in self.chunks:
                 status |= self.fn(*c)
             return status
-        return run_parallel(self.threads, self.fn, self.chunks)
+        return pool(self.threads).run(self.fn, self.chunks)
+
+
+_forks = 0      # forks this process descends from: a Job made before one prepares again
+
+
+def _after_fork_in_child() -> None:
+    """The parent's Python workers do not exist in the child: it makes pools of its own."""
+    global _forks, _pools_lock
+    _forks += 1
+    _pools.clear()
+    _pools_lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def _native_pool(threads: int):
+    """The process's native pool with `threads` threads, or None where there is none (not
+    Linux, DLVM_NATIVE_POOL=0, or it cannot be built here: then the Python pool serves, and
+    it is not tried again)."""
+    global _native_ok
+    if not _native():
+        return None
+    from .native_pool import native_pool
+    try:
+        return native_pool(threads, _default_cache())
+    except Exception:       # llvmlite cannot build or load it here
+        _native_ok = False
+        return None
 
 
 def run_parallel(threads: int, fn, chunks: list[tuple]) -> int:
@@ -137,16 +169,8 @@ def run_parallel(threads: int, fn, chunks: list[tuple]) -> int:
     kernel (whose arguments are all integers or pointers)."""
     if len(chunks) == 1 or threads <= 1:
         return pool(1).run(fn, chunks)
-    global _native_ok
-    if _native():
+    native = _native_pool(threads)
+    if native is not None and len(chunks[0]) <= native.max_args:
         import ctypes
-
-        from .native_pool import native_pool
-        try:
-            native = native_pool(threads, _default_cache())
-        except Exception:       # llvmlite cannot build or load it here: the Python pool serves
-            _native_ok = False
-            return pool(threads).run(fn, chunks)
-        if len(chunks[0]) <= native.max_args:    # else: more arguments than its trampolines take
-            return native.run(ctypes.cast(fn, ctypes.c_void_p).value, chunks)
+        return native.run(ctypes.cast(fn, ctypes.c_void_p).value, chunks)
     return pool(threads).run(fn, chunks)

@@ -2,6 +2,10 @@
 NumPy in float64 and against the conv2d reference, within specs/tolerances.md's GEMM bound."""
 from __future__ import annotations
 
+import os
+import signal
+import threading
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -471,3 +475,36 @@ def test_narrower_tiles_compute_the_same(features):
         out = np.full(ref.shape, np.nan, np.float32)
         plan.run(x, w, bias, out, g, 2, relu=True)
         np.testing.assert_allclose(out, ref, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_forked_child_runs_cached_split_products(g):
+    """A product prepared before a fork (its job holds the parent's worker pool) runs in the
+    child on the child's own pool, even when another thread held the parent's pool at the fork
+    (its lock would stay locked in the child)."""
+    rng = np.random.default_rng(8)
+    a, b = rand(rng, 512, 512), rand(rng, 512, 512)
+    out = np.empty((512, 512), np.float32)
+    g.matmul(a, b, out, 2)
+    want = out.copy()
+    stop = threading.Event()
+
+    def busy():
+        o = np.empty_like(out)
+        while not stop.is_set():
+            g.matmul(a, b, o, 2)
+    t = threading.Thread(target=busy)
+    t.start()
+    try:
+        for _ in range(3):
+            pid = os.fork()
+            if pid == 0:        # the child: exit status 0 only if the product comes out right
+                signal.alarm(20)
+                out.fill(0)
+                g.matmul(a, b, out, 2)          # the same arguments: the cached job
+                os._exit(0 if np.array_equal(out, want) else 1)
+            _, status = os.waitpid(pid, 0)
+            assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
+    finally:
+        stop.set()
+        t.join()
