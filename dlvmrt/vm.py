@@ -11,7 +11,6 @@ and the block's original interpreted steps run instead, so the interpreter is al
 """
 from __future__ import annotations
 
-import contextlib
 import os
 import warnings
 from typing import Any
@@ -108,9 +107,7 @@ class VM:
         values = [_as_input(v, p.type) for v, p in zip(values, params)]
         self.budget = self.max_steps
         self.depth = 0
-        # with the JIT on, NumPy's BLAS stays off the cores its pool uses (jit/blas_threads.py)
-        context = self.jit.running() if self.jit_mode != "off" else contextlib.nullcontext()
-        with np.errstate(all="ignore"), context:
+        with np.errstate(all="ignore"):
             outs = self.code(entry).call(values, check_dtype=True)
         return tuple(o if isinstance(o, np.ndarray) else np.asarray(o) for o in outs)
 

@@ -34,9 +34,10 @@ class Jit:
     region before new shapes stay interpreted; parallel_threshold_us: estimated single-thread time
     below which a kernel runs on one thread (a handoff to a worker costs tens of microseconds);
     gemm: f32 matmul and conv2d heads use the JIT's GEMM kernel rather than NumPy's BLAS
-    (default: yes, unless $DLVM_GEMM is "blas"); blas_threads: NumPy's OpenBLAS threads while a
-    VM runs (default 1 with the GEMM kernel and more than one thread: its spinning threads take
-    the cores the JIT's pool needs, jit/blas_threads.py; None leaves it alone)."""
+    (default: yes, unless $DLVM_GEMM is "blas"); blas_threads: NumPy's OpenBLAS threads for
+    the small products a region leaves to NumPy (default 1 with the GEMM kernel and more than one
+    thread: their threads busy-wait after the call and take the cores the JIT's pool needs next,
+    jit/blas_threads.py; None leaves them alone). Large ones keep OpenBLAS's threads."""
 
     def __init__(self, *, cache_dir: str | None = None, opt_level: int = 3, threads: int | None = None,
                  max_variants: int = 4, parallel_threshold_us: float = 150.0, gemm: bool | None = None,
@@ -54,11 +55,6 @@ class Jit:
         self.parallel_threshold_us = parallel_threshold_us
         self.disk = DiskCache(cache_dir)
         self._types: dict[int, tuple[Module, dict]] = {}
-
-    def running(self):
-        """The context a VM runs a program in: NumPy's BLAS at `blas_threads`."""
-        from .blas_threads import limited
-        return limited(self.blas_threads)
 
     def runner(self, module: Module, region: Region) -> RegionRunner:
         # verified types per module; the entry holds the module, so its id is not reused

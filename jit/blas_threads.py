@@ -1,12 +1,13 @@
-"""NumPy's OpenBLAS kept to one thread while the JIT's own pool runs a program.
+"""NumPy's OpenBLAS kept to one thread for the small products the JIT leaves to it.
 
-After each call, OpenBLAS's worker threads busy-wait for the next one (for milliseconds). A VM
+After each call, OpenBLAS's worker threads busy-wait for the next one (for milliseconds). A model
 run with the JIT makes small products through NumPy (attention scores, a classifier's
 matrix-vector product) between its own multi-threaded kernels: the spinning threads then take
 the cores the JIT's pool needs, and those of anything else the process runs next. Measured on
 ResNet-18, 2 threads: dlvm 27.6 -> 19.7 ms and onnxruntime, run in turn, 12.3 -> 10.0 ms with
-OpenBLAS at one thread. So `Jit.blas_threads` (default 1) bounds OpenBLAS for the duration of
-`VM.run`, and restores the caller's setting afterwards.
+OpenBLAS at one thread. So the region runner calls such products inside `limited(1)`
+(`Jit.blas_threads`), which restores the caller's setting afterwards; large products (f64,
+batched) keep OpenBLAS's threads, where they pay.
 
 The library is found among the loaded shared objects (NumPy's wheels bundle
 `libscipy_openblas64_`); where there is none (another BLAS, another OS) this does nothing.

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from .llvm.gemm_kernel import GemmShape
 
 # below this many multiply-adds a product stays with NumPy (a packed kernel's fixed costs win
-# nothing on a 32 x 32 x 32 attention score); from _PARALLEL_MACS on it is split across threads
+# nothing on a 32 x 32 x 32 attention score); from PARALLEL_MACS on it is split across threads
 _MIN_MACS = 64 * 64 * 64
 _MIN_ROWS = 8
 _CHUNKS_PER_THREAD = 1     # chunks of a split product per thread
@@ -34,7 +34,7 @@ _CHUNKS_PER_THREAD = 1     # chunks of a split product per thread
 # the caller runs a late worker's chunk itself, so a sleeping worker costs nothing: MiniLM's
 # 32x384x1536 (19M multiply-adds) went from 188 us on one thread to 138 us on two (with the
 # Python pool it was slower on two); 32x384x384 (4.7M) stays faster on one (54 against 59-67)
-_PARALLEL_MACS = 8 * 1024 * 1024
+PARALLEL_MACS = 8 * 1024 * 1024
 _MAX_JOBS = 256      # prepared calls kept (a ResNet-18 run makes ~25 distinct ones)
 
 
@@ -117,7 +117,7 @@ class Gemm:
             if not accumulate:
                 out.fill(0)
             return epi.apply(out)
-        threads = min(threads, 1 if m * n * k < _PARALLEL_MACS else threads)
+        threads = min(threads, 1 if m * n * k < PARALLEL_MACS else threads)
         if n < self.shape.nr and m >= 2 * n and not accumulate and not (ma.prepacked or mb.prepacked):
             # narrow: out^T = b^T a^T fills whole NR-wide tiles (ResNet's last stage, N = 49,
             # would compute 64 columns of 49 the other way round); then one small transpose
@@ -145,7 +145,7 @@ class Gemm:
         m, k = ma.rows, ma.k
         epi = epilogue or Epilogue()
         epi.check(m, n)
-        threads = min(threads, 1 if m * n * k < _PARALLEL_MACS else threads)
+        threads = min(threads, 1 if m * n * k < PARALLEL_MACS else threads)
         self._run(ma, mb, out.ctypes.data, out.strides[0] // 4, threads, 0, epi)
         return out
 

@@ -27,10 +27,10 @@ from isa.ops import OPS
 from isa.types import TensorType
 from isa.verify import verify_module
 
-from . import conv, maxpool, store_epilogue
+from . import blas_threads, conv, maxpool, store_epilogue
 from .build import KernelBuildError, build_kernel
 from .compiler import Compiled, assembly, compile_variant, optimized_ir
-from .gemm import gemm
+from .gemm import PARALLEL_MACS, gemm
 from .gemm import use_for as use_gemm
 from .kernel_ir import Kernel
 from .plan import Decline, Plan, Spec, make_plan
@@ -438,7 +438,12 @@ class RegionRunner:
             epi = call.store.epilogue(args) if call.store is not None else None
             g.matmul(a, self._prepacked(g, self._mm[1], b, "b"), o2, self.jit.threads, epilogue=epi)
         else:
-            np.matmul(a, b, out=o2)
+            # a small product on NumPy's BLAS runs on one of its threads: more gain little, and
+            # they busy-wait after the call on the cores the JIT's pool needs next (ResNet-18's
+            # classifier, MiniLM's attention products: jit/blas_threads.py)
+            small = math.prod(o2.shape) * a.shape[-1] < PARALLEL_MACS
+            with blas_threads.limited(self.jit.blas_threads if small else None):
+                np.matmul(a, b, out=o2)
             if call.store is not None:
                 call.store.apply(o2, args)
         return out

@@ -1,4 +1,4 @@
-"""NumPy's OpenBLAS is kept to one thread while a VM runs with the JIT, and restored after."""
+"""NumPy's OpenBLAS runs the small products a region leaves to it on one thread, and is restored."""
 from __future__ import annotations
 
 import numpy as np
@@ -38,32 +38,36 @@ def test_limited_sets_and_restores(two_blas_threads):
     assert blas_threads.current() == 2
 
 
-def _matmul_module():
+def _matmul_module(shape_a: str, shape_b: str, out: str):
     mb = ModuleBuilder("m")
-    f = mb.function("main", [("a", "f32[4, 8]"), ("b", "f32[8, 3]")], ["f32[4, 3]"])
-    f.ret(f.matmul(f.arg("a"), f.arg("b")))
+    f = mb.function("main", [("a", shape_a), ("b", shape_b)], [out])
+    f.ret(f.relu(f.matmul(f.arg("a"), f.arg("b"))))
     return mb.finish()
 
 
-def test_vm_runs_with_one_blas_thread_and_restores(two_blas_threads, monkeypatch):
+@pytest.mark.parametrize("case", ["small", "large", "unlimited"])
+def test_small_numpy_products_run_on_one_blas_thread(two_blas_threads, monkeypatch, case):
+    """A product a region leaves to NumPy runs on one OpenBLAS thread when it is small (its
+    threads would spin on the JIT pool's cores), on OpenBLAS's threads when large (f64 here),
+    and untouched with blas_threads=None; the setting is restored afterwards."""
     seen = []
-    m = _matmul_module()
+    real = np.matmul
 
-    def spy_on(vm):
-        real = vm.code
-
-        def spy(name):
-            seen.append(blas_threads.current())
-            return real(name)
-        monkeypatch.setattr(vm, "code", spy)
-        return vm
-    vm = spy_on(dlvmrt.VM(m, jit="always", jit_options={"threads": 2, "gemm": True}))
-    a, b = np.ones((4, 8), np.float32), np.ones((8, 3), np.float32)
+    def spy(*args, **kwargs):
+        seen.append(blas_threads.current())
+        return real(*args, **kwargs)
+    if case == "large":
+        m = _matmul_module("f64[256, 256]", "f64[256, 256]", "f64[256, 256]")
+        a = b = np.ones((256, 256))
+    else:
+        m = _matmul_module("f32[4, 8]", "f32[8, 3]", "f32[4, 3]")
+        a, b = np.ones((4, 8), np.float32), np.ones((8, 3), np.float32)
+    options = {"threads": 2, "gemm": True}
+    if case == "unlimited":
+        options["blas_threads"] = None
+    vm = dlvmrt.VM(m, jit="always", jit_options=options)
+    monkeypatch.setattr(np, "matmul", spy)
     (out,) = vm.run("main", a, b)
-    np.testing.assert_array_equal(out, a @ b)
-    assert seen == [1] and blas_threads.current() == 2
-    # the interpreter alone, or blas_threads=None, leaves NumPy's setting alone
-    seen.clear()
-    for v in (dlvmrt.VM(m, jit="off"), dlvmrt.VM(m, jit="always", jit_options={"blas_threads": None})):
-        spy_on(v).run("main", a, b)
-    assert seen == [2, 2]
+    np.testing.assert_array_equal(out, real(a, b))
+    assert seen == [1 if case == "small" else 2]
+    assert blas_threads.current() == 2
