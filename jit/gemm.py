@@ -107,6 +107,8 @@ class Gemm:
             raise ValueError(f"gemm shapes {ma.shape} x {mb.shape} -> {out.shape}")
         if out.dtype != np.float32:
             raise TypeError("the JIT's gemm is f32 only")
+        if not out.flags.writeable:
+            raise ValueError("gemm output is read-only")
         epi = epilogue or Epilogue()
         epi.check(m, n)
         if m == 0 or n == 0:
@@ -140,8 +142,9 @@ class Gemm:
         n = out.shape[1]
         mb = _Operand(n, ma.k, xp.ctypes.data, 0, geometry.ctypes.data, False, 0, (xp, geometry),
                       (ma.k, n), conv=True)
-        if out.shape[0] != ma.rows or out.strides[1] != 4:
-            raise ValueError(f"conv_image output {out.shape} for weights {ma.shape}")
+        if out.shape[0] != ma.rows or out.strides[1] != 4 or not out.flags.writeable:
+            raise ValueError(f"conv_image output {out.shape} for weights {ma.shape} must have "
+                             f"contiguous, writable rows")
         m, k = ma.rows, ma.k
         epi = epilogue or Epilogue()
         epi.check(m, n)

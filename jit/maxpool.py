@@ -97,6 +97,8 @@ class MaxPool:
     def run(self, x: np.ndarray, attrs: dict, out: np.ndarray | None = None,
             threads: int = 1) -> np.ndarray:
         """maxpool2d on this kernel (see the module-level function)."""
+        if out is not None and not out.flags.writeable:
+            raise ValueError("maxpool2d output is read-only")
         try:
             key = (x.dtype, x.shape, x.strides, tuple(attrs["kernel"]), tuple(attrs["strides"]),
                    tuple(attrs["pads"]), tuple(attrs["dilations"]), bool(attrs["ceil_mode"]),

@@ -123,6 +123,11 @@ def test_rejects_what_it_does_not_compute(g):
         g.matmul(np.ones((2, 2)), np.ones((2, 2)), np.ones((2, 2)))
     with pytest.raises(ValueError):
         g.matmul(np.ones((2, 3), np.float32), np.ones((2, 2), np.float32), np.ones((2, 2), np.float32))
+    frozen = np.zeros((2, 2), np.float32)
+    frozen.flags.writeable = False
+    with pytest.raises(ValueError, match="read-only"):
+        g.matmul(np.ones((2, 3), np.float32), np.ones((3, 2), np.float32), frozen)
+    assert not frozen.any()
 
 
 @settings(max_examples=40, deadline=None)

@@ -156,6 +156,11 @@ def test_out_argument() -> None:
         jmp.maxpool2d(x, attrs, out=np.empty((2, 3, 10, 21), np.float32))
     with pytest.raises(ValueError):
         jmp.maxpool2d(x, attrs, out=np.empty((2, 3, 10, 20), np.float64))
+    frozen = np.zeros((2, 3, 10, 20), np.float32)
+    frozen.flags.writeable = False
+    with pytest.raises(ValueError, match="read-only"):
+        jmp.maxpool2d(x, attrs, out=frozen)
+    assert not frozen.any()
 
 
 def test_empty() -> None:
