@@ -134,7 +134,7 @@ class MaxPool:
             from .threads import run_parallel
             n = plan.planes
             chunks = [(n * t // parts, n * (t + 1) // parts, *args) for t in range(parts)]
-            run_parallel(parts, self.fn, chunks)
+            run_parallel(threads, self.fn, chunks)     # the pool of `threads`, fewer chunks
         if dst is not out:
             np.copyto(out, dst)
         return out

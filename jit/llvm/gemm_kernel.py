@@ -366,7 +366,9 @@ class _Builder:
 
         Each output row's Wo pixels are copied as whole vectors (stride 2: even lanes of two
         loads), which may write up to a vector past the row: rows are written in order, so
-        the next row overwrites it, and the caller's buffer has SLACK floats after its end."""
+        the next row overwrites it, and the caller's buffer has SLACK floats after its end.
+        So ranges [k0, k1) must not be written concurrently (the last row of one spills into
+        the first of the next): jit/gemm.py calls it once for the whole matrix."""
         vw = self.s.vw
         fn, b = self._function(f"{FUNC_NAME}_im2col", [("xp", PTR), ("geom", PTR), ("k0", I64), ("k1", I64),
                                                       ("P", I64), ("dst", PTR)], internal=False, ret=I32)
