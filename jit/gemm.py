@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .cache import DiskCache
-from .once import PerProcess, compile_or_load
+from .once import ForkSafeLock, PerProcess, compile_or_load
 from .threads import Job
 
 if TYPE_CHECKING:
@@ -58,7 +58,7 @@ class Gemm:
             self._loaded.address(f"{FUNC_NAME}_im2col"))
         self.compile_ms = (time.perf_counter() - t0) * 1e3
         self._buffers: dict[object, tuple[np.ndarray, np.ndarray]] = {}
-        self._buffers_lock = threading.Lock()
+        self._buffers_lock = ForkSafeLock()
         self._scratch: dict[tuple[int, int, int], np.ndarray] = {}
         self._jobs: dict[tuple, Job] = {}
 

@@ -21,7 +21,7 @@ import threading
 import numpy as np
 
 from .cache import DiskCache
-from .once import compile_or_load
+from .once import ForkSafeLock, compile_or_load
 
 DEFAULT_SPIN = 2000
 
@@ -114,7 +114,7 @@ class NativePool:
 
 _alive: list[NativePool] = []
 _pools: dict[int, NativePool] = {}
-_pools_lock = threading.Lock()
+_pools_lock = ForkSafeLock()   # native_pool() runs in a forked child too
 
 
 def native_pool(threads: int, disk: DiskCache | None = None) -> NativePool:

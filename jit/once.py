@@ -2,6 +2,7 @@
 object code compiled or loaded from the disk code cache, and the one object made thread-safely."""
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable
 from typing import Generic, TypeVar
@@ -11,13 +12,30 @@ from .cache import DiskCache, cache_key
 T = TypeVar("T")
 
 
+class ForkSafeLock:
+    """A lock that a forked child gets fresh: one that another thread held at the fork would
+    stay locked in the child forever (that thread does not exist there)."""
+
+    def __init__(self):
+        self._pid = os.getpid()
+        self._lock = threading.Lock()
+
+    def __enter__(self) -> bool:
+        if self._pid != os.getpid():
+            self._pid, self._lock = os.getpid(), threading.Lock()
+        return self._lock.__enter__()
+
+    def __exit__(self, *exc) -> None:
+        self._lock.__exit__(*exc)
+
+
 class PerProcess(Generic[T]):
     """`get(disk)` builds the object with `make(disk)` on first use (compiled, or loaded from
     the disk code cache) and returns the same one afterwards, from any thread."""
 
     def __init__(self, make: Callable[[DiskCache | None], T]):
         self._make = make
-        self._lock = threading.Lock()
+        self._lock = ForkSafeLock()
         self.instance: T | None = None
 
     def get(self, disk: DiskCache | None = None) -> T:

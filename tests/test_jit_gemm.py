@@ -492,15 +492,17 @@ def test_a_forked_child_runs_cached_split_products(g):
     out = np.empty((512, 512), np.float32)
     g.matmul(a, b, out, 2)
     want = out.copy()
-    stop = threading.Event()
+    stop, running = threading.Event(), threading.Event()
 
     def busy():
         o = np.empty_like(out)
         while not stop.is_set():
             g.matmul(a, b, o, 2)
+            running.set()
     t = threading.Thread(target=busy)
     t.start()
     try:
+        assert running.wait(20)       # forks from here on find the pool inside a job
         for _ in range(3):
             pid = os.fork()
             if pid == 0:        # the child: exit status 0 only if the product comes out right
