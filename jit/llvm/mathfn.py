@@ -140,15 +140,8 @@ def _exp_le0(f: _F, x):
     by the magic-number addition of _expm1_bounded, e^x = 2^n (1 + r + r^2 q(r)) as one FMA."""
     x = f.sel(f.lt(x, f.c(-88.0)), f.c(-88.0), x)
     x = f.sel(f.lt(f.c(0.0), x), f.c(0.0), x)
-    magic = f.c(1.5 * 2.0 ** f.mbits)
-    k = f.fma(x, f.c(1 / math.log(2)), magic)
-    n = f.sub(k, magic)
-    ln2_hi, ln2_lo = _ln2(f)
-    r = f.fma(n, f.c(-ln2_hi), x)
-    r = f.fma(n, f.c(-ln2_lo), r)
+    s, r = _pow2_and_rest(f, x)                                # s = 2^n, or 0 for n = -127
     em1 = f.fma(f.mul(r, r), f.horner(r, list(polys.expm1_tail_f32())), r)     # e^r - 1
-    bits = f.b.shl(f.b.add(f.b.bitcast(k, f.it), f.ci(f.bias)), f.ci(f.mbits))
-    s = f.b.bitcast(bits, f.t)                                 # 2^n, or 0 for n = -127
     return f.fma(s, em1, s)
 
 
@@ -184,20 +177,26 @@ def _expm1_bounded(f: _F, y):
     y = n ln2 + r with |r| <= ln2/2; e^y - 1 = 2^n (e^r - 1) + (2^n - 1), one FMA. For n = 0 this
     is the polynomial itself, so the result keeps its relative accuracy near 0, where e^y - 1
     would cancel."""
-    # n = round(y / ln2) by adding 1.5 * 2^mbits: n lands in the low mantissa bits of k, so 2^n
-    # is a shift of k's bits. Unlike fptosi this is defined for NaN (no poison); NaN goes on
-    # through r into the result.
+    s, r = _pow2_and_rest(f, y)                                # 2^n, |n| <= 58: a normal float
+    coeffs = polys.exp_taylor(14)[2:] if f.double else list(polys.expm1_tail_f32())
+    p = f.fma(f.mul(r, r), f.horner(r, coeffs), r)
+    return f.fma(s, p, f.sub(s, f.c(1.0)))
+
+
+def _pow2_and_rest(f: _F, y):
+    """(2^n, r) with y = n ln2 + r, |r| <= ln2/2, for the exps without overflow handling.
+
+    n = round(y / ln2) by adding 1.5 * 2^mbits: n lands in the low mantissa bits of k, so 2^n
+    is a shift of k's bits. Unlike fptosi this is defined for NaN (no poison); NaN goes on
+    through r into the result."""
     magic = f.c(1.5 * 2.0 ** f.mbits)
     k = f.fma(y, f.c(1 / math.log(2)), magic)
     n = f.sub(k, magic)
     ln2_hi, ln2_lo = _ln2(f)
     r = f.fma(n, f.c(-ln2_hi), y)
     r = f.fma(n, f.c(-ln2_lo), r)
-    coeffs = polys.exp_taylor(14)[2:] if f.double else list(polys.expm1_tail_f32())
-    p = f.fma(f.mul(r, r), f.horner(r, coeffs), r)
     bits = f.b.shl(f.b.add(f.b.bitcast(k, f.it), f.ci(f.bias)), f.ci(f.mbits))
-    s = f.b.bitcast(bits, f.t)                                 # 2^n, |n| <= 58: a normal float
-    return f.fma(s, p, f.sub(s, f.c(1.0)))
+    return f.b.bitcast(bits, f.t), r
 
 
 def _tanh(f: _F, x):
