@@ -24,8 +24,8 @@ import numpy as np
 
 import assembler
 from dlvmrt import VM, Program
-from dlvmrt.cli import attach_source_line
 from dlvmrt.debugger import Debugger, State
+from dlvmrt.diagnostics import attach_source_line
 from isa.errors import DlvmError, InternalError, InvalidError
 from isa.module import Module
 

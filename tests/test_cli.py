@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from shared_paths import PROJECT_EXAMPLES
 
-from dlvmrt.cli import main
+from cli import main
 
 MLP = str(PROJECT_EXAMPLES / "mlp.dlasm")
 

@@ -58,7 +58,7 @@ def test_example_bytecode_runs_the_same(prog, tmp_path):
 
 
 def dlvm(*args, **kw):
-    return subprocess.run([sys.executable, "-m", "dlvmrt.cli", *args], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "cli", *args], capture_output=True,
                           text=True, timeout=120, **kw)
 
 

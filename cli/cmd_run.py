@@ -1,0 +1,86 @@
+"""`dlvm run`: run a program on given or generated inputs."""
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+
+from dlvmrt.devices import DEVICES
+
+from .common import UsageError, load_program, parse_dims, read_inputs
+
+
+def register(sub) -> None:
+    s = sub.add_parser("run", help="run a program (inputs from --inputs or random by signature)")
+    s.add_argument("prog", help="the .dlasm or .dlbc program")
+    s.add_argument("--entry", default="main", help="the function to run (default: main)")
+    s.add_argument("--inputs", help=".npz with one array per parameter name (without %%)")
+    s.add_argument("--out", help="save results to .npz as out0, out1, ...")
+    s.add_argument("--dim", action="append", metavar="N=SIZE", help="size of a named dim for "
+                   "generated inputs")
+    s.add_argument("--seed", type=int, default=0, help="seed of the generated inputs")
+    s.add_argument("--jit", choices=["off", "auto", "always"], default=None)
+    s.add_argument("--device", choices=list(DEVICES), default="auto")
+    s.add_argument("--profile", action="store_true", help="print a per-instruction/region table")
+    s.add_argument("--trace", metavar="FILE.json", help="write Chrome trace events (Perfetto)")
+    s.add_argument("--repeat", type=int, default=1, help="run N times (profiling, tier-up)")
+    s.add_argument("--max-steps", type=int, default=None, help="block-execution budget")
+    s.add_argument("-q", "--quiet", action="store_true")
+    s.set_defaults(fn=run)
+
+
+def run(a) -> int:
+    from dlvmrt.inputs import make_inputs
+    from dlvmrt.vm import VM
+    program = load_program(a.prog)
+    func = program.module.functions.get(a.entry)
+    if func is None:
+        known = ", ".join("@" + f for f in program.module.functions)
+        raise UsageError(f"{a.prog} has no function @{a.entry} (it has: {known})")
+    dims = parse_dims(a.dim)
+    if a.inputs:
+        given = read_inputs(a.inputs)
+        missing = [p.name for p in func.params if p.name not in given]
+        extra = sorted(set(given) - {p.name for p in func.params})
+        if missing or extra:
+            raise UsageError(f"{a.inputs}: " + "; ".join(filter(None, [
+                "missing " + ", ".join(missing) if missing else "",
+                "no parameter named " + ", ".join(extra) if extra else ""]))
+                + f" (parameters of @{a.entry}: " + ", ".join(p.name for p in func.params) + ")")
+        inputs = given
+    else:
+        inputs = make_inputs(func, dims, a.seed)
+    if a.max_steps is not None and a.max_steps <= 0:
+        raise UsageError(f"--max-steps must be a positive number of blocks, got {a.max_steps}")
+    vm = VM(program, jit=a.jit, device=a.device, profile=a.profile or bool(a.trace),
+            trace=bool(a.trace), max_steps=a.max_steps)
+    outs = None
+    for _ in range(max(a.repeat, 1)):
+        outs = vm.run(a.entry, **inputs)
+    if a.out:
+        try:
+            np.savez(a.out, **{f"out{i}": o for i, o in enumerate(outs)})
+        except OSError as e:
+            raise UsageError(f"cannot write {a.out}: {e.strerror or e}") from None
+    if not a.quiet and not a.out:
+        _print_results(outs)
+    if a.profile:
+        print(vm.profiler.table(vm), file=sys.stderr)
+        for fname, block, region, runner in vm.runners:
+            info = runner.describe() if hasattr(runner, "describe") else {}
+            print(f"compiled @{fname} {block} [{region.start}:{region.end}] {region.kind}: {info}",
+                  file=sys.stderr)
+    if a.trace:
+        try:
+            vm.profiler.write_trace(a.trace)
+        except OSError as e:
+            raise UsageError(f"cannot write {a.trace}: {e.strerror or e}") from None
+    return 0
+
+
+def _print_results(outs) -> None:
+    from dlvmrt.binding import describe
+    with np.printoptions(threshold=24, edgeitems=3, precision=5, suppress=True):
+        for i, o in enumerate(outs):
+            print(f"out{i}: {describe(o)}")
+            print("  " + np.array2string(np.asarray(o)).replace("\n", "\n  "))
