@@ -24,7 +24,11 @@ class Predictor:
         if isinstance(program, list):       # [ObjectRef]: the bytecode in the object store
             import ray
             program = ray.get(program[0])
-        self.vm = dlvmrt.VM(program, jit=jit)
+            from .ray_backend import assigned_cpus
+            threads = assigned_cpus()
+        else:
+            threads = None
+        self.vm = dlvmrt.VM(program, jit=jit, jit_options={"threads": threads} if threads else None)
         func = self.vm.module.functions.get(entry)
         if func is None:
             known = ", ".join("@" + f for f in self.vm.module.functions)

@@ -48,6 +48,13 @@ def connect(address: str = "auto"):
     return ray
 
 
+def assigned_cpus() -> int:
+    """The CPUs Ray gave this worker: its JIT's thread count, so actors do not oversubscribe."""
+    import ray
+    cpus = ray.get_runtime_context().get_assigned_resources().get("CPU", 1)
+    return max(int(cpus), 1)
+
+
 def _quiet_ray_data(ray) -> None:
     """dlvm prints its own progress, a line per shard: no Ray Data progress bars and INFO logs."""
     import logging
@@ -62,7 +69,8 @@ class _ShardActor:
 
     def __init__(self, program_ref: list, entry: str, jit: str | None, batch_size: int | None):
         import ray
-        self.runner = ShardRunner(ray.get(program_ref[0]), entry, jit, batch_size)
+        self.runner = ShardRunner(ray.get(program_ref[0]), entry, jit, batch_size,
+                                  threads=assigned_cpus())
 
     def __call__(self, batch: dict) -> dict:
         import numpy as np
@@ -79,7 +87,8 @@ class _ShardActor:
 
 
 def run_on_ray(code: bytes, todo: list[tuple[Path, Path]], *, entry: str, jit: str | None,
-               batch_size: int | None, address: str, actors: int) -> Iterator[ShardResult]:
+               batch_size: int | None, address: str, actors: int,
+               cpus_per_actor: float = 1) -> Iterator[ShardResult]:
     """Process `todo` (shard, output) pairs on `actors` Ray actors; yields results as they end."""
     if not todo:
         return
@@ -89,7 +98,7 @@ def run_on_ray(code: bytes, todo: list[tuple[Path, Path]], *, entry: str, jit: s
     dataset = ray.data.from_items(items, override_num_blocks=len(items))
     mapped = dataset.map_batches(
         _ShardActor, batch_size=1, compute=ray.data.ActorPoolStrategy(size=max(actors, 1)),
-        batch_format="numpy", num_cpus=1,
+        batch_format="numpy", num_cpus=cpus_per_actor,
         fn_constructor_kwargs=dict(program_ref=[program_ref], entry=entry, jit=jit,
                                    batch_size=batch_size))
     # Ray Data starts a killed worker's actor again and retries its shard (its actors default to

@@ -28,12 +28,14 @@ class ShardRunner:
 
     `batch_size` splits a shard along its sample axis into calls of at most that many samples
     (None: the whole shard in one call); the results are concatenated back along that axis.
+    `threads` caps the JIT's threads (a Ray actor takes the CPUs Ray gave it, not the node's).
     """
 
     def __init__(self, program, entry: str = "main", jit: str | None = None,
-                 batch_size: int | None = None):
+                 batch_size: int | None = None, threads: int | None = None):
         import dlvmrt
-        self.vm = dlvmrt.VM(program, jit=jit)
+        self.vm = dlvmrt.VM(program, jit=jit,
+                            jit_options={"threads": threads} if threads else None)
         func = self.vm.module.functions.get(entry)
         if func is None:
             known = ", ".join("@" + f for f in self.vm.module.functions)
