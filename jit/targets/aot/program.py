@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from isa.dtypes import DType
 from isa.module import ConstRef, Imm, Instr, Module, Reg
 from isa.ops import OPS
 from isa.types import TensorType
@@ -79,6 +80,8 @@ class ProgramCompiler:
         self.prefix = prefix
         self.out = CProgram(prefix)
         self.const_values: dict[str, str] = {}      # module constant -> C dlvm_val name
+        self.packs: set[str] = set()
+        self.pack_decls: list[str] = []
         self.w = _Writer()
 
     # -- the whole program ----------------------------------------------------------------
@@ -103,6 +106,8 @@ class ProgramCompiler:
         for fname in self.module.functions:
             self._entry(fname)
         self.w = saved
+        for decl in self.pack_decls:
+            self.w(decl, 0)
         for k in self.out.kernels:
             self._kernel_table(k)
         self.w.lines += body.lines
@@ -119,6 +124,14 @@ class ProgramCompiler:
         self.w(f"static const dlvm_val {cv} = {{NULL, (void *){blob}, {{{shape}}}, {value.ndim}, "
                f"{dtype_code(c.type.dtype)}}};", 0)
         self.const_values[name] = cv
+
+    def _packed(self, const: str) -> str:
+        """The static cache of constant `const` packed for the GEMM kernel (one per constant)."""
+        name = f"P_{ident(const)}"
+        if name not in self.packs:
+            self.packs.add(name)
+            self.pack_decls.append(f"static dlvm_rt_packed {name};")
+        return name
 
     def _blob(self, value: np.ndarray) -> str:
         cname = f"dlvm_{ident(self.prefix)}_const{len(self.out.blobs)}"
@@ -517,7 +530,11 @@ class ProgramCompiler:
         n = self._scopes[-1]
         vals = [self._value(o, ot, temps) for o, ot in zip(head.operands, rows.operands)]
         a = OPS[head.op].with_defaults(head.attrs)
-        if head.op == "matmul":
+        if head.op == "matmul" and isinstance(head.operands[1], ConstRef) and \
+                rows.operands[1].rank == 2 and rows.operands[1].dtype is DType.F32:
+            pack = self._packed(head.operands[1].name)
+            call = f"dlvm_rt_matmul_const(ctx, {vals[0]}, {vals[1]}, &{pack}, {dst})"
+        elif head.op == "matmul":
             call = f"dlvm_rt_matmul(ctx, {vals[0]}, {vals[1]}, {dst})"
         elif head.op == "conv2d":
             bias = vals[2] if len(vals) > 2 else "NULL"

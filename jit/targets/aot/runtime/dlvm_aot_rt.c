@@ -554,12 +554,16 @@ extern int32_t dlvm_sgemm(int64_t m, int64_t n, int64_t k, const float *a, int64
                           int64_t a_row0, int64_t a_padded, int64_t b_col0, int64_t b_padded,
                           const float *bias, int64_t epilogue);
 
+extern int32_t dlvm_sgemm_pack_b(int64_t rows, int64_t k, const float *src, int64_t s_row,
+                                 int64_t s_k, float *dst);
+
 typedef struct gemm_call {
     int64_t m, n, k;
     const float *a, *b;
     float *c;
     int by_rows;
     int failed;
+    int64_t b_padded;          /* > 0: b is prepacked (dlvm_sgemm_pack_b), this many columns */
 } gemm_call;
 
 static void gemm_task(void *arg, int64_t lo, int64_t hi, int64_t part) {
@@ -581,27 +585,77 @@ static void gemm_task(void *arg, int64_t lo, int64_t hi, int64_t part) {
         __atomic_store_n(&g->failed, 1, __ATOMIC_RELAXED);
         return;
     }
-    dlvm_sgemm(rows, cols, g->k, g->a + r0 * g->k, g->k, 1, g->b + c0, g->n, 1,
-               g->c + r0 * g->n + c0, g->n, pa, pb, 0, 0, r0, 0, c0, 0, NULL, 0);
+    if (g->b_padded)
+        dlvm_sgemm(rows, cols, g->k, g->a + r0 * g->k, g->k, 1, g->b, 0, 0,
+                   g->c + r0 * g->n + c0, g->n, pa, pb, 0, 2, r0, 0, c0, g->b_padded, NULL, 0);
+    else
+        dlvm_sgemm(rows, cols, g->k, g->a + r0 * g->k, g->k, 1, g->b + c0, g->n, 1,
+                   g->c + r0 * g->n + c0, g->n, pa, pb, 0, 0, r0, 0, c0, 0, NULL, 0);
     free(pa);
     free(pb);
 }
 
-static int sgemm(dlvm_ctx *ctx, int64_t m, int64_t n, int64_t k, const float *a, const float *b,
-                 float *c) {
+/* A few rows: each output row is a sum of B's rows scaled by a's elements, one pass over B
+ * (which a packed product would first copy); the inner loop vectorizes. */
+static void few_rows(int64_t m, int64_t n, int64_t k, const float *a, const float *b, float *c) {
+    for (int64_t i = 0; i < m; i++) {
+        float *restrict y = c + i * n;
+        memset(y, 0, (size_t)n * 4);
+        for (int64_t p = 0; p < k; p++) {
+            float s = a[i * k + p];
+            const float *restrict row = b + p * n;
+            for (int64_t j = 0; j < n; j++) y[j] += s * row[j];
+        }
+    }
+}
+
+typedef struct few_rows_call {
+    int64_t m, n, k;
+    const float *a, *b;
+    float *c;
+} few_rows_call;
+
+static void few_rows_task(void *arg, int64_t lo, int64_t hi, int64_t part) {
+    (void)part;
+    const few_rows_call *f = arg;
+    /* columns [lo, hi) of every row */
+    for (int64_t i = 0; i < f->m; i++) {
+        float *restrict y = f->c + i * f->n + lo;
+        memset(y, 0, (size_t)(hi - lo) * 4);
+        for (int64_t p = 0; p < f->k; p++) {
+            float s = f->a[i * f->k + p];
+            const float *restrict row = f->b + p * f->n + lo;
+            for (int64_t j = 0; j < hi - lo; j++) y[j] += s * row[j];
+        }
+    }
+}
+
+static int sgemm_with(dlvm_ctx *ctx, int64_t m, int64_t n, int64_t k, const float *a,
+                      const float *b, float *c, const float *packed, int64_t padded) {
     if (m == 0 || n == 0) return 0;
     if (k == 0) {
         memset(c, 0, (size_t)(m * n) * 4);
         return 0;
     }
-    gemm_call g = {m, n, k, a, b, c, 1, 0};
+    if (m < DLVM_GEMM_MIN_ROWS && b) {
+        int threads = dlvm_rt_threads();
+        if (threads > 1 && m * n * k >= DLVM_GEMM_PARALLEL_MACS / 16 && n >= 256) {
+            few_rows_call f = {m, n, k, a, b, c};
+            dlvm_rt_parallel(few_rows_task, &f, n, threads);
+        } else {
+            few_rows(m, n, k, a, b, c);
+        }
+        return 0;
+    }
+    gemm_call g = {m, n, k, a, packed ? packed : b, c, 1, 0, packed ? padded : 0};
     int threads = dlvm_rt_threads();
     int64_t parts = 1, panels;
     if (threads > 1 && m * n * k >= DLVM_GEMM_PARALLEL_MACS) {
         int64_t row_panels = (m + DLVM_GEMM_MR - 1) / DLVM_GEMM_MR;
         int64_t col_panels = (n + DLVM_GEMM_NR - 1) / DLVM_GEMM_NR;
         /* split the side that costs each thread less memory traffic (as jit/gemm.py) */
-        double a_cost = (double)m * k * 3, b_cost = (double)n * k * 3;
+        /* packing an operand costs about 3 reads of it; a prepacked one is read once */
+        double a_cost = (double)m * k * 3, b_cost = (double)n * k * (g.b_padded ? 1 : 3);
         g.by_rows = a_cost / threads + b_cost < a_cost + b_cost / threads;
         if (g.by_rows && row_panels < threads) g.by_rows = 0;
         else if (!g.by_rows && col_panels < threads) g.by_rows = 1;
@@ -613,6 +667,46 @@ static int sgemm(dlvm_ctx *ctx, int64_t m, int64_t n, int64_t k, const float *a,
     dlvm_rt_parallel(gemm_task, &g, panels, parts);
     if (g.failed) return dlvm_rt_fail(ctx, DLVM_RT_ERR_RESOURCE, "out of memory (GEMM packing)");
     return 0;
+}
+
+static int sgemm(dlvm_ctx *ctx, int64_t m, int64_t n, int64_t k, const float *a, const float *b,
+                 float *c) {
+    return sgemm_with(ctx, m, n, k, a, b, c, NULL, 0);
+}
+
+static pthread_mutex_t pack_lock = PTHREAD_MUTEX_INITIALIZER;
+
+HIDDEN int dlvm_rt_matmul_const(dlvm_ctx *ctx, const dlvm_val *a, const dlvm_val *b,
+                                dlvm_rt_packed *pack, dlvm_val *out) {
+    if (a->dtype != DT_F32 || b->rank != 2 || a->rank < 2)
+        return dlvm_rt_matmul(ctx, a, b, out);
+    int64_t k = b->shape[0], n = b->shape[1];
+    int64_t m = numel_of(a->rank - 1, a->shape);
+    if (a->shape[a->rank - 1] != k)
+        return dlvm_rt_matmul(ctx, a, b, out);      /* it reports the mismatch */
+    if (m < DLVM_GEMM_MIN_ROWS)
+        return dlvm_rt_matmul(ctx, a, b, out);      /* few rows read B as it is */
+    float *packed = __atomic_load_n(&pack->packed, __ATOMIC_ACQUIRE);
+    if (!packed) {
+        pthread_mutex_lock(&pack_lock);
+        packed = pack->packed;
+        if (!packed) {
+            int64_t padded = (n + DLVM_GEMM_NR - 1) / DLVM_GEMM_NR * DLVM_GEMM_NR;
+            packed = aligned_alloc(64, ((size_t)(padded * (k ? k : 1)) * 4 + 63) / 64 * 64);
+            if (packed) {
+                if (n && k) dlvm_sgemm_pack_b(n, k, b->data, 1, n, packed);
+                pack->padded = padded;
+                __atomic_store_n(&pack->packed, packed, __ATOMIC_RELEASE);
+            }
+        }
+        pthread_mutex_unlock(&pack_lock);
+        if (!packed) return dlvm_rt_matmul(ctx, a, b, out);     /* no memory to spare: unpacked */
+    }
+    int64_t shape[DLVM_MAX_RANK];
+    memcpy(shape, a->shape, 8 * (size_t)a->rank);
+    shape[a->rank - 1] = n;
+    if (dlvm_rt_alloc(ctx, out, DT_F32, a->rank, shape)) return 1;
+    return sgemm_with(ctx, m, n, k, a->data, b->data, out->data, packed, pack->padded);
 }
 
 #define NAIVE_MATMUL(T, ACC)                                                                  \

@@ -90,6 +90,15 @@ int dlvm_rt_check_result(dlvm_ctx *ctx, int index, const dlvm_val *v, int32_t wa
 /* compiled regions and heads */
 int dlvm_rt_region(dlvm_ctx *ctx, const dlvm_rt_kernel *k, dlvm_val *const *ins, dlvm_val *outs);
 int dlvm_rt_matmul(dlvm_ctx *ctx, const dlvm_val *a, const dlvm_val *b, dlvm_val *out);
+
+/* A constant right operand, packed once for the GEMM kernel on first use (as the JIT prepacks
+ * weights): `packed` is published (atomically) after `padded` is set. */
+typedef struct dlvm_rt_packed {
+    float *packed;
+    int64_t padded;
+} dlvm_rt_packed;
+int dlvm_rt_matmul_const(dlvm_ctx *ctx, const dlvm_val *a, const dlvm_val *b, dlvm_rt_packed *pack,
+                         dlvm_val *out);
 int dlvm_rt_conv2d(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *w, const dlvm_val *bias,
                    const int64_t *strides, const int64_t *pads, const int64_t *dilations,
                    int64_t groups, dlvm_val *out);
