@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from isa.types import TensorType
+
 from ..registry import NodeCtx, onnx_op
 from ..values import Value, known
 from .common import norm_axis, scalar
@@ -310,8 +312,10 @@ def conv_transpose(ctx: NodeCtx) -> list[Value]:
     # channel axes swapped (per group)
     x, w, b, e = ctx.req(0), ctx.req(1), ctx.input(2), ctx.e
     nd = x.rank - 2
-    if nd not in (1, 2) or not (x.type.is_static and w.type.is_static):
-        raise ctx.fail("ConvTranspose needs a static 1-D or 2-D input and weights")
+    if nd not in (1, 2) or not (all(isinstance(d, int) for d in x.shape[1:])
+                                and w.type.is_static):
+        raise ctx.fail("ConvTranspose needs a 1-D or 2-D input (static but for the batch) "
+                       "and static weights")
     kernel = list(ctx.attr("kernel_shape", w.shape[2:]))
     strides = list(ctx.attr("strides", [1] * nd))
     dil = list(ctx.attr("dilations", [1] * nd))
@@ -326,10 +330,17 @@ def conv_transpose(ctx: NodeCtx) -> list[Value]:
         pads = [0, pads[0], 0, pads[1]]
     n, c = x.shape[0], x.shape[1]
     (h, wd), (s0, s1) = sizes, strides
+
+    def batch_reshape(v: Value, dims: list[int]) -> Value:
+        # a named batch is the one -1 of the target, and stays named in the result type
+        if isinstance(n, int):
+            return e.emit("reshape", [v], shape=[n, *dims])
+        return e.emit("reshape", [v], shape=[-1, *dims],
+                      result_type=TensorType(v.dtype, (n, *dims)))
     if s0 > 1 or s1 > 1:
-        t = e.emit("reshape", [x2], shape=[n, c, h, 1, wd, 1])
+        t = batch_reshape(x2, [c, h, 1, wd, 1])
         t = e.emit("pad", [t], pads=[0] * 6 + [0, 0, 0, s0 - 1, 0, s1 - 1])
-        t = e.emit("reshape", [t], shape=[n, c, h * s0, wd * s1])
+        t = batch_reshape(t, [c, h * s0, wd * s1])
         x2 = e.emit("slice", [t], starts=[0, 0], ends=[(h - 1) * s0 + 1, (wd - 1) * s1 + 1],
                     axes=[2, 3])
     c_out_g = w.shape[1]

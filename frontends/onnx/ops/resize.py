@@ -108,8 +108,6 @@ def resize(ctx: NodeCtx) -> list[Value]:
     # exporters write every mode's attributes; those of other modes have no effect
     for name in ("cubic_coeff_a", "nearest_mode", "exclude_outside"):
         ctx.attr(name, None)
-    if not x.type.is_static:
-        raise ctx.fail("Resize needs static input sizes")
     if mode != "nearest" and not x.dtype.is_float:
         raise ctx.fail(f"{mode} interpolation of {x.dtype} is not supported")
     axes = [norm_axis(a, x.rank) for a in ctx.attr("axes", list(range(x.rank)))] \
@@ -117,6 +115,16 @@ def resize(ctx: NodeCtx) -> list[Value]:
     scales = ctx.const_input(2, "scales")
     sizes = ctx.const_input(3, "sizes")
     in_sizes = [x.shape[a] for a in axes]
+    if ctx.version >= 18:
+        ctx.attr("keep_aspect_ratio_policy", "stretch")     # read: it applies to sizes only
+    if scales is not None and scales.size and (sizes is None or not sizes.size):
+        # an axis scaled by 1 (the batch, the channels) may have a size unknown at import
+        unknown = [a for a, n, sc in zip(axes, in_sizes, scales) if not isinstance(n, int)
+                   and float(sc) != 1.0]
+        if unknown:
+            raise ctx.fail(f"Resize scales axes {unknown}, whose sizes are unknown at import")
+    elif not all(isinstance(n, int) for n in in_sizes):
+        raise ctx.fail("Resize to given sizes needs static input sizes")
     if sizes is not None and sizes.size:
         sizes = [int(s) for s in sizes]
         policy = ctx.attr("keep_aspect_ratio_policy", "stretch") if ctx.version >= 18 else "stretch"
@@ -130,7 +138,7 @@ def resize(ctx: NodeCtx) -> list[Value]:
         outs = sizes
     elif scales is not None and scales.size:
         scl = [float(s) for s in scales]
-        outs = [int(np.floor(n * s)) for n, s in zip(in_sizes, scl)]
+        outs = [n if s == 1.0 else int(np.floor(n * s)) for n, s in zip(in_sizes, scl)]
     else:
         raise ctx.fail("Resize needs scales or sizes")
     roi = None
