@@ -113,7 +113,7 @@ def where_(ctx: NodeCtx) -> list[Value]:
     return [where(ctx.e, ctx.req(0), ctx.req(1), ctx.req(2))]
 
 
-@onnx_op("Cast", since=13)
+@onnx_op("Cast", since=6)      # 6 on: the same semantics, more element types later
 def cast_(ctx: NodeCtx) -> list[Value]:
     from ..graph import onnx_dtype
     to = onnx_dtype(ctx.attr("to"), ctx.label)
@@ -156,7 +156,7 @@ def dropout(ctx: NodeCtx) -> list[Value]:
     return outs
 
 
-@onnx_op("Clip", since=13)
+@onnx_op("Clip", since=11)     # 11 on: min and max are inputs
 def clip(ctx: NodeCtx) -> list[Value]:
     x, lo, hi = ctx.req(0), ctx.input(1), ctx.input(2)
     e = ctx.e

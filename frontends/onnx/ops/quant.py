@@ -43,7 +43,7 @@ def _params(ctx: NodeCtx, x: Value, has_block: bool) -> tuple[int, int]:
     return axis, block
 
 
-@onnx_op("QuantizeLinear", since=19)
+@onnx_op("QuantizeLinear", since=10)    # 13 added axis (default 1); later ones read below
 def quantize_linear(ctx: NodeCtx) -> list[Value]:
     x, e = ctx.req(0), ctx.e
     axis, block = _params(ctx, x, ctx.version >= 21)
@@ -71,7 +71,7 @@ def quantize_linear(ctx: NodeCtx) -> list[Value]:
     return [e.emit("cast", [q], ctx.node.output[0], to=to)]
 
 
-@onnx_op("DequantizeLinear", since=19)
+@onnx_op("DequantizeLinear", since=10)
 def dequantize_linear(ctx: NodeCtx) -> list[Value]:
     x, e = ctx.req(0), ctx.e
     axis, block = _params(ctx, x, ctx.version >= 21)
