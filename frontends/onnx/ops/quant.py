@@ -106,3 +106,21 @@ def qlinear_matmul(ctx: NodeCtx) -> list[Value]:
     info = np.iinfo(y_zp.dtype.np)
     q = e.emit("max", [e.emit("min", [q, scalar(float(info.max), q)]), scalar(float(info.min), q)])
     return [e.emit("cast", [q], ctx.node.output[0], to=y_zp.dtype)]
+
+
+@onnx_op("MatMulInteger", since=10)
+def matmul_integer(ctx: NodeCtx) -> list[Value]:
+    # (a - a_zero_point) @ (b - b_zero_point) in i32: 8-bit products summed over K stay exact
+    # for K up to 2^16, as in onnxruntime's kernel
+    e = ctx.e
+    i32 = BY_NAME["i32"]
+    a, b = cast(e, ctx.req(0), i32), cast(e, ctx.req(1), i32)
+    a_zp, b_zp = ctx.input(2), ctx.input(3)
+    if a_zp is not None:
+        zp = cast(e, a_zp, i32)
+        if zp.rank == 1 and a.rank >= 2:          # one zero point per row of a
+            zp = e.emit("reshape", [zp], shape=[-1, 1])
+        a = e.emit("sub", [a, zp])
+    if b_zp is not None:
+        b = e.emit("sub", [b, cast(e, b_zp, i32)])   # per column: broadcasts along the rows
+    return [e.emit("matmul", [a, b], ctx.node.output[0])]
