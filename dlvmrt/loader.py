@@ -67,4 +67,5 @@ def _import_onnx(path: Path, data: bytes) -> Module:
     except ImportError as e:
         raise MalformedError(f"{path}: running an ONNX model needs the onnx extra "
                              f"(pip install 'dlvm[onnx]'): {e}") from None
-    return import_onnx(data, name=path.stem)
+    del data                  # read again by onnx, so that its errors name the file
+    return import_onnx(str(path), name=path.stem)
