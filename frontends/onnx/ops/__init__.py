@@ -5,6 +5,7 @@ from . import (  # noqa: F401
     elementwise,
     indexing,
     inverse_trig,
+    ml,
     movement,
     nn,
     quant,

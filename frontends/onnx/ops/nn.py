@@ -84,7 +84,12 @@ def _pads_2d(pads: list[int], nd: int) -> list[int]:
 
 @onnx_op("Conv")
 def conv(ctx: NodeCtx) -> list[Value]:
-    x, w, b, e = ctx.req(0), ctx.req(1), ctx.input(2), ctx.e
+    return [emit_conv(ctx, ctx.req(0), ctx.req(1), ctx.input(2), ctx.node.output[0])]
+
+
+def emit_conv(ctx: NodeCtx, x: Value, w: Value, b: Value | None, hint: str) -> Value:
+    """ONNX Conv's attributes (kernel, strides, dilations, group, pads) on x and w."""
+    e = ctx.e
     nd = x.rank - 2
     kernel = list(ctx.attr("kernel_shape", w.shape[2:]))
     strides = list(ctx.attr("strides", [1] * nd))
@@ -95,9 +100,9 @@ def conv(ctx: NodeCtx) -> list[Value]:
     if nd == 1:
         strides, dil = [1] + strides, [1] + dil
     args = [x2, w2] + ([b] if b is not None else [])
-    y = e.emit("conv2d", args, ctx.node.output[0], strides=strides, pads=_pads_2d(pads, nd),
+    y = e.emit("conv2d", args, hint, strides=strides, pads=_pads_2d(pads, nd),
                dilations=dil, groups=group)
-    return [e.emit("squeeze", [y], axes=[2]) if nd == 1 else y]
+    return e.emit("squeeze", [y], axes=[2]) if nd == 1 else y
 
 
 @onnx_op("MaxPool", "AveragePool")
@@ -139,16 +144,38 @@ def _channel_shape(x: Value) -> list[int]:
 @onnx_op("BatchNormalization", since=14)
 def batch_norm(ctx: NodeCtx) -> list[Value]:
     x, e = ctx.req(0), ctx.e
-    if ctx.attr("training_mode", 0):
-        raise ctx.fail("training_mode=1 is training; only inference BatchNormalization is imported")
-    ctx.attr("momentum", 0.9)     # only used in training mode
     eps = float(ctx.attr("epsilon", 1e-5))
+    momentum = float(ctx.attr("momentum", 0.9))     # only used in training mode
+    if ctx.attr("training_mode", 0):
+        return _batch_norm_training(ctx, x, eps, momentum)
     args = [ctx.req(i) for i in range(1, 5)]
     if x.rank == 4:
         return [e.emit("batch_norm", [x] + args, ctx.node.output[0], epsilon=eps)]
     scale, bias, mean, var = [e.emit("reshape", [a], shape=_channel_shape(x)) for a in args]
     inv = e.emit("div", [scale, e.emit("sqrt", [e.emit("add", [var, scalar(eps, var)])])])
     return [e.emit("add", [e.emit("mul", [e.emit("sub", [x, mean]), inv]), bias])]
+
+
+def _batch_norm_training(ctx: NodeCtx, x: Value, eps: float, momentum: float) -> list[Value]:
+    """training_mode=1: normalize with the batch's own mean and (population) variance over
+    every axis but the channels, and return the running statistics moved toward them."""
+    e = ctx.e
+    scale, bias, mean, var = (ctx.req(i) for i in range(1, 5))
+    axes = [a for a in range(x.rank) if a != 1]
+    b_mean = e.emit("reduce_mean", [x], axes=axes, keepdims=True)
+    d = e.emit("sub", [x, b_mean])
+    b_var = e.emit("reduce_mean", [e.emit("mul", [d, d])], axes=axes, keepdims=True)
+    inv = e.emit("div", [e.emit("reshape", [scale], shape=_channel_shape(x)),
+                         e.emit("sqrt", [e.emit("add", [b_var, scalar(eps, b_var)])])])
+    y = e.emit("add", [e.emit("mul", [d, inv]), e.emit("reshape", [bias], shape=_channel_shape(x))],
+               ctx.node.output[0])
+
+    def moved(running: Value, batch: Value) -> Value:
+        batch = e.emit("reshape", [batch], shape=[-1])
+        return e.emit("add", [e.emit("mul", [running, scalar(momentum, running)]),
+                              e.emit("mul", [batch, scalar(1.0 - momentum, batch)])])
+    outs = [y, moved(mean, b_mean), moved(var, b_var)]
+    return outs[:max(1, len(ctx.node.output))]
 
 
 def _normalize(e, x: Value, axes: list[int], eps: float) -> Value:

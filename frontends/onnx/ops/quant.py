@@ -124,3 +124,53 @@ def matmul_integer(ctx: NodeCtx) -> list[Value]:
     if b_zp is not None:
         b = e.emit("sub", [b, cast(e, b_zp, i32)])   # per column: broadcasts along the rows
     return [e.emit("matmul", [a, b], ctx.node.output[0])]
+
+
+def _centered(ctx: NodeCtx, v: Value, zp: Value | None, per_channel_axis: int | None) -> Value:
+    """v - zero_point in f64 (exact for 8-bit integers); a vector zero point is per channel
+    along `per_channel_axis`."""
+    e = ctx.e
+    f64 = BY_NAME["f64"]
+    out = cast(e, v, f64)
+    if zp is None:
+        return out
+    z = cast(e, zp, f64)
+    if z.rank == 1 and per_channel_axis is not None and not (isinstance(z.shape[0], int)
+                                                              and z.shape[0] == 1):
+        shape = [1] * v.rank
+        shape[per_channel_axis] = -1
+        z = e.emit("reshape", [z], shape=shape)
+    elif z.rank == 1:
+        z = e.emit("reshape", [z], shape=[])
+    return e.emit("sub", [out, z])
+
+
+@onnx_op("ConvInteger", since=10)
+def conv_integer(ctx: NodeCtx) -> list[Value]:
+    # (x - x_zero_point) conv (w - w_zero_point), summed exactly in f64, as i32
+    from .nn import emit_conv
+    x = _centered(ctx, ctx.req(0), ctx.input(2), None)
+    w = _centered(ctx, ctx.req(1), ctx.input(3), 0)
+    y = emit_conv(ctx, x, w, None, "acc")
+    return [ctx.e.emit("cast", [y], ctx.node.output[0], to=BY_NAME["i32"])]
+
+
+@onnx_op("QLinearConv", since=10)
+def qlinear_conv(ctx: NodeCtx) -> list[Value]:
+    # acc = (x - x_zp) conv (w - w_zp) + bias (i32), then requantized with x_s * w_s / y_s
+    from .nn import emit_conv
+    e = ctx.e
+    f64 = BY_NAME["f64"]
+    x_s, w_s, y_s, y_zp = ctx.req(1), ctx.req(4), ctx.req(6), ctx.req(7)
+    x = _centered(ctx, ctx.req(0), ctx.req(2), None)
+    w = _centered(ctx, ctx.req(3), ctx.req(5), 0)
+    b = ctx.input(8)
+    acc = emit_conv(ctx, x, w, None if b is None else cast(e, b, f64), "acc")
+    ws = cast(e, w_s, f64)
+    if ws.rank == 1:
+        ws = e.emit("reshape", [ws], shape=[-1] + [1] * (acc.rank - 2))
+    s = e.emit("div", [e.emit("mul", [cast(e, x_s, f64), ws]), cast(e, y_s, f64)])
+    q = e.emit("add", [e.emit("round", [e.emit("mul", [acc, s])]), cast(e, y_zp, f64)])
+    info = np.iinfo(y_zp.dtype.np)
+    q = e.emit("max", [e.emit("min", [q, scalar(float(info.max), q)]), scalar(float(info.min), q)])
+    return [e.emit("cast", [q], ctx.node.output[0], to=y_zp.dtype)]
