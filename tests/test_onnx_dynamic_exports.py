@@ -81,3 +81,11 @@ def test_causal_mask_over_a_dynamic_sequence():
         prog = torch.onnx.export(Causal(), (torch.from_numpy(x),), dynamo=True, input_names=["x"],
                                  dynamic_shapes=({0: b, 1: t},), verbose=False)
     _check(prog.model_proto.SerializeToString(), [_rand(1, 5, 8), _rand(3, 9, 8)])
+
+
+def test_conv3d_and_maxpool3d_with_a_dynamic_batch():
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Conv3d(2, 4, 3, padding=(1, 0, 1), stride=(2, 1, 1)), nn.ReLU(),
+                        nn.MaxPool3d(2), nn.Conv3d(4, 2, (2, 1, 1), groups=2, dilation=1))
+    _check(_torchscript(net, _rand(2, 2, 7, 6, 6), {0: "batch"}),
+           [_rand(1, 2, 7, 6, 6), _rand(3, 2, 7, 6, 6)])
