@@ -7,12 +7,17 @@ from .common import UsageError
 def register(sub) -> None:
     s = sub.add_parser("import", help="import an ONNX model as .dlbc")
     s.add_argument("model", help="the .onnx model")
-    s.add_argument("-o", "--output", required=True, help="the .dlbc to write")
+    s.add_argument("-o", "--output", help="the .dlbc to write (default: beside the model, "
+                   "model.dlbc)")
     s.set_defaults(fn=run)
 
 
 def run(a) -> int:
+    import os
+
     from frontends.onnx import import_to_file
+    if a.output is None:
+        a.output = os.path.splitext(a.model)[0] + ".dlbc"
     try:
         import_to_file(a.model, a.output)
     except ImportError as e:

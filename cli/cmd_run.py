@@ -12,7 +12,8 @@ from .common import UsageError, load_program, parse_dims, read_inputs
 
 def register(sub) -> None:
     s = sub.add_parser("run", help="run a program (inputs from --inputs or random by signature)")
-    s.add_argument("prog", help="the .dlasm or .dlbc program, or a directory `dlvm aot` wrote")
+    s.add_argument("prog", help="the .dlasm, .dlbc or .onnx program (ONNX is imported on the fly), "
+                   "or a directory `dlvm aot` wrote")
     s.add_argument("--entry", default="main", help="the function to run (default: main)")
     s.add_argument("--inputs", help=".npz with one array per parameter name (without %%)")
     s.add_argument("--out", help="save results to .npz as out0, out1, ...")

@@ -79,10 +79,14 @@ def test_unsupported_attribute_value_fails_naming_it():
         import_onnx(m)
 
 
-def test_old_opsets_are_refused():
-    m = model([helper.make_node("Relu", ["x"], ["y"])], [vi("x", F, [2])], [vi("y", F, [2])], opset=11)
-    with pytest.raises(OnnxImportError, match="opset 11 is older than 13"):
-        import_onnx(m)
+def test_old_opsets_are_converted_and_reported():
+    # opset 11's Squeeze takes its axes as an attribute; the converter makes it an input
+    m = model([helper.make_node("Squeeze", ["x"], ["y"], axes=[0])], [vi("x", F, [1, 2])],
+              [vi("y", F, [2])], opset=11)
+    r = import_onnx_result(m)
+    assert (r.source_opset, r.opset) == (11, 13)
+    x = np.array([[1.0, -2.0]], np.float32)
+    np.testing.assert_array_equal(dlvmrt.VM(r.module).run("main", x)[0], x[0])
 
 
 def test_reduce_axes_attribute_and_input_forms():

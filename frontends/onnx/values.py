@@ -27,6 +27,7 @@ from isa.types import Dim, TensorType
 
 from .errors import OnnxImportError
 from .names import Namer
+from .symdim import DerivedDims
 
 # arrays larger than this are not folded at import: folding them would only grow the bytecode
 FOLD_LIMIT = 1 << 22
@@ -56,6 +57,12 @@ class Value:
         return self.const is not None
 
 
+def _has_named_dim(types: Sequence[TensorType]) -> bool:
+    """A result with a named dim (an Expand of a constant to [batch, ...]) depends on the call's
+    sizes, so it is not folded even when every operand is known."""
+    return any(isinstance(d, str) for t in types for d in t.shape)
+
+
 def type_of_array(a: np.ndarray) -> TensorType:
     dt = dtype_from_numpy(a.dtype)
     if dt is None:
@@ -79,6 +86,7 @@ class Emitter:
         self.consts = consts
         self.labels = Namer({"entry"})
         self._const_cache: dict[tuple, ConstRef] = {}
+        self.derived = DerivedDims()    # the expressions behind derived dim names (batch_x4)
 
     # -- operands ------------------------------------------------------------------------
 
@@ -119,7 +127,7 @@ class Emitter:
             shown = ", ".join(str(t) for t in types)
             raise OnnxImportError(f"{op}({shown}): {e}") from None
         if all(a.known for a in args) and opdef.reference is not None and \
-                opdef.family is not Family.CONTROL and \
+                opdef.family is not Family.CONTROL and not _has_named_dim(results) and \
                 all(a.const.size <= FOLD_LIMIT for a in args):
             try:
                 out = opdef.reference(full, *[a.const for a in args])

@@ -25,7 +25,7 @@ from .common import cast, scalar
 BOOL, I64 = BY_NAME["bool"], BY_NAME["i64"]
 
 
-@onnx_op("Constant", since=13)
+@onnx_op("Constant", since=9)     # 9 on: the value forms read below (function bodies keep old opsets)
 def constant(ctx: NodeCtx) -> list[Value]:
     for name, conv in (("value", None), ("value_float", np.float32), ("value_floats", np.float32),
                        ("value_int", np.int64), ("value_ints", np.int64)):

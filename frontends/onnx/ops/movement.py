@@ -179,13 +179,31 @@ def trilu(ctx: NodeCtx) -> list[Value]:
     x = ctx.req(0)
     upper = bool(ctx.attr("upper", 1))
     n, m = x.shape[-2], x.shape[-1]
-    if not (isinstance(n, int) and isinstance(m, int)):
-        raise ctx.fail("Trilu needs static sizes in the last two dims")
-    if is_dynamic(ctx.input(1)):
-        # keep (i, j) where j - i >= k (upper) or j - i <= k (lower), k known at run time
+    if x.rank < 2:
+        raise ctx.fail(f"Trilu needs at least 2 dims, got {x.type}")
+    static = isinstance(n, int) and isinstance(m, int)
+    if is_dynamic(ctx.input(1)) or not static:
+        # keep (i, j) where j - i >= k (upper) or j - i <= k (lower); k or the sizes (a causal
+        # mask over a dynamic sequence) known at run time
         e = ctx.e
-        k = cast(e, scalar_of(ctx, 1, "k"), I64)
-        diff = known(np.arange(m)[None, :] - np.arange(n)[:, None])
+        if is_dynamic(ctx.input(1)):
+            k = cast(e, scalar_of(ctx, 1, "k"), I64)
+        else:
+            ks = ctx.const_ints(1, "k")
+            k = known(np.array(0 if ks is None else ks[0], np.int64))
+        if static:
+            diff = known(np.arange(m)[None, :] - np.arange(n)[:, None])
+        else:
+            shape = e.emit("shape_of", [x], "shape")
+            zero, one = known(np.array(0, np.int64)), known(np.array(1, np.int64))
+
+            def steps(axis: int) -> Value:
+                size = e.emit("gather", [shape, known(np.array(axis % x.rank, np.int64))],
+                              axis=0)
+                return e.emit("range", [zero, size, one], "idx")
+            rows = e.emit("expand_dims", [steps(-2)], axes=[1])
+            cols = e.emit("expand_dims", [steps(-1)], axes=[0])
+            diff = e.emit("sub", [cols, rows], "diff")
         keep = e.emit("ge" if upper else "le", [diff, k])
         return [where(e, keep, x, scalar(0, x))]
     k = ctx.const_ints(1, "k")
@@ -221,13 +239,37 @@ def one_hot(ctx: NodeCtx) -> list[Value]:
     return [where(e, hit, on, off)]
 
 
+def _depth_space_named_batch(ctx: NodeCtx, x: Value, b: int) -> Value:
+    """DepthToSpace / SpaceToDepth of a batch named at import: the same reshapes with the
+    batch as the one -1 (and its name kept in the result type)."""
+    from isa.types import TensorType
+    e = ctx.e
+    n, c, h, w = x.shape
+
+    def rs(v: Value, dims: list[int], hint: str = "t") -> Value:
+        return e.emit("reshape", [v], hint, shape=[-1, *dims],
+                      result_type=TensorType(v.dtype, (n, *dims)))
+    if ctx.node.op_type == "DepthToSpace":
+        if ctx.attr("mode", "DCR") == "DCR":
+            t = e.emit("transpose", [rs(x, [b, b, c // (b * b), h, w])], perm=[0, 3, 4, 1, 5, 2])
+        else:
+            t = e.emit("transpose", [rs(x, [c // (b * b), b, b, h, w])], perm=[0, 1, 4, 2, 5, 3])
+        return rs(t, [c // (b * b), h * b, w * b], ctx.node.output[0])
+    t = rs(x, [c, h // b, b, w // b, b])
+    crd = ctx.attr("mode", "DCR") == "CRD" if ctx.version >= 28 else False
+    t = e.emit("transpose", [t], perm=[0, 1, 3, 5, 2, 4] if crd else [0, 3, 5, 1, 2, 4])
+    return rs(t, [c * b * b, h // b, w // b], ctx.node.output[0])
+
+
 @onnx_op("DepthToSpace", "SpaceToDepth", since=13)
 def depth_space(ctx: NodeCtx) -> list[Value]:
     x, e = ctx.req(0), ctx.e
     b = int(ctx.attr("blocksize"))
-    if not x.type.is_static or x.rank != 4:
-        raise ctx.fail("needs a static 4-D input")
+    if x.rank != 4 or not all(isinstance(d, int) for d in x.shape[1:]):
+        raise ctx.fail("needs a 4-D input, static but for the batch")
     n, c, h, w = x.shape
+    if not isinstance(n, int):
+        return [_depth_space_named_batch(ctx, x, b)]
     if ctx.node.op_type == "DepthToSpace":
         if ctx.attr("mode", "DCR") == "DCR":
             t = e.emit("reshape", [x], shape=[n, b, b, c // (b * b), h, w])

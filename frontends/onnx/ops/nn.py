@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from isa.types import TensorType
+
 from ..registry import NodeCtx, onnx_op
 from ..values import Value, known
 from .common import norm_axis, scalar
@@ -82,20 +84,74 @@ def _pads_2d(pads: list[int], nd: int) -> list[int]:
 
 @onnx_op("Conv")
 def conv(ctx: NodeCtx) -> list[Value]:
-    x, w, b, e = ctx.req(0), ctx.req(1), ctx.input(2), ctx.e
+    return [emit_conv(ctx, ctx.req(0), ctx.req(1), ctx.input(2), ctx.node.output[0])]
+
+
+def _conv3d(ctx: NodeCtx, x: Value, w: Value, b: Value | None, kernel: list[int],
+            strides: list[int], dil: list[int], group: int, pads: list[int], hint: str) -> Value:
+    """A 3-D convolution as a sum over the kernel's depth taps of 2-D convolutions: tap i reads
+    the depth slices d * stride + i * dilation of the (depth-padded) input, with the output
+    depths folded into the batch. Needs a static depth (the batch may be named)."""
+    e, derived = ctx.e, ctx.e.derived
+    n, c, depth = x.shape[0], x.shape[1], x.shape[2]
+    if not (isinstance(c, int) and isinstance(depth, int) and w.type.is_static):
+        raise ctx.fail("3-D Conv needs static channels, depth and weights")
+    kd, sd, dd = kernel[0], strides[0], dil[0]
+    p0, p1 = pads[0], pads[3]
+    if p0 or p1:
+        x = e.emit("pad", [x], pads=[0, 0, p0, 0, 0, 0, 0, p1, 0, 0])
+    span = depth + p0 + p1 - (kd - 1) * dd - 1
+    if span < 0:
+        raise ctx.fail(f"the kernel's depth {kd} does not fit the padded input")
+    out_d = span // sd + 1
+    folded = derived.dim(derived.product([n, out_d]))
+    acc = None
+    for i in range(kd):
+        start = i * dd
+        xi = e.emit("slice", [x], starts=[start], ends=[start + (out_d - 1) * sd + 1], axes=[2],
+                    steps=[sd])
+        xi = e.emit("transpose", [xi], perm=[0, 2, 1, 3, 4])
+        xi = _reshape_named(e, xi, [folded, c, *xi.shape[3:]])
+        wi = e.emit("squeeze", [e.emit("slice", [w], starts=[i], ends=[i + 1], axes=[2])],
+                    axes=[2])
+        yi = e.emit("conv2d", [xi, wi], "tap", strides=strides[1:],
+                    pads=[pads[1], pads[2], pads[4], pads[5]], dilations=dil[1:], groups=group)
+        acc = yi if acc is None else e.emit("add", [acc, yi])
+    m, ho, wo = acc.shape[1:]
+    y = _reshape_named(e, acc, [n, out_d, m, ho, wo])
+    y = e.emit("transpose", [y], perm=[0, 2, 1, 3, 4])
+    if b is not None:
+        y = e.emit("add", [y, e.emit("reshape", [b], shape=[-1, 1, 1, 1])])
+    return e.emit("mov", [y], hint)
+
+
+def _reshape_named(e, v: Value, dims: list) -> Value:
+    """A reshape whose one non-static dim (a name) is written -1 and kept in the result type."""
+    from isa.types import TensorType
+    if all(isinstance(d, int) for d in dims):
+        return e.emit("reshape", [v], shape=dims)
+    return e.emit("reshape", [v], shape=[d if isinstance(d, int) else -1 for d in dims],
+                  result_type=TensorType(v.dtype, tuple(dims)))
+
+
+def emit_conv(ctx: NodeCtx, x: Value, w: Value, b: Value | None, hint: str) -> Value:
+    """ONNX Conv's attributes (kernel, strides, dilations, group, pads) on x and w."""
+    e = ctx.e
     nd = x.rank - 2
     kernel = list(ctx.attr("kernel_shape", w.shape[2:]))
     strides = list(ctx.attr("strides", [1] * nd))
     dil = list(ctx.attr("dilations", [1] * nd))
     group = int(ctx.attr("group", 1))
     pads = _spatial_pads(ctx, x, kernel, strides, dil)
+    if nd == 3:
+        return _conv3d(ctx, x, w, b, kernel, strides, dil, group, pads, hint)
     x2, w2 = _to_2d(ctx, x, nd), _to_2d(ctx, w, nd)
     if nd == 1:
         strides, dil = [1] + strides, [1] + dil
     args = [x2, w2] + ([b] if b is not None else [])
-    y = e.emit("conv2d", args, ctx.node.output[0], strides=strides, pads=_pads_2d(pads, nd),
+    y = e.emit("conv2d", args, hint, strides=strides, pads=_pads_2d(pads, nd),
                dilations=dil, groups=group)
-    return [e.emit("squeeze", [y], axes=[2]) if nd == 1 else y]
+    return e.emit("squeeze", [y], axes=[2]) if nd == 1 else y
 
 
 @onnx_op("MaxPool", "AveragePool")
@@ -137,16 +193,38 @@ def _channel_shape(x: Value) -> list[int]:
 @onnx_op("BatchNormalization", since=14)
 def batch_norm(ctx: NodeCtx) -> list[Value]:
     x, e = ctx.req(0), ctx.e
-    if ctx.attr("training_mode", 0):
-        raise ctx.fail("training_mode=1 is training; only inference BatchNormalization is imported")
-    ctx.attr("momentum", 0.9)     # only used in training mode
     eps = float(ctx.attr("epsilon", 1e-5))
+    momentum = float(ctx.attr("momentum", 0.9))     # only used in training mode
+    if ctx.attr("training_mode", 0):
+        return _batch_norm_training(ctx, x, eps, momentum)
     args = [ctx.req(i) for i in range(1, 5)]
     if x.rank == 4:
         return [e.emit("batch_norm", [x] + args, ctx.node.output[0], epsilon=eps)]
     scale, bias, mean, var = [e.emit("reshape", [a], shape=_channel_shape(x)) for a in args]
     inv = e.emit("div", [scale, e.emit("sqrt", [e.emit("add", [var, scalar(eps, var)])])])
     return [e.emit("add", [e.emit("mul", [e.emit("sub", [x, mean]), inv]), bias])]
+
+
+def _batch_norm_training(ctx: NodeCtx, x: Value, eps: float, momentum: float) -> list[Value]:
+    """training_mode=1: normalize with the batch's own mean and (population) variance over
+    every axis but the channels, and return the running statistics moved toward them."""
+    e = ctx.e
+    scale, bias, mean, var = (ctx.req(i) for i in range(1, 5))
+    axes = [a for a in range(x.rank) if a != 1]
+    b_mean = e.emit("reduce_mean", [x], axes=axes, keepdims=True)
+    d = e.emit("sub", [x, b_mean])
+    b_var = e.emit("reduce_mean", [e.emit("mul", [d, d])], axes=axes, keepdims=True)
+    inv = e.emit("div", [e.emit("reshape", [scale], shape=_channel_shape(x)),
+                         e.emit("sqrt", [e.emit("add", [b_var, scalar(eps, b_var)])])])
+    y = e.emit("add", [e.emit("mul", [d, inv]), e.emit("reshape", [bias], shape=_channel_shape(x))],
+               ctx.node.output[0])
+
+    def moved(running: Value, batch: Value) -> Value:
+        batch = e.emit("reshape", [batch], shape=[-1])
+        return e.emit("add", [e.emit("mul", [running, scalar(momentum, running)]),
+                              e.emit("mul", [batch, scalar(1.0 - momentum, batch)])])
+    outs = [y, moved(mean, b_mean), moved(var, b_var)]
+    return outs[:max(1, len(ctx.node.output))]
 
 
 def _normalize(e, x: Value, axes: list[int], eps: float) -> Value:
@@ -310,8 +388,10 @@ def conv_transpose(ctx: NodeCtx) -> list[Value]:
     # channel axes swapped (per group)
     x, w, b, e = ctx.req(0), ctx.req(1), ctx.input(2), ctx.e
     nd = x.rank - 2
-    if nd not in (1, 2) or not (x.type.is_static and w.type.is_static):
-        raise ctx.fail("ConvTranspose needs a static 1-D or 2-D input and weights")
+    if nd not in (1, 2) or not (all(isinstance(d, int) for d in x.shape[1:])
+                                and w.type.is_static):
+        raise ctx.fail("ConvTranspose needs a 1-D or 2-D input (static but for the batch) "
+                       "and static weights")
     kernel = list(ctx.attr("kernel_shape", w.shape[2:]))
     strides = list(ctx.attr("strides", [1] * nd))
     dil = list(ctx.attr("dilations", [1] * nd))
@@ -326,10 +406,17 @@ def conv_transpose(ctx: NodeCtx) -> list[Value]:
         pads = [0, pads[0], 0, pads[1]]
     n, c = x.shape[0], x.shape[1]
     (h, wd), (s0, s1) = sizes, strides
+
+    def batch_reshape(v: Value, dims: list[int]) -> Value:
+        # a named batch is the one -1 of the target, and stays named in the result type
+        if isinstance(n, int):
+            return e.emit("reshape", [v], shape=[n, *dims])
+        return e.emit("reshape", [v], shape=[-1, *dims],
+                      result_type=TensorType(v.dtype, (n, *dims)))
     if s0 > 1 or s1 > 1:
-        t = e.emit("reshape", [x2], shape=[n, c, h, 1, wd, 1])
+        t = batch_reshape(x2, [c, h, 1, wd, 1])
         t = e.emit("pad", [t], pads=[0] * 6 + [0, 0, 0, s0 - 1, 0, s1 - 1])
-        t = e.emit("reshape", [t], shape=[n, c, h * s0, wd * s1])
+        t = batch_reshape(t, [c, h * s0, wd * s1])
         x2 = e.emit("slice", [t], starts=[0, 0], ends=[(h - 1) * s0 + 1, (wd - 1) * s1 + 1],
                     axes=[2, 3])
     c_out_g = w.shape[1]

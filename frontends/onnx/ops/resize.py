@@ -95,6 +95,21 @@ def taps_at(ctx: NodeCtx, mode: str, xo: np.ndarray, n: int) -> list[tuple[np.nd
     return [(np.clip(r, 0, n - 1).astype(np.int64), w) for r, w in zip(raw, weights)]
 
 
+def _sizes(ctx: NodeCtx, x: Value, axes: list[int]) -> list | None:
+    """The `sizes` input as one entry per resized axis: ints, or the input's own named dim
+    where a shape computation keeps it (Shape(x)[:2] ++ [h, w] with a dynamic batch)."""
+    v = ctx.input(3)
+    if v is None:
+        return None
+    if v.const is not None:
+        return [int(s) for s in v.const.reshape(-1)]
+    if v.sym is not None:
+        entries = [ctx.e.derived.dim(d) for d in v.sym]
+        if all(isinstance(d, int) or d == x.shape[a] for d, a in zip(entries, axes)):
+            return entries
+    raise ctx.not_known(3, "sizes")
+
+
 @onnx_op("Resize", since=13)
 def resize(ctx: NodeCtx) -> list[Value]:
     x, e = ctx.req(0), ctx.e
@@ -108,21 +123,32 @@ def resize(ctx: NodeCtx) -> list[Value]:
     # exporters write every mode's attributes; those of other modes have no effect
     for name in ("cubic_coeff_a", "nearest_mode", "exclude_outside"):
         ctx.attr(name, None)
-    if not x.type.is_static:
-        raise ctx.fail("Resize needs static input sizes")
     if mode != "nearest" and not x.dtype.is_float:
         raise ctx.fail(f"{mode} interpolation of {x.dtype} is not supported")
     axes = [norm_axis(a, x.rank) for a in ctx.attr("axes", list(range(x.rank)))] \
         if ctx.version >= 18 else list(range(x.rank))
     scales = ctx.const_input(2, "scales")
-    sizes = ctx.const_input(3, "sizes")
     in_sizes = [x.shape[a] for a in axes]
-    if sizes is not None and sizes.size:
-        sizes = [int(s) for s in sizes]
+    sizes = _sizes(ctx, x, axes)
+    if ctx.version >= 18:
+        ctx.attr("keep_aspect_ratio_policy", "stretch")     # read: it applies to sizes only
+    if scales is not None and scales.size and (sizes is None or not len(sizes)):
+        # an axis scaled by 1 (the batch, the channels) may have a size unknown at import
+        unknown = [a for a, n, sc in zip(axes, in_sizes, scales) if not isinstance(n, int)
+                   and float(sc) != 1.0]
+        if unknown:
+            raise ctx.fail(f"Resize scales axes {unknown}, whose sizes are unknown at import")
+    elif sizes is not None and not all(isinstance(n, int) for n, o in zip(in_sizes, sizes)
+                                       if n != o):
+        raise ctx.fail("Resize to given sizes needs static sizes on the resized axes")
+    if sizes is not None and len(sizes):
         policy = ctx.attr("keep_aspect_ratio_policy", "stretch") if ctx.version >= 18 else "stretch"
         if policy == "stretch":
-            scl = [s / n for s, n in zip(sizes, in_sizes)]
+            # an axis kept at its (possibly named) size is scaled by 1
+            scl = [1.0 if s == n else s / n for s, n in zip(sizes, in_sizes)]
         else:
+            if not all(isinstance(n, int) for n in in_sizes):
+                raise ctx.fail(f"keep_aspect_ratio_policy={policy} needs static input sizes")
             pick = min if policy == "not_larger" else max
             r = pick(s / n for s, n in zip(sizes, in_sizes))
             scl = [r] * len(axes)
@@ -130,7 +156,7 @@ def resize(ctx: NodeCtx) -> list[Value]:
         outs = sizes
     elif scales is not None and scales.size:
         scl = [float(s) for s in scales]
-        outs = [int(np.floor(n * s)) for n, s in zip(in_sizes, scl)]
+        outs = [n if s == 1.0 else int(np.floor(n * s)) for n, s in zip(in_sizes, scl)]
     else:
         raise ctx.fail("Resize needs scales or sizes")
     roi = None
