@@ -566,6 +566,47 @@ typedef struct gemm_call {
     int64_t b_padded;          /* > 0: b is prepacked (dlvm_sgemm_pack_b), this many columns */
 } gemm_call;
 
+/* Packing buffers per thread, kept between calls (a 3 MB buffer mapped afresh each call costs
+ * its page faults every time); freed when the thread exits. */
+typedef struct pack_bufs {
+    float *pa, *pb;
+    size_t pb_floats;
+} pack_bufs;
+
+static pthread_key_t pack_key;
+static pthread_once_t pack_key_once = PTHREAD_ONCE_INIT;
+
+static void free_pack_bufs(void *p) {
+    pack_bufs *b = p;
+    free(b->pa);
+    free(b->pb);
+    free(b);
+}
+
+static void make_pack_key(void) { pthread_key_create(&pack_key, free_pack_bufs); }
+
+static pack_bufs *thread_pack_bufs(size_t pb_floats) {
+    pthread_once(&pack_key_once, make_pack_key);
+    pack_bufs *b = pthread_getspecific(pack_key);
+    if (!b) {
+        b = calloc(1, sizeof *b);
+        if (!b) return NULL;
+        b->pa = aligned_alloc(64, (size_t)DLVM_GEMM_MC * DLVM_GEMM_KC * 4 + 64);
+        if (!b->pa || pthread_setspecific(pack_key, b)) {
+            free(b->pa);
+            free(b);
+            return NULL;
+        }
+    }
+    if (b->pb_floats < pb_floats) {
+        free(b->pb);
+        b->pb = aligned_alloc(64, (pb_floats * 4 + 63) / 64 * 64);
+        b->pb_floats = b->pb ? pb_floats : 0;
+        if (!b->pb) return NULL;
+    }
+    return b;
+}
+
 static void gemm_task(void *arg, int64_t lo, int64_t hi, int64_t part) {
     (void)part;
     gemm_call *g = arg;
@@ -577,22 +618,18 @@ static void gemm_task(void *arg, int64_t lo, int64_t hi, int64_t part) {
     int64_t r0 = g->by_rows ? first : 0, c0 = g->by_rows ? 0 : first;
     int64_t nb = (cols + DLVM_GEMM_NR - 1) / DLVM_GEMM_NR * DLVM_GEMM_NR;
     if (nb > DLVM_GEMM_NC) nb = DLVM_GEMM_NC;
-    float *pa = aligned_alloc(64, (size_t)DLVM_GEMM_MC * DLVM_GEMM_KC * 4 + 64);
-    float *pb = aligned_alloc(64, ((size_t)DLVM_GEMM_KC * nb + DLVM_GEMM_SLACK) * 4 / 64 * 64 + 64);
-    if (!pa || !pb) {
-        free(pa);
-        free(pb);
+    pack_bufs *bufs = thread_pack_bufs((size_t)(DLVM_GEMM_KC * nb + DLVM_GEMM_SLACK) + 16);
+    if (!bufs) {
         __atomic_store_n(&g->failed, 1, __ATOMIC_RELAXED);
         return;
     }
+    float *pa = bufs->pa, *pb = bufs->pb;
     if (g->b_padded)
         dlvm_sgemm(rows, cols, g->k, g->a + r0 * g->k, g->k, 1, g->b, 0, 0,
                    g->c + r0 * g->n + c0, g->n, pa, pb, 0, 2, r0, 0, c0, g->b_padded, NULL, 0);
     else
         dlvm_sgemm(rows, cols, g->k, g->a + r0 * g->k, g->k, 1, g->b + c0, g->n, 1,
                    g->c + r0 * g->n + c0, g->n, pa, pb, 0, 0, r0, 0, c0, 0, NULL, 0);
-    free(pa);
-    free(pb);
 }
 
 /* A few rows: each output row is a sum of B's rows scaled by a's elements, one pass over B
