@@ -80,11 +80,27 @@ def node_shapes(kernel: Kernel, in_shapes: list[tuple[int, ...]]) -> list[tuple[
     return shapes
 
 
+def row_nodes(kernel: Kernel, shapes: list[tuple[int, ...]]) -> set[int]:
+    """Nodes that hold one value per row, without the reduced axes: keepdims=false reductions
+    and what is computed from them and scalars (reduce_mean's division by the count). Their
+    shapes are the domain's outer axes, so they line up with it from the left, not the right
+    as NumPy broadcasting would: f32[2, 2] reduced over axis 1 is [2] along axis 0."""
+    rows: set[int] = set()
+    for i, nd in enumerate(kernel.nodes):
+        if nd.op in REDUCE_KINDS and not nd.attr:
+            rows.add(i)
+        elif nd.op not in REDUCE_KINDS and any(a in rows for a in nd.args):
+            if any(a not in rows and shapes[a] != () for a in nd.args):
+                raise Decline(f"{nd.op} combines a reduced row with a full value")
+            rows.add(i)
+    return rows
+
+
 def make_plan(kernel: Kernel, in_shapes: list[tuple[int, ...]], inplace: tuple[int, ...] = ()) -> Plan:
     """Plan a call of `kernel` on inputs of `in_shapes`; raise Decline when it cannot run."""
     m = kernel.inner
     shapes = node_shapes(kernel, in_shapes)
-    dropped = {i for i, nd in enumerate(kernel.nodes) if nd.op in REDUCE_KINDS and not nd.attr}
+    dropped = row_nodes(kernel, shapes)
     try:
         domain = np.broadcast_shapes(*(s for i, s in enumerate(shapes) if i not in dropped))
     except ValueError:
@@ -107,9 +123,8 @@ def make_plan(kernel: Kernel, in_shapes: list[tuple[int, ...]], inplace: tuple[i
     for o in kernel.outputs:
         s = shapes[o.node]
         out_shapes.append(s)
-        if o.node in dropped:
-            arg = _pad(shapes[kernel.nodes[o.node].args[0]], n)
-            aligned.append(arg[:n - m] + (1,) * m)
+        if o.node in dropped:       # a row value: the outer axes, then the reduced ones as 1
+            aligned.append(_pad(s, n - m) + (1,) * m)
         else:
             aligned.append(_pad(s, n))
     # axes: (size, group, per-endpoint varies); size-1 axes vanish, alike neighbours merge

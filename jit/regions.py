@@ -152,10 +152,22 @@ class _Run:
         self.closed = False
 
 
-def _region_io(func, bi: int, start: int, end: int, live: Liveness) -> tuple[list[Operand], list[str]]:
+def _region_io(func, bi: int, start: int, end: int, live: Liveness,
+               rows=None) -> tuple[list[Operand], list[str]]:
+    """The region's inputs, and its outputs: the registers read after it, and the results of
+    instructions that may trap on their values (integer division or modulo by zero, a negative
+    integer exponent) even when nobody reads them. A trap is observable (specs/semantics.md), so
+    the kernel computes those too; when one traps it reports it and the interpreter runs the
+    region again and raises the trap at its instruction."""
+    from .passes.effects import value_traps
     inputs: list[Operand] = []
     written: list[str] = []
-    for ins in func.blocks[bi].instrs[start:end]:
+    trapping: set[str] = set()
+    for ii, ins in enumerate(func.blocks[bi].instrs[start:end], start):
+        if rows is not None and ii < len(rows) and ins.op not in ("const", "mov") and \
+                OPS[ins.op].family in (Family.UNARY, Family.BINARY, Family.SELECT, Family.CAST) and \
+                value_traps(ins, tuple(t.dtype for t in rows[ii].operands)):
+            trapping.update(ins.results)
         for o in ins.operands:
             if isinstance(o, ConstRef) and o not in inputs:
                 inputs.append(o)
@@ -165,7 +177,7 @@ def _region_io(func, bi: int, start: int, end: int, live: Liveness) -> tuple[lis
             if r not in written:
                 written.append(r)
     after = live.live_after(bi, end - 1)
-    return inputs, [r for r in written if r in after]
+    return inputs, [r for r in written if r in after or r in trapping]
 
 
 def form_regions(module: Module, func_name: str, types: FunctionTypes) -> list[Region]:
@@ -188,7 +200,7 @@ def form_regions(module: Module, func_name: str, types: FunctionTypes) -> list[R
                 # no epilogue kernel is compiled for it
                 worth = True
             if worth:
-                ins_, outs = _region_io(func, bi, run.start, run.end, live)
+                ins_, outs = _region_io(func, bi, run.start, run.end, live, types[bi])
                 kind = run.kind
                 if kind == "elementwise" and run.inner is not None:
                     kind = "reduce"

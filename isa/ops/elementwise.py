@@ -127,9 +127,27 @@ def logical_not_ref(attrs, a):
 
 def cast_ref(attrs, a):
     to = attrs["to"].np
-    if a.dtype.kind == "f" and to.kind in "iub" and to.kind != "b":
-        a = np.trunc(a)   # toward zero; NaN/Inf/out-of-range give an unspecified value
+    if a.dtype.kind == "f" and to.kind in "iu":
+        return saturating_int(a, to)
     return a.astype(to)
+
+
+def saturating_int(a: np.ndarray, to: np.dtype) -> np.ndarray:
+    """Float to integer as every tier does it (WebAssembly's trunc_sat, Java, LLVM's
+    fptosi.sat): toward zero; NaN gives 0; values beyond the range (infinities included) give
+    the nearest end of it. NumPy's astype leaves those undefined (INT_MIN on x86)."""
+    a = np.asarray(a).astype(np.float64, copy=False)   # f16/f32 values are exact in f64
+    info = np.iinfo(to)
+    lo, hi = float(info.min), float(info.max)    # hi rounds up to 2^64 or 2^63 for 64 bits
+    with np.errstate(invalid="ignore"):
+        nan = np.isnan(a)
+        above = a >= hi if hi != info.max else a > hi
+        below = a <= lo
+        inside = np.where(nan | above | below, 0, a)
+    out = np.asarray(np.trunc(inside)).astype(to)
+    out[above] = info.max
+    out[below] = info.min
+    return out
 
 
 def _u(name, code, ref, doc, ok=None, what="", result=None, expand=None, attrs=(), check=None):
@@ -225,8 +243,8 @@ OPS = [
           "r := c ? a : b elementwise, the three broadcast together", dtypes="c: bool; a, b: any",
           extra={"operands": ("c", "a", "b")}),  # named as in the doc line, for specs/ops.md
     OpDef("cast", 57, Family.CAST, (1, 1), cast_rule, cast_ref,
-          "r := a converted to dtype `to`; float to integer truncates toward zero (NaN, Inf and "
-          "out-of-range values give an unspecified value); to bool is a != 0",
+          "r := a converted to dtype `to`; float to integer truncates toward zero and saturates "
+          "(NaN gives 0, values beyond the range give its nearest end); to bool is a != 0",
           attrs=(AttrSpec("to", AttrKind.DTYPE, doc="the result dtype"),), dtypes="any"),
 ]
 

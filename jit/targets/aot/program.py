@@ -23,6 +23,7 @@ from isa.verify import verify_module
 from jit.build import build_kernel
 from jit.kernel_ir import REDUCE_KINDS, Kernel
 from jit.llvm.lower import lower_kernel
+from jit.plan import node_shapes, row_nodes
 from jit.regions import EPILOGUE_KINDS, Region, form_regions
 
 from .cnames import c_double, c_string, dtype_code, i64_array, ident
@@ -46,6 +47,7 @@ class RegionKernel:
     where: str
     llvm_ir: str                # the kernel's LLVM module, unoptimized
     slots: int                  # scratch rows per chunk
+    rows: set[int] = field(default_factory=set)     # nodes with one value per row (plan.row_nodes)
 
 
 @dataclass
@@ -277,9 +279,11 @@ class ProgramCompiler:
             else:
                 shapes.append(representative(self._input_type(region, rows, t.source).shape))
         variant = variant_for(k, shapes)
+        rows_of = row_nodes(k, node_shapes(k, shapes))
         cname = f"dlvm_{ident(self.prefix)}_k{len(self.out.kernels)}"
         ir_module, slots = lower_kernel(k, variant.spec, cname + "_fn")
-        self.out.kernels.append(RegionKernel(cname, k, variant, where, str(ir_module), slots))
+        self.out.kernels.append(RegionKernel(cname, k, variant, where, str(ir_module), slots,
+                                             rows_of))
         ins = []
         for t in k.inputs:
             if t.source < 0:
@@ -323,7 +327,7 @@ class ProgramCompiler:
                 args = list(n.args)[:3] + [-1] * (3 - min(len(n.args), 3))
                 if len(n.args) > 3:
                     raise Unsupported(f"a kernel node {n.op} of {len(n.args)} operands")
-                nodes += [4] + args
+                nodes += [5 if len(nodes) // 4 in rk.rows else 4] + args
         math_ops = sum(1 for n in k.nodes if n.op in ("exp", "log", "tanh", "sin", "cos", "erf",
                                                       "pow", "sigmoid", "gelu"))
         nbytes = sum(t.dtype.itemsize for t in k.inputs) + sum(o.dtype.itemsize for o in k.outputs)

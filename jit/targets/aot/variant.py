@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from jit.kernel_ir import REDUCE_KINDS, Kernel
-from jit.plan import Spec, make_plan, node_shapes
+from jit.kernel_ir import Kernel
+from jit.plan import Spec, make_plan, node_shapes, row_nodes
 
 MAX_RANK = 8
 
@@ -36,7 +36,7 @@ def variant_for(kernel: Kernel, in_shapes: list[tuple[int, ...]]) -> Variant:
     plan = make_plan(kernel, in_shapes)
     m = kernel.inner
     shapes = node_shapes(kernel, in_shapes)
-    dropped = {i for i, nd in enumerate(kernel.nodes) if nd.op in REDUCE_KINDS and not nd.attr}
+    dropped = row_nodes(kernel, shapes)
     domain = np.broadcast_shapes(*(s for i, s in enumerate(shapes) if i not in dropped))
     n = len(domain)
     if n > MAX_RANK:
@@ -45,9 +45,7 @@ def variant_for(kernel: Kernel, in_shapes: list[tuple[int, ...]]) -> Variant:
     for o in kernel.outputs:
         s = shapes[o.node]
         if o.node in dropped:
-            arg = shapes[kernel.nodes[o.node].args[0]]
-            arg = (1,) * (n - len(arg)) + tuple(arg)
-            aligned.append(arg[:n - m] + (1,) * m)
+            aligned.append((1,) * (n - m - len(s)) + tuple(s) + (1,) * m)
         else:
             aligned.append((1,) * (n - len(s)) + tuple(s))
     # the same grouping as make_plan: size-1 axes vanish, alike neighbours merge
