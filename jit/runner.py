@@ -427,7 +427,9 @@ class RegionRunner:
             # a stack of rows times one matrix is one 2-D product; np.matmul with out= on a
             # stacked operand loops over the stack outside BLAS (3-4x slower for MiniLM's
             # [1, 32, 384] x [384, 1536])
-            a, o2 = a.reshape(-1, a.shape[-1]), out.reshape(-1, out.shape[-1])
+            # (the row count spelled out: reshape cannot infer -1 when a dim is 0, K = 0 or N = 0)
+            rows = math.prod(a.shape[:-1])
+            a, o2 = a.reshape(rows, a.shape[-1]), out.reshape(rows, out.shape[-1])
         else:
             o2 = out
         g = None
