@@ -143,8 +143,11 @@ class RegionRunner:
         if mm_shape is not None and not any(o.node == self._product_node() for o in k.outputs):
             src = next(i for i, t in enumerate(k.inputs) if t.source < 0)
             for j, o in enumerate(k.outputs):
+                # in place only where each element is written once: an output broadcast over
+                # a larger domain (a dot product beside a dead use of a bigger value) would
+                # read back what it wrote and apply the epilogue again and again
                 if o.dtype == k.inputs[src].dtype and plan.out_shapes[j] == mm_shape and \
-                        plan.spec.outputs[j] == plan.spec.inputs[src]:
+                        plan.spec.outputs[j] == plan.spec.inputs[src] and all(plan.spec.outputs[j]):
                     mm_out = j
                     break
             if mm_out >= 0:

@@ -88,3 +88,21 @@ func @main(%x: i32[4], %y: i32[4]) -> i32[4] {
     assert run_both(src, [np.arange(4, dtype=np.int32), np.array([1, 2, 0, 3], np.int32)]) \
         .startswith("Trap")
     run_both(src, [np.arange(4, dtype=np.int32), np.array([1, 2, 5, 3], np.int32)])
+
+
+def test_epilogue_in_place_only_where_each_element_is_written_once():
+    # fuzz seed 718: a dot product's epilogue (sin) shared a region with a dead use of a larger
+    # value, which made the kernel's domain [17, 4, 3]; the scalar result was updated in place
+    # at each of its 204 points, so sin was applied 204 times
+    src = """module t
+func @main(%p0: f32[17, 4, 3], %p1: f32[3], %p2: f32[3]) -> f32[] {
+  %v1 = cast %p0 {to = i8}
+  %v2 = max %v1, %v1
+  %v3 = matmul %p1, %p2
+  %v4 = cast %v2 {to = bool}
+  %v5 = sin %v3
+  ret %v5
+}"""
+    x = np.ones((17, 4, 3), np.float32)
+    (got,) = run_both(src, [x, np.array([-3.75, 3, -1], np.float32), np.array([1, 2.25, -2.75], np.float32)])
+    assert got == np.sin(np.float32(5.75))

@@ -22,17 +22,25 @@ class Disagreement(AssertionError):
     pass
 
 
-def _run(module, jit: str, args: list[np.ndarray], jit_options: dict | None) -> Any:
+def _run(module, jit: str, args: list[np.ndarray], jit_options: dict | None,
+         coverage: dict | None = None) -> Any:
     """The results, or (error kind, message) when the run raises a dlvm error."""
     with warnings.catch_warnings():
         warnings.simplefilter("error", dlvmrt.vm.JitWarning)
+        vm = dlvmrt.VM(module, jit=jit, jit_options=jit_options)
         try:
-            vm = dlvmrt.VM(module, jit=jit, jit_options=jit_options)
-            return vm.run("main", *[a.copy() for a in args])
+            # the arguments as they are: views stay views (non-contiguous inputs)
+            return vm.run("main", *args)
         except DlvmError as e:
             return (type(e).__name__, str(e))
         except dlvmrt.vm.JitWarning as w:
             return ("JitWarning", str(w))
+        finally:
+            if coverage is not None:
+                for _, _, region, runner in vm.runners:
+                    compiled = getattr(runner, "compiled_calls", 0)
+                    key = f"{region.kind} {'compiled' if compiled else 'declined'}"
+                    coverage[key] = coverage.get(key, 0) + 1
 
 
 def mismatch(got: np.ndarray, want: np.ndarray) -> str | None:
@@ -61,12 +69,14 @@ def describe(text: str, args: list[np.ndarray]) -> str:
     return f"program:\n{text}\ninputs:\n{shown}"
 
 
-def run_both(text: str, args: list[np.ndarray], jit_options: dict | None = None) -> Any:
+def run_both(text: str, args: list[np.ndarray], jit_options: dict | None = None,
+             coverage: dict | None = None) -> Any:
     """The reference's results when both tiers agree ("Kind: message" when both trap);
-    raises Disagreement with the program and inputs otherwise."""
+    raises Disagreement with the program and inputs otherwise. `coverage` counts the JIT's
+    regions by kind, compiled or declined."""
     module = assembler.assemble(text)
     want = _run(module, "off", args, None)
-    got = _run(assembler.assemble(text), "always", args, jit_options)
+    got = _run(assembler.assemble(text), "always", args, jit_options, coverage)
     if isinstance(want, tuple) and len(want) == 2 and isinstance(want[0], str):
         if isinstance(got, tuple) and len(got) == 2 and got[0] == want[0]:
             return f"{want[0]}: {want[1]}"
