@@ -128,26 +128,22 @@ def logical_not_ref(attrs, a):
 def cast_ref(attrs, a):
     to = attrs["to"].np
     if a.dtype.kind == "f" and to.kind in "iu":
-        return saturating_int(a, to)
+        return float_to_int_saturating(a, to)
     return a.astype(to)
 
 
-def saturating_int(a: np.ndarray, to: np.dtype) -> np.ndarray:
-    """Float to integer as every tier does it (WebAssembly's trunc_sat, Java, LLVM's
-    fptosi.sat): toward zero; NaN gives 0; values beyond the range (infinities included) give
-    the nearest end of it. NumPy's astype leaves those undefined (INT_MIN on x86)."""
-    a = np.asarray(a).astype(np.float64, copy=False)   # f16/f32 values are exact in f64
+def float_to_int_saturating(a: np.ndarray, to: np.dtype) -> np.ndarray:
+    """Truncate toward zero, saturate to the range of `to`, NaN to 0: WebAssembly's `trunc_sat`
+    and LLVM's `fptosi.sat` / `fptoui.sat`, so every tier gives the same answer. NumPy's own
+    conversion of NaN and out-of-range values is undefined behaviour in C (INT_MIN on x86)."""
     info = np.iinfo(to)
-    lo, hi = float(info.min), float(info.max)    # hi rounds up to 2^64 or 2^63 for 64 bits
-    with np.errstate(invalid="ignore"):
-        nan = np.isnan(a)
-        above = a >= hi if hi != info.max else a > hi
-        below = a <= lo
-        inside = np.where(nan | above | below, 0, a)
-    out = np.asarray(np.trunc(inside)).astype(to)
-    out[above] = info.max
-    out[below] = info.min
-    return out
+    t = np.trunc(np.asarray(a, dtype=np.float64))     # exact for f16, f32 and f64 values
+    # powers of two are exact in f64: the range test is exact at both ends
+    big = 2.0 ** (info.bits - 1 if info.min < 0 else info.bits)
+    over = t >= big
+    under = t < (-big if info.min < 0 else 0.0)
+    inside = np.where(np.isnan(t) | over | under, 0.0, t).astype(to)
+    return np.where(over, to.type(info.max), np.where(under, to.type(info.min), inside)).astype(to)
 
 
 def _u(name, code, ref, doc, ok=None, what="", result=None, expand=None, attrs=(), check=None):
@@ -244,7 +240,8 @@ OPS = [
           extra={"operands": ("c", "a", "b")}),  # named as in the doc line, for specs/ops.md
     OpDef("cast", 57, Family.CAST, (1, 1), cast_rule, cast_ref,
           "r := a converted to dtype `to`; float to integer truncates toward zero and saturates "
-          "(NaN gives 0, values beyond the range give its nearest end); to bool is a != 0",
+          "(out-of-range values and infinities give the nearest integer of the range, NaN gives "
+          "0); to bool is a != 0",
           attrs=(AttrSpec("to", AttrKind.DTYPE, doc="the result dtype"),), dtypes="any"),
 ]
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from jit.kernel_ir import Kernel
-from jit.plan import Spec, make_plan, node_shapes, row_nodes
+from jit.plan import Spec, domain_shapes, make_plan
 
 MAX_RANK = 8
 
@@ -35,19 +35,15 @@ def variant_for(kernel: Kernel, in_shapes: list[tuple[int, ...]]) -> Variant:
     """make_plan's variant for these shapes, with the domain axes of each merged axis."""
     plan = make_plan(kernel, in_shapes)
     m = kernel.inner
-    shapes = node_shapes(kernel, in_shapes)
-    dropped = row_nodes(kernel, shapes)
-    domain = np.broadcast_shapes(*(s for i, s in enumerate(shapes) if i not in dropped))
+    shapes = domain_shapes(kernel, in_shapes)     # as make_plan aligns them
+    domain = np.broadcast_shapes(*shapes)
     n = len(domain)
     if n > MAX_RANK:
         raise ValueError(f"a region of rank {n} (the library supports {MAX_RANK})")
     aligned = [(1,) * (n - len(s)) + tuple(s) for s in in_shapes]
     for o in kernel.outputs:
         s = shapes[o.node]
-        if o.node in dropped:
-            aligned.append((1,) * (n - m - len(s)) + tuple(s) + (1,) * m)
-        else:
-            aligned.append((1,) * (n - len(s)) + tuple(s))
+        aligned.append((1,) * (n - len(s)) + tuple(s))
     # the same grouping as make_plan: size-1 axes vanish, alike neighbours merge
     groups: list[tuple[int, tuple[bool, ...], list[int]]] = []
     for ax in range(n):
