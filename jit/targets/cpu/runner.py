@@ -27,15 +27,15 @@ from isa.module import ConstRef, Module
 from isa.ops import OPS
 from isa.types import TensorType
 from isa.verify import verify_module
+from jit.build import KernelBuildError, build_kernel
+from jit.kernel_ir import Kernel
+from jit.plan import Decline, Plan, Spec, make_plan
+from jit.regions import EPILOGUE_KINDS, Region
 
 from . import blas_threads, conv, maxpool, store_epilogue
-from .build import KernelBuildError, build_kernel
 from .compiler import Compiled, assembly, compile_variant, optimized_ir
 from .gemm import PARALLEL_MACS, gemm
 from .gemm import use_for as use_gemm
-from .kernel_ir import Kernel
-from .plan import Decline, Plan, Spec, make_plan
-from .regions import EPILOGUE_KINDS, Region
 from .threads import Job
 
 MATH_OPS = {"exp", "log", "tanh", "erf", "sin", "cos", "pow"}
@@ -495,7 +495,7 @@ class RegionRunner:
 
 
 def _status_text(status: int) -> str:
-    from .llvm.ops import RANGE, TRAP
+    from jit.llvm.ops import RANGE, TRAP
     parts = []
     if status & TRAP:
         parts.append("a trap condition (integer division or modulo by zero, negative integer exponent)")
