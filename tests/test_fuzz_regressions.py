@@ -119,3 +119,18 @@ def test_negated_rsqrt_of_zero_and_inf(dtype, body):
     src = f"module t\nfunc @main(%x: {dtype}[8]) -> {dtype}[8] {{\n  {body}\n  ret %r\n}}\n"
     x = np.array([0, -0.0, np.inf, -np.inf, np.nan, 1, 4, -1])
     run_both(src, [x.astype(np.float32 if dtype == "f32" else np.float64)])
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f64"])
+def test_division_by_negative_zero_immediate(dtype):
+    # fuzz seed 3988: the kernel shared equal constant nodes, and -0.0 == 0.0 in Python, so
+    # `div %s, -0.0` divided by sign's own 0.0: +inf where the interpreter gives -inf
+    src = f"""module t
+func @main(%x: {dtype}[3]) -> ({dtype}[3], {dtype}[3]) {{
+  %s = sign %x
+  %r = div %s, -0.0
+  %q = sub %x, -0.0
+  ret %r, %q
+}}"""
+    (r, q) = run_both(src, [np.array([1.5, -2.0, 0.0], np.float32 if dtype == "f32" else np.float64)])
+    assert r[0] == -np.inf and r[1] == np.inf

@@ -180,8 +180,10 @@ class Gen:
         op = self.pick(WILD_UNARY)
         v = self.tame(v)
         if not v.exact and op in ("log", "sqrt", "rsqrt", "reciprocal"):
-            # an inexact value near 0 may have either sign in either tier: NaN against a number
+            # an inexact value near 0 may have either sign in either tier (NaN against a
+            # number), and its relative error is unbounded there: |v| + 1 keeps it away
             v = self.emit(f"abs %{v.name}", Val(self.fresh(), v.dtype, shape, False, v.bound))
+            v = self.emit(f"add %{v.name}, 1.0", Val(self.fresh(), v.dtype, shape, False, v.bound + 1))
         bound = float(np.exp(min(v.bound, 30))) if op == "exp" else 1e30
         return self.emit(f"{op} %{v.name}", Val(self.fresh(), v.dtype, shape, False, bound))
 
