@@ -153,22 +153,10 @@ class _Run:
         self.closed = False
 
 
-def _region_io(func, bi: int, start: int, end: int, live: Liveness,
-               rows=None) -> tuple[list[Operand], list[str]]:
-    """The region's inputs, and its outputs: the registers read after it, and the results of
-    instructions that may trap on their values (integer division or modulo by zero, a negative
-    integer exponent) even when nobody reads them. A trap is observable (specs/semantics.md), so
-    the kernel computes those too; when one traps it reports it and the interpreter runs the
-    region again and raises the trap at its instruction."""
-    from .passes.effects import value_traps
+def _region_io(func, bi: int, start: int, end: int, live: Liveness) -> tuple[list[Operand], list[str]]:
     inputs: list[Operand] = []
     written: list[str] = []
-    trapping: set[str] = set()
-    for ii, ins in enumerate(func.blocks[bi].instrs[start:end], start):
-        if rows is not None and ii < len(rows) and ins.op not in ("const", "mov") and \
-                OPS[ins.op].family in (Family.UNARY, Family.BINARY, Family.SELECT, Family.CAST) and \
-                value_traps(ins, tuple(t.dtype for t in rows[ii].operands)):
-            trapping.update(ins.results)
+    for ins in func.blocks[bi].instrs[start:end]:
         for o in ins.operands:
             if isinstance(o, ConstRef) and o not in inputs:
                 inputs.append(o)
@@ -178,7 +166,7 @@ def _region_io(func, bi: int, start: int, end: int, live: Liveness,
             if r not in written:
                 written.append(r)
     after = live.live_after(bi, end - 1)
-    return inputs, [r for r in written if r in after or r in trapping]
+    return inputs, [r for r in written if r in after]
 
 
 def unread_traps(func, bi: int, rows, live: Liveness) -> set[int]:
@@ -225,7 +213,7 @@ def form_regions(module: Module, func_name: str, types: FunctionTypes) -> list[R
                 # no epilogue kernel is compiled for it
                 worth = True
             if worth:
-                ins_, outs = _region_io(func, bi, run.start, run.end, live, types[bi])
+                ins_, outs = _region_io(func, bi, run.start, run.end, live)
                 kind = run.kind
                 if kind == "elementwise" and run.inner is not None:
                     kind = "reduce"

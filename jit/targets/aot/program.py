@@ -23,7 +23,6 @@ from isa.verify import verify_module
 from jit.build import build_kernel
 from jit.kernel_ir import REDUCE_KINDS, Kernel
 from jit.llvm.lower import lower_kernel
-from jit.plan import node_shapes, row_nodes
 from jit.regions import EPILOGUE_KINDS, Region, form_regions
 
 from .cnames import c_double, c_string, dtype_code, i64_array, ident
@@ -39,6 +38,16 @@ class Unsupported(Exception):
     pass
 
 
+def _row_nodes(kernel: Kernel) -> set[int]:
+    """keepdims=false reductions and the nodes computed from them: one value per row, lined up
+    with the domain's outer axes (as jit/plan.py: domain_shapes keeps them)."""
+    rows: set[int] = set()
+    for i, nd in enumerate(kernel.nodes):
+        if (nd.op in REDUCE_KINDS and not nd.attr) or any(a in rows for a in nd.args):
+            rows.add(i)
+    return rows
+
+
 @dataclass
 class RegionKernel:
     cname: str                  # the C name of its dlvm_rt_kernel table (+ "_fn": the kernel)
@@ -47,7 +56,7 @@ class RegionKernel:
     where: str
     llvm_ir: str                # the kernel's LLVM module, unoptimized
     slots: int                  # scratch rows per chunk
-    rows: set[int] = field(default_factory=set)     # nodes with one value per row (plan.row_nodes)
+    rows: set[int] = field(default_factory=set)     # nodes with one value per row (_row_nodes)
 
 
 @dataclass
@@ -279,7 +288,7 @@ class ProgramCompiler:
             else:
                 shapes.append(representative(self._input_type(region, rows, t.source).shape))
         variant = variant_for(k, shapes)
-        rows_of = row_nodes(k, node_shapes(k, shapes))
+        rows_of = _row_nodes(k)
         cname = f"dlvm_{ident(self.prefix)}_k{len(self.out.kernels)}"
         ir_module, slots = lower_kernel(k, variant.spec, cname + "_fn")
         self.out.kernels.append(RegionKernel(cname, k, variant, where, str(ir_module), slots,
