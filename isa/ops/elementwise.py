@@ -123,7 +123,10 @@ def check_gelu_attrs(attrs) -> None:
 
 def sign_expand(s, attrs, x):
     zero = s.const(0, x)
-    neg = s.select(s.lt(x, zero), s.const(-1, x), x)     # keeps 0, -0 and NaN as they are
+    # -0 gives +0 as np.sign does (keeping x there gave -0, and 1 / sign(-0) was -inf compiled
+    # and +inf interpreted: found by the fuzzer); NaN stays NaN (equal to nothing)
+    rest = s.select(s.eq(x, zero), zero, x)
+    neg = s.select(s.lt(x, zero), s.const(-1, x), rest)
     return s.select(s.gt(x, zero), s.const(1, x), neg)
 
 
