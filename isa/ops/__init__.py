@@ -19,6 +19,7 @@ from . import (
     ordering,
     pooling,
     reduce,
+    resize,
     sampling,
     sets,
     signal,
@@ -28,7 +29,7 @@ from .opdef import REQUIRED, AttrKind, AttrSpec, Family, OpDef, Syntax
 
 _FAMILY_FILES = (elementwise, reduce, contraction, nn, pooling, movement, value, control, dynamic,
                  ordering, indexing, einsum, signal, sampling,
-                 sets, linalg, image, detection)
+                 sets, linalg, image, detection, resize)
 
 OPS: dict[str, OpDef] = {}
 BY_CODE: dict[int, OpDef] = {}
