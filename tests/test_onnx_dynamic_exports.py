@@ -89,3 +89,21 @@ def test_conv3d_and_maxpool3d_with_a_dynamic_batch():
                         nn.MaxPool3d(2), nn.Conv3d(4, 2, (2, 1, 1), groups=2, dilation=1))
     _check(_torchscript(net, _rand(2, 2, 7, 6, 6), {0: "batch"}),
            [_rand(1, 2, 7, 6, 6), _rand(3, 2, 7, 6, 6)])
+
+
+def test_maxpool_indices_with_a_dynamic_batch():
+    class Pool(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.pool = nn.MaxPool2d(3, 2, padding=1, return_indices=True)
+
+        def forward(self, x):
+            y, i = self.pool(x)
+            return y, i
+    model = _torchscript(Pool(), _rand(2, 3, 7, 8), {0: "batch"})
+    vm = dlvmrt.VM(import_onnx(model))
+    sess = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
+    for x in (_rand(1, 3, 7, 8), _rand(3, 3, 7, 8)):
+        want, got = sess.run(None, {"x": x}), vm.run("main", x)
+        np.testing.assert_array_equal(got[0], want[0])
+        np.testing.assert_array_equal(got[1], want[1])

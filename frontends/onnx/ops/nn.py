@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from isa.dtypes import BY_NAME
 from isa.types import TensorType
 
 from ..registry import NodeCtx, onnx_op
@@ -157,16 +158,14 @@ def emit_conv(ctx: NodeCtx, x: Value, w: Value, b: Value | None, hint: str) -> V
 @onnx_op("MaxPool", "AveragePool")
 def pool(ctx: NodeCtx) -> list[Value]:
     x, e = ctx.req(0), ctx.e
-    if len(ctx.node.output) > 1 and ctx.node.output[1]:
-        raise ctx.fail("the Indices output of MaxPool is not supported")
+    want_indices = len(ctx.node.output) > 1 and bool(ctx.node.output[1])
     nd = x.rank - 2
     kernel = list(ctx.attr("kernel_shape"))
     strides = list(ctx.attr("strides", [1] * nd))
     dil = list(ctx.attr("dilations", [1] * nd))
     is_max = ctx.node.op_type == "MaxPool"
     if is_max:
-        if ctx.attr("storage_order", 0):
-            raise ctx.fail("storage_order=1 only affects Indices, which is not supported")
+        storage_order = int(ctx.attr("storage_order", 0))
         extra = {}
     else:
         extra = {"count_include_pad": bool(ctx.attr("count_include_pad", 0))}
@@ -174,9 +173,76 @@ def pool(ctx: NodeCtx) -> list[Value]:
         raise ctx.fail(f"{nd}-D pooling is not supported (1 to 3 spatial dims)")
     # the rows take ceil_mode themselves: the overhang it adds never counts in an average
     pads = _spatial_pads(ctx, x, kernel, strides, dil)
-    return [e.emit("maxpool2d" if is_max else "avgpool2d", [x], ctx.node.output[0],
-                   kernel=kernel, strides=strides, pads=pads, dilations=dil,
-                   ceil_mode=bool(ctx.attr("ceil_mode", 0)), **extra)]
+    ceil = bool(ctx.attr("ceil_mode", 0))
+    y = e.emit("maxpool2d" if is_max else "avgpool2d", [x], ctx.node.output[0],
+               kernel=kernel, strides=strides, pads=pads, dilations=dil, ceil_mode=ceil, **extra)
+    if not (is_max and want_indices):
+        return [y]
+    full = _spatial_pads(ctx, x, kernel, strides, dil, ceil)
+    return [y, _maxpool_indices(ctx, x, kernel, strides, dil, full, storage_order)]
+
+
+def _maxpool_indices(ctx: NodeCtx, x: Value, kernel: list[int], strides: list[int],
+                     dil: list[int], pads: list[int], storage_order: int) -> Value:
+    """MaxPool's Indices output (2-D): the flat index into x of each window's first maximum.
+    The window's taps are strided slices of x padded with the lowest value; argmax over the
+    stacked taps picks the tap, whose (h, w) is arithmetic on the output position."""
+    e = ctx.e
+    if x.rank != 4 or not all(isinstance(d, int) for d in x.shape[1:]):
+        raise ctx.fail("MaxPool's Indices output needs a 2-D input, static but for the batch")
+    n, c, h, w = x.shape
+    (kh, kw), (sh, sw), (dh, dw) = kernel, strides, dil
+    low = -np.inf if x.dtype.is_float else float(np.iinfo(x.dtype.np).min)
+    xp = e.emit("pad", [x], pads=[0, 0, pads[0], pads[1], 0, 0, pads[2], pads[3]], value=low)
+    ho = (h + pads[0] + pads[2] - ((kh - 1) * dh + 1)) // sh + 1
+    wo = (w + pads[1] + pads[3] - ((kw - 1) * dw + 1)) // sw + 1
+    taps = []
+    for i in range(kh):
+        for j in range(kw):
+            t = e.emit("slice", [xp], starts=[i * dh, j * dw],
+                       ends=[i * dh + (ho - 1) * sh + 1, j * dw + (wo - 1) * sw + 1],
+                       axes=[2, 3], steps=[sh, sw])
+            taps.append(e.emit("expand_dims", [t], axes=[0]))
+    stacked = taps[0] if len(taps) == 1 else e.emit("concat", taps, axis=0)
+    tap = e.emit("argmax", [stacked], axis=0, keepdims=False)            # [n, c, ho, wo]
+    rows = known((np.arange(ho) * sh - pads[0]).reshape(ho, 1).astype(np.int64))
+    cols = known((np.arange(wo) * sw - pads[1]).reshape(1, wo).astype(np.int64))
+    hh = e.emit("add", [rows, e.emit("mul", [e.emit("div", [tap, scalar(kw, tap)]),
+                                             scalar(dh, tap)])])
+    ww = e.emit("add", [cols, e.emit("mul", [e.emit("mod", [tap, scalar(kw, tap)]),
+                                             scalar(dw, tap)])])
+    if storage_order:
+        within = e.emit("add", [e.emit("mul", [ww, scalar(h, ww)]), hh])
+    else:
+        within = e.emit("add", [e.emit("mul", [hh, scalar(w, hh)]), ww])
+    plane_n = e.emit("iota", [], shape=[n, c, 1, 1], dtype=BY_NAME["i64"], axis=0)
+    plane_c = e.emit("iota", [], shape=[n, c, 1, 1], dtype=BY_NAME["i64"], axis=1)
+    plane = e.emit("add", [e.emit("mul", [plane_n, scalar(c, plane_n)]), plane_c])
+    base = e.emit("mul", [plane, scalar(h * w, plane)])
+    return e.emit("add", [base, within], ctx.node.output[1])
+
+
+@onnx_op("MaxUnpool")
+def max_unpool(ctx: NodeCtx) -> list[Value]:
+    # scatter x's values to the flat positions Indices names, in a zero tensor of the output
+    # shape (given, or the pooling's input size: (in - 1) * stride - pads + kernel)
+    x, idx, e = ctx.req(0), ctx.req(1), ctx.e
+    nd = x.rank - 2
+    kernel = list(ctx.attr("kernel_shape"))
+    strides = list(ctx.attr("strides", [1] * nd))
+    pads = list(ctx.attr("pads", [0] * (2 * nd)))
+    if not x.type.is_static:
+        raise ctx.fail("MaxUnpool needs a static input")
+    out_shape = ctx.const_ints(2, "output_shape")
+    if out_shape is None:
+        out_shape = list(x.shape[:2]) + [(x.shape[2 + i] - 1) * strides[i] - pads[i] - pads[i + nd]
+                                         + kernel[i] for i in range(nd)]
+    total = int(np.prod(out_shape))
+    zeros = known(np.zeros(total, x.dtype.np))
+    flat_i = e.emit("reshape", [e.emit("cast", [idx], to=BY_NAME["i64"])], shape=[-1])
+    flat_x = e.emit("reshape", [x], shape=[-1])
+    out = e.emit("scatter_elements", [zeros, flat_i, flat_x], axis=0)
+    return [e.emit("reshape", [out], ctx.node.output[0], shape=list(out_shape))]
 
 
 @onnx_op("GlobalAveragePool", "GlobalMaxPool")
