@@ -107,3 +107,28 @@ def test_maxpool_indices_with_a_dynamic_batch():
         want, got = sess.run(None, {"x": x}), vm.run("main", x)
         np.testing.assert_array_equal(got[0], want[0])
         np.testing.assert_array_equal(got[1], want[1])
+
+
+@pytest.mark.parametrize("opset", [9, 11, 13])
+def test_older_opsets_convert_batchnorm_and_lstm(opset):
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc, self.bn = nn.Linear(8, 16), nn.BatchNorm1d(16)
+            self.rnn = nn.LSTM(16, 8, batch_first=True)
+
+        def forward(self, x):
+            b, t, _ = x.shape
+            h = torch.relu(self.bn(self.fc(x).reshape(b * t, 16))).reshape(b, t, 16)
+            return self.rnn(h)[0]
+    torch.manual_seed(0)
+    net = Net().eval()
+    net.bn.running_mean.uniform_()
+    net.bn.running_var.uniform_(0.5, 2.0)
+    f = io.BytesIO()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(net, (torch.from_numpy(_rand(2, 5, 8)),), f, dynamo=False,
+                          opset_version=opset, input_names=["x"], do_constant_folding=False,
+                          dynamic_axes={"x": {0: "batch"}})
+    _check(f.getvalue(), [_rand(1, 5, 8), _rand(3, 5, 8)])

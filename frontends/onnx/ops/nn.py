@@ -256,12 +256,15 @@ def _channel_shape(x: Value) -> list[int]:
     return [-1] + [1] * (x.rank - 2)
 
 
-@onnx_op("BatchNormalization", since=14)
+@onnx_op("BatchNormalization", since=9)
 def batch_norm(ctx: NodeCtx) -> list[Value]:
     x, e = ctx.req(0), ctx.e
     eps = float(ctx.attr("epsilon", 1e-5))
     momentum = float(ctx.attr("momentum", 0.9))     # only used in training mode
-    if ctx.attr("training_mode", 0):
+    # before 14 the training form was the one with the statistics outputs
+    training = ctx.attr("training_mode", 0) if ctx.version >= 14 else \
+        any(ctx.node.output[1:])
+    if training:
         return _batch_norm_training(ctx, x, eps, momentum)
     args = [ctx.req(i) for i in range(1, 5)]
     if x.rank == 4:
@@ -409,7 +412,7 @@ def mvn(ctx: NodeCtx) -> list[Value]:
 
 
 
-@onnx_op("LpPool", since=18)
+@onnx_op("LpPool", since=11)      # 18 added ceil_mode (read with its default)
 def lp_pool(ctx: NodeCtx) -> list[Value]:
     # (sum of |x|^p over the window)^(1/p): an average pool with padding counted, times the size
     x, e = ctx.req(0), ctx.e
