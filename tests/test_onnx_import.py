@@ -60,19 +60,20 @@ def test_initializers_become_constants_and_inputs_follow_graph_order():
 
 def test_unsupported_ops_are_listed_together_with_their_opset():
     m = model([helper.make_node("StringNormalizer", ["x"], ["a"]),
-               helper.make_node("MaxUnpool", ["x", "x"], ["b"], kernel_shape=[2]),
+               helper.make_node("DeformConv", ["x", "x", "x"], ["b"]),
                helper.make_node("StringNormalizer", ["x"], ["c"])],
               [vi("x", F, [3])], [vi("a", I64, None), vi("b", F, None), vi("c", I64, None)])
     with pytest.raises(OnnxImportError) as info:
         import_onnx(m)
     msg = str(info.value)
-    assert "StringNormalizer (opset 17) x2" in msg and "MaxUnpool (opset 17)" in msg
+    assert "StringNormalizer (opset 17) x2" in msg and "DeformConv (opset 17)" in msg
 
 
 def test_unsupported_attribute_value_fails_naming_it():
-    m = model([helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[2, 2], storage_order=1)],
-              [vi("x", F, [1, 1, 6, 6])], [vi("y", F, None)])
-    with pytest.raises(OnnxImportError, match="storage_order=1"):
+    scales = numpy_helper.from_array(np.array([1, 1, 0.5, 0.5], np.float32), "s")
+    m = model([helper.make_node("Resize", ["x", "", "s"], ["y"], mode="linear", antialias=1)],
+              [vi("x", F, [1, 1, 6, 6])], [vi("y", F, None)], [scales], opset=19)
+    with pytest.raises(OnnxImportError, match="antialias"):
         import_onnx(m)
     m = model([helper.make_node("Relu", ["x"], ["y"], bogus=3)], [vi("x", F, [2])], [vi("y", F, [2])])
     with pytest.raises(OnnxImportError, match="attribute bogus not supported"):
