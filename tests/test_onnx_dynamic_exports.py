@@ -132,3 +132,13 @@ def test_older_opsets_convert_batchnorm_and_lstm(opset):
                           opset_version=opset, input_names=["x"], do_constant_folding=False,
                           dynamic_axes={"x": {0: "batch"}})
     _check(f.getvalue(), [_rand(1, 5, 8), _rand(3, 5, 8)])
+
+
+@pytest.mark.parametrize("args", [dict(stride=2, padding=1, output_padding=1),
+                                  dict(stride=(1, 2, 3), padding=(0, 1, 1), groups=2,
+                                       dilation=(2, 1, 1))])
+def test_conv_transpose_3d_with_a_dynamic_batch(args):
+    torch.manual_seed(0)
+    net = nn.ConvTranspose3d(4, 6, 3, **args)
+    _check(_torchscript(net, _rand(2, 4, 3, 4, 5), {0: "batch"}),
+           [_rand(1, 4, 3, 4, 5), _rand(3, 4, 3, 4, 5)])

@@ -450,6 +450,51 @@ def _conv_transpose_pads(ctx: NodeCtx, sizes, kernel, strides, dil, out_pad) -> 
     return pads
 
 
+def _conv_transpose_3d(ctx: NodeCtx, x: Value, w: Value, b: Value | None) -> Value:
+    """A 3-D transposed convolution: zeros inserted between the input's elements along each
+    spatial axis (stride - 1 of them), padding k_eff - 1 - pad (plus output_padding at the
+    end), then a stride-1 3-D convolution with the kernel flipped and its channel axes swapped
+    per group (the same construction as the 2-D form)."""
+    e = ctx.e
+    nd = 3
+    kernel = list(ctx.attr("kernel_shape", w.shape[2:]))
+    strides = list(ctx.attr("strides", [1] * nd))
+    dil = list(ctx.attr("dilations", [1] * nd))
+    out_pad = list(ctx.attr("output_padding", [0] * nd))
+    g = int(ctx.attr("group", 1))
+    sizes = list(x.shape[2:])
+    pads = _conv_transpose_pads(ctx, sizes, kernel, strides, dil, out_pad)
+    t = x
+    for axis, s in enumerate(strides):
+        if s == 1:
+            continue
+        # interleave s - 1 zeros after every element of this axis: a new unit axis after it,
+        # padded to s, merged back, and the trailing zeros cut
+        a = 2 + axis
+        t = e.emit("expand_dims", [t], axes=[a + 1])
+        grow = [0] * (2 * t.rank)
+        grow[t.rank + a + 1] = s - 1
+        t = e.emit("pad", [t], pads=grow)
+        shape = list(t.shape[:a]) + [t.shape[a] * s] + list(t.shape[a + 2:])
+        t = _reshape_named(e, t, shape)
+        t = e.emit("slice", [t], starts=[0], ends=[(sizes[axis] - 1) * s + 1], axes=[a])
+    full = [0, 0]
+    ends = [0, 0]
+    for i in range(nd):
+        k_eff = (kernel[i] - 1) * dil[i] + 1
+        full.append(k_eff - 1 - pads[i])
+        ends.append(k_eff - 1 - pads[i + nd] + out_pad[i])
+    t = e.emit("pad", [t], pads=full + ends)
+    c, c_out_g = x.shape[1], w.shape[1]
+    kd, kh, kw = kernel
+    wt = e.emit("reshape", [w], shape=[g, c // g, c_out_g, kd, kh, kw])
+    wt = e.emit("transpose", [wt], perm=[0, 2, 1, 3, 4, 5])
+    wt = e.emit("reshape", [wt], shape=[g * c_out_g, c // g, kd, kh, kw])
+    wt = e.emit("slice", [wt], starts=[-1, -1, -1], ends=[-(kd + 1), -(kh + 1), -(kw + 1)],
+                axes=[2, 3, 4], steps=[-1, -1, -1])
+    return _conv3d(ctx, t, wt, b, kernel, [1, 1, 1], dil, g, [0] * 6, ctx.node.output[0])
+
+
 @onnx_op("ConvTranspose")
 def conv_transpose(ctx: NodeCtx) -> list[Value]:
     # a transposed convolution is a stride-1 convolution of the input with s-1 zeros inserted
@@ -457,6 +502,8 @@ def conv_transpose(ctx: NodeCtx) -> list[Value]:
     # channel axes swapped (per group)
     x, w, b, e = ctx.req(0), ctx.req(1), ctx.input(2), ctx.e
     nd = x.rank - 2
+    if nd == 3 and all(isinstance(d, int) for d in x.shape[1:]) and w.type.is_static:
+        return [_conv_transpose_3d(ctx, x, w, b)]
     if nd not in (1, 2) or not (all(isinstance(d, int) for d in x.shape[1:])
                                 and w.type.is_static):
         raise ctx.fail("ConvTranspose needs a 1-D or 2-D input (static but for the batch) "
