@@ -15,6 +15,7 @@ from dlvmrt.diagnostics import attach_source_line
 from isa.errors import DlvmError
 
 from . import (
+    cmd_aot,
     cmd_asm,
     cmd_batch,
     cmd_compile,
@@ -38,6 +39,7 @@ COMMANDS = [
     cmd_import,
     cmd_repl,
     cmd_batch,
+    cmd_aot,
 ]
 
 
