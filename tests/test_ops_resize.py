@@ -20,10 +20,13 @@ CASES = [
     ("nearest", "asymmetric", "sizes", [1, 2, 7, 3]),
     ("linear", "pytorch_half_pixel", "sizes", [1, 2, 1, 9]),
     ("cubic", "half_pixel_symmetric", "sizes", [1, 2, 5, 5]),
+    ("linear", "half_pixel", "scales", [1, 1, 0.5, 0.3], 1),     # antialias
+    ("cubic", "align_corners", "sizes", [1, 2, 3, 2], 1),
 ]
 
 
-def _model(mode: str, transform: str, by: str, target: list, runtime: bool) -> bytes:
+def _model(mode: str, transform: str, by: str, target: list, runtime: bool, antialias: int = 0
+           ) -> bytes:
     arr = np.array(target, np.float32 if by == "scales" else np.int64)
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 4, 6])
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
@@ -31,18 +34,21 @@ def _model(mode: str, transform: str, by: str, target: list, runtime: bool) -> b
                                       [4])
     ins = ["x", "", "t", ""] if by == "scales" else ["x", "", "", "t"]
     node = helper.make_node("Resize", ins, ["y"], mode=mode,
-                            coordinate_transformation_mode=transform)
+                            coordinate_transformation_mode=transform, antialias=antialias)
     inits = [] if runtime else [numpy_helper.from_array(arr, "t")]
     g = helper.make_graph([node], "r", [x, t] if runtime else [x], [y], inits)
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 19)]).SerializeToString()
 
 
-@pytest.mark.parametrize("mode, transform, by, target", CASES)
-def test_runtime_resize_equals_the_import_time_one(mode, transform, by, target):
+@pytest.mark.parametrize("case", CASES, ids=[f"{c[0]}-{c[1]}-{c[2]}-{i}" for i, c in enumerate(CASES)])
+def test_runtime_resize_equals_the_import_time_one(case):
+    mode, transform, by, target = case[:4]
+    aa = case[4] if len(case) > 4 else 0
     x = np.random.default_rng(0).standard_normal((1, 2, 4, 6)).astype(np.float32)
     arr = np.array(target, np.float32 if by == "scales" else np.int64)
-    static = dlvmrt.VM(import_onnx(_model(mode, transform, by, target, False))).run("main", x)[0]
-    module = import_onnx(_model(mode, transform, by, target, True))
+    static = dlvmrt.VM(import_onnx(_model(mode, transform, by, target, False, aa))).run(
+        "main", x)[0]
+    module = import_onnx(_model(mode, transform, by, target, True, aa))
     assert "resize" in [i.op for b in module.functions["main"].blocks for i in b.instrs]
     runtime = dlvmrt.VM(module).run("main", x, arr)[0]
     np.testing.assert_array_equal(runtime, static)

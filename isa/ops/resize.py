@@ -59,22 +59,52 @@ def _nearest(xo: np.ndarray, how: str) -> np.ndarray:
     raise ValueError(how)
 
 
+def _cubic(d: np.ndarray, a: float) -> np.ndarray:
+    """The cubic convolution kernel at distance d."""
+    d = np.abs(d)
+    return np.where(d <= 1, ((a + 2) * d - (a + 3)) * d * d + 1,
+                    np.where(d < 2, ((a * d - 5 * a) * d + 8 * a) * d - 4 * a, 0.0))
+
+
 def _cubic_weights(t: np.ndarray, a: float) -> list[np.ndarray]:
-    def w(d):     # the cubic convolution kernel at distance d
-        d = np.abs(d)
-        return np.where(d <= 1, ((a + 2) * d - (a + 3)) * d * d + 1,
-                        np.where(d < 2, ((a * d - 5 * a) * d + 8 * a) * d - 4 * a, 0.0))
-    return [w(t + 1), w(t), w(1 - t), w(2 - t)]
+    return [_cubic(t + 1, a), _cubic(t, a), _cubic(1 - t, a), _cubic(2 - t, a)]
+
+
+def _antialias_taps(mode: str, xo: np.ndarray, scale: float, cubic_a: float
+                    ) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Downsampling with antialias: the kernel stretched by 1 / scale, so every input position
+    within its support contributes (linear: |d| < 1 / scale; cubic: < 2 / scale), weights
+    normalized to sum 1. Tap k sits at base + k with base = ceil(xo) - 1 (ratio in (0, 1])."""
+    base = np.ceil(xo) - 1
+    ratio = xo - base
+    reach = 1 if mode == "linear" else 2
+    start = int(np.floor(-reach / scale) + 1)
+    offsets = range(start, 2 - start if mode == "cubic" else start + 2 - 2 * start)
+    if mode == "linear":
+        weights = [np.clip(1 - np.abs((k - ratio) * scale), 0, 1) for k in offsets]
+    else:
+        weights = [_cubic((k - ratio) * scale, cubic_a) for k in offsets]
+    total = sum(weights)
+    return [base + k for k in offsets], [w / total for w in weights]
 
 
 def taps_at(mode: str, xo: np.ndarray, n: int, nearest_mode: str = "round_prefer_floor",
-            cubic_a: float = -0.75, exclude_outside: bool = False
-            ) -> list[tuple[np.ndarray, np.ndarray]]:
-    """(indices, weights) per tap for sampling positions `xo` of an axis of size n."""
+            cubic_a: float = -0.75, exclude_outside: bool = False, antialias: bool = False,
+            scale: float = 1.0) -> list[tuple[np.ndarray, np.ndarray]]:
+    """(indices, weights) per tap for sampling positions `xo` of an axis of size n; with
+    `antialias`, a downsampling `scale` < 1 widens linear and cubic kernels."""
     out = xo.size
     if mode == "nearest":
         idx = np.clip(_nearest(xo, nearest_mode), 0, n - 1).astype(np.int64)
         return [(idx, np.ones(out))]
+    if antialias and scale < 1:
+        raw, weights = _antialias_taps(mode, xo, scale, cubic_a)
+        if exclude_outside:
+            weights = [np.where((r < 0) | (r > n - 1), 0.0, w) for r, w in zip(raw, weights)]
+            total = sum(weights)
+            total = np.where(total == 0, 1.0, total)
+            weights = [w / total for w in weights]
+        return [(np.clip(r, 0, n - 1).astype(np.int64), w) for r, w in zip(raw, weights)]
     base = np.floor(xo)
     t = xo - base
     if mode == "linear":
@@ -147,7 +177,7 @@ def resize_ref(attrs, x: np.ndarray, target: np.ndarray) -> np.ndarray:
         bshape[a] = out
         acc = None
         for idx, w in taps_at(attrs["mode"], xo, n, attrs["nearest_mode"], attrs["cubic_coeff_a"],
-                              attrs["exclude_outside"]):
+                              attrs["exclude_outside"], attrs["antialias"], s):
             g = np.take(y, idx, axis=a)
             if attrs["mode"] != "nearest":
                 g = g * w.astype(x.dtype).reshape(bshape)
@@ -172,7 +202,9 @@ OPS = [
                  AttrSpec("exclude_outside", AttrKind.BOOL, False,
                           "outside taps get weight 0, the rest renormalized"),
                  AttrSpec("policy", AttrKind.STR, "stretch",
-                          "keep_aspect_ratio_policy for sizes: stretch, not_larger, not_smaller")),
+                          "keep_aspect_ratio_policy for sizes: stretch, not_larger, not_smaller"),
+                 AttrSpec("antialias", AttrKind.BOOL, False,
+                          "downsampling widens the linear / cubic kernel by 1 / scale")),
           dtypes="x: float (nearest: any); target: float scales or integer sizes",
           extra={"operands": ("x", "target")}),
 ]

@@ -33,13 +33,18 @@ def taps(ctx: NodeCtx, mode: str, out: int, n: int, scale: float,
         xo = original_coords(transform, out, n, scale)
     except ValueError:
         raise ctx.fail(f"coordinate_transformation_mode={transform} is not supported") from None
-    return _taps_at(ctx, mode, xo, n)
+    return _taps_at(ctx, mode, xo, n, scale)
 
 
-def _taps_at(ctx: NodeCtx, mode: str, xo: np.ndarray, n: int) -> list[tuple[np.ndarray,
-                                                                          np.ndarray]]:
+def _antialias(ctx: NodeCtx) -> bool:
+    return ctx.version >= 18 and bool(ctx.attr("antialias", 0))
+
+
+def _taps_at(ctx: NodeCtx, mode: str, xo: np.ndarray, n: int, scale: float = 1.0
+             ) -> list[tuple[np.ndarray, np.ndarray]]:
     return taps_at(mode, xo, n, ctx.attr("nearest_mode", "round_prefer_floor"),
-                   float(ctx.attr("cubic_coeff_a", -0.75)), bool(ctx.attr("exclude_outside", 0)))
+                   float(ctx.attr("cubic_coeff_a", -0.75)), bool(ctx.attr("exclude_outside", 0)),
+                   _antialias(ctx), scale)
 
 
 def _sizes(ctx: NodeCtx, x: Value, axes: list[int]) -> list | None:
@@ -83,7 +88,8 @@ def _runtime_resize(ctx: NodeCtx, x: Value, axes: list[int], mode: str, crop: bo
                       transform=transform,
                       nearest_mode=ctx.attr("nearest_mode", "round_prefer_floor"),
                       cubic_coeff_a=float(ctx.attr("cubic_coeff_a", -0.75)),
-                      exclude_outside=bool(ctx.attr("exclude_outside", 0)), policy=policy)
+                      exclude_outside=bool(ctx.attr("exclude_outside", 0)), policy=policy,
+                      antialias=_antialias(ctx))
 
 
 @onnx_op("Resize", since=13)
@@ -92,8 +98,8 @@ def resize(ctx: NodeCtx) -> list[Value]:
     mode = ctx.attr("mode", "nearest")
     if mode not in ("nearest", "linear", "cubic"):
         raise ctx.fail(f"mode={mode} is not supported")
-    if ctx.version >= 18 and ctx.attr("antialias", 0):
-        raise ctx.fail("antialias is not supported")
+    if _antialias(ctx) and mode == "nearest":
+        raise ctx.fail("antialias applies to linear and cubic modes only")
     crop = ctx.attr("coordinate_transformation_mode", "half_pixel") == "tf_crop_and_resize"
     extrapolation = float(ctx.attr("extrapolation_value", 0.0))
     # exporters write every mode's attributes; those of other modes have no effect
