@@ -71,7 +71,7 @@ def test_unsupported_ops_are_listed_together_with_their_opset():
 
 def test_unsupported_attribute_value_fails_naming_it():
     scales = numpy_helper.from_array(np.array([1, 1, 0.5, 0.5], np.float32), "s")
-    m = model([helper.make_node("Resize", ["x", "", "s"], ["y"], mode="linear", antialias=1)],
+    m = model([helper.make_node("Resize", ["x", "", "s"], ["y"], mode="nearest", antialias=1)],
               [vi("x", F, [1, 1, 6, 6])], [vi("y", F, None)], [scales], opset=19)
     with pytest.raises(OnnxImportError, match="antialias"):
         import_onnx(m)
