@@ -142,3 +142,20 @@ def test_conv_transpose_3d_with_a_dynamic_batch(args):
     net = nn.ConvTranspose3d(4, 6, 3, **args)
     _check(_torchscript(net, _rand(2, 4, 3, 4, 5), {0: "batch"}),
            [_rand(1, 4, 3, 4, 5), _rand(3, 4, 3, 4, 5)])
+
+
+def test_position_ids_sliced_to_a_dynamic_sequence():
+    # BERT's embeddings: a [1, max_len] buffer sliced to [:, :seq] (Slice ends from Shape)
+    class Embed(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.tok, self.pos = nn.Embedding(50, 8), nn.Embedding(32, 8)
+            self.register_buffer("position_ids", torch.arange(32).unsqueeze(0))
+
+        def forward(self, ids):
+            t = ids.shape[1]
+            return self.tok(ids) + self.pos(self.position_ids[:, :t])
+    torch.manual_seed(0)
+    ids = np.random.default_rng(0).integers(0, 50, (2, 6)).astype(np.int64)
+    model = _torchscript(Embed(), ids, {0: "batch", 1: "seq"})
+    _check(model, [ids[:1, :3], np.random.default_rng(1).integers(0, 50, (3, 9)).astype(np.int64)])
