@@ -40,7 +40,7 @@ def known_failures_md(report: Report, jit: str) -> str:
         "",
         "The remaining failures, by kind: element types dlvm does not have (bfloat16, the float8 "
         "and float4 formats, 2- and 4-bit integers, strings: most of the list); ops with no "
-        "record yet (TfIdfVectorizer, DeformConv, the Optional and most Sequence "
+        "record yet (DeformConv, the Optional and most Sequence "
         "ops, ImageDecoder, the string ops, ai.onnx.ml LabelEncoder and TreeEnsemble); "
         "attributes not implemented (MaxUnpool's output_shape beyond the default); random "
         "ops (Dropout in training mode). The count over all 1855 "

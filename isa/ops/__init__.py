@@ -23,13 +23,14 @@ from . import (
     sampling,
     sets,
     signal,
+    text,
     value,
 )
 from .opdef import REQUIRED, AttrKind, AttrSpec, Family, OpDef, Syntax
 
 _FAMILY_FILES = (elementwise, reduce, contraction, nn, pooling, movement, value, control, dynamic,
                  ordering, indexing, einsum, signal, sampling,
-                 sets, linalg, image, detection, resize)
+                 sets, linalg, image, detection, resize, text)
 
 OPS: dict[str, OpDef] = {}
 BY_CODE: dict[int, OpDef] = {}
