@@ -8,10 +8,18 @@ Tiering: every block counts its executions; when a block reaches `hot_threshold`
 on its first execution (jit="always"), the JIT's regions inside it are replaced by compiled
 runners. A runner that cannot run some arguments (guard mismatch, too many variants) returns None
 and the block's original interpreted steps run instead, so the interpreter is always the fallback.
+
+Threads: one VM may be called from many threads at once and gives each the interpreter's
+results. Each call has its own frame, step budget and call depth (RunState, per thread); a
+block tiers up once, under the VM's lock, and its step list is replaced, never changed in place;
+a compiled region runs one call at a time (RegionRunner's lock: it reuses output buffers and
+prepared jobs between calls), so threads overlap in different regions and kernels release the
+GIL. Profile counters are not synchronized: under concurrency they are approximate.
 """
 from __future__ import annotations
 
 import os
+import threading
 import warnings
 from typing import Any
 
@@ -26,6 +34,15 @@ from .loader import ProgramSource, load
 from .profiler import Profiler
 
 JIT_MODES = ("off", "auto", "always")
+
+
+class RunState:
+    """What one thread's run of a VM changes as it goes: the block budget and the call depth."""
+    __slots__ = ("budget", "depth")
+
+    def __init__(self, budget: int):
+        self.budget = budget
+        self.depth = 0
 
 
 class JitWarning(UserWarning):
@@ -61,8 +78,11 @@ class VM:
         if self.max_steps <= 0:
             raise ValueError(f"max_steps must be positive, got {self.max_steps}")
         self.max_call_depth = max_call_depth
-        self.budget = self.max_steps
-        self.depth = 0
+        # What one run changes lives per thread (its step budget and call depth; frames are per
+        # call): one VM may run on many threads at once. What runs share is guarded by
+        # _lock: preparing a function's code, forming regions, installing compiled ones.
+        self._local = threading.local()
+        self._lock = threading.RLock()
         self.profiler = Profiler(trace=trace) if (profile or trace) else None
         self.constants = {name: readonly(c.value) for name, c in
                           self.program.module.constants.items()}
@@ -79,8 +99,35 @@ class VM:
     def code(self, name: str) -> FunctionCode:
         code = self._codes.get(name)
         if code is None:
-            code = self._codes[name] = FunctionCode(self, self.module.functions[name])
+            with self._lock:
+                code = self._codes.get(name)
+                if code is None:
+                    code = self._codes[name] = FunctionCode(self, self.module.functions[name])
         return code
+
+    def run_state(self) -> RunState:
+        """This thread's run state (step budget, call depth)."""
+        st = getattr(self._local, "state", None)
+        if st is None:
+            st = self._local.state = RunState(self.max_steps)
+        return st
+
+    # the running thread's budget and depth (the debugger and tests read them)
+    @property
+    def budget(self) -> int:
+        return self.run_state().budget
+
+    @budget.setter
+    def budget(self, value: int) -> None:
+        self.run_state().budget = value
+
+    @property
+    def depth(self) -> int:
+        return self.run_state().depth
+
+    @depth.setter
+    def depth(self, value: int) -> None:
+        self.run_state().depth = value
 
     # -- running ----------------------------------------------------------------------------
 
@@ -105,8 +152,9 @@ class VM:
             raise Trap(f"@{entry} has no parameter{'s' if len(named) > 1 else ''} "
                        + ", ".join("%" + k for k in named))
         values = [_as_input(v, p.type) for v, p in zip(values, params)]
-        self.budget = self.max_steps
-        self.depth = 0
+        st = self.run_state()
+        st.budget = self.max_steps
+        st.depth = 0
         with np.errstate(all="ignore"):
             outs = self.code(entry).call(values, check_dtype=True)
         return tuple(o if isinstance(o, np.ndarray) else np.asarray(o) for o in outs)
@@ -116,21 +164,34 @@ class VM:
     @property
     def jit(self):
         if self._jit is None:
-            import jit as jit_pkg  # lazily: the interpreter alone never loads llvmlite
-            self._jit = jit_pkg.Jit(**self._jit_options)
+            with self._lock:
+                if self._jit is None:
+                    import jit as jit_pkg  # lazily: the interpreter alone never loads llvmlite
+                    self._jit = jit_pkg.Jit(**self._jit_options)
         return self._jit
 
     def regions(self, fcode: FunctionCode) -> list:
         name = fcode.func.name
         if name not in self._regions:
-            import jit as jit_pkg
-            self._regions[name] = jit_pkg.form_regions(self.module, name, fcode.types)
+            with self._lock:
+                if name not in self._regions:
+                    import jit as jit_pkg
+                    self._regions[name] = jit_pkg.form_regions(self.module, name, fcode.types)
         return self._regions[name]
 
     def tier_up(self, fcode: FunctionCode, blk: BlockCode) -> None:
-        """Replace the JIT regions of a hot block by compiled runners (with fallback)."""
-        blk.tiered = True
+        """Replace the JIT regions of a hot block by compiled runners (with fallback).
+
+        Once per block, whichever thread gets there first; other threads keep running the
+        block's steps they hold (the list is replaced, never changed in place)."""
+        with self._lock:
+            if blk.tiered:
+                return
+            self._tier_up(fcode, blk)
+
+    def _tier_up(self, fcode: FunctionCode, blk: BlockCode) -> None:
         if self.jit_mode == "off":
+            blk.tiered = True
             return
         try:
             self._install_regions(fcode, blk)
@@ -139,6 +200,8 @@ class VM:
             warnings.warn(f"JIT disabled for @{fcode.func.name} block {blk.label}, which keeps "
                           f"running on the interpreter: {type(e).__name__}: {e}", JitWarning,
                           stacklevel=2)
+        finally:
+            blk.tiered = True
 
     def _install_regions(self, fcode: FunctionCode, blk: BlockCode) -> None:
         regions = [r for r in self.regions(fcode) if r.block == blk.index]

@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import sys
+import threading
 import warnings
 from typing import Any
 
@@ -100,6 +101,10 @@ class RegionRunner:
         self._head_attrs: dict = {}
         self._packs: dict[tuple, tuple] = {}   # (input index, side) -> (constant, its packed form)
         self._store: store_epilogue.StorePattern | None = None
+        # One call at a time: a call hands out output buffers it reuses between calls (_Call.bufs
+        # and .spare), prepared jobs and packed constants. Threads sharing a VM run different
+        # regions at once; the same region, one after the other (its kernel is parallel itself).
+        self._lock = threading.Lock()
 
     # ---- setup ---------------------------------------------------------------------------
 
@@ -230,15 +235,16 @@ class RegionRunner:
     # ---- calls ---------------------------------------------------------------------------
 
     def __call__(self, args: list[np.ndarray]) -> list[np.ndarray] | None:
-        self.calls += 1
-        try:
-            out = self._run(args)
-        except Decline as d:
-            self.fallbacks += 1
-            self.last_reason = str(d)
-            return None
-        self.compiled_calls += 1
-        return out
+        with self._lock:
+            self.calls += 1
+            try:
+                out = self._run(args)
+            except Decline as d:
+                self.fallbacks += 1
+                self.last_reason = str(d)
+                return None
+            self.compiled_calls += 1
+            return out
 
     def _run(self, args: list[np.ndarray]) -> list[np.ndarray]:
         if self.kernel is None:
