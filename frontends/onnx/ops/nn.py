@@ -334,18 +334,24 @@ def layer_norm(ctx: NodeCtx) -> list[Value]:
     return [e.emit("layer_norm", args, ctx.node.output[0], axis=axis, epsilon=eps)]
 
 
-@onnx_op("GroupNormalization", since=21)
+@onnx_op("GroupNormalization", since=18)
 def group_norm(ctx: NodeCtx) -> list[Value]:
     x, scale, bias, e = ctx.req(0), ctx.req(1), ctx.req(2), ctx.e
     g = int(ctx.attr("num_groups"))
     eps = float(ctx.attr("epsilon", 1e-5))
-    if ctx.attr("stash_type", 1) != 1:
+    if ctx.version >= 21 and ctx.attr("stash_type", 1) != 1:
         raise ctx.fail("stash_type other than float is not supported")
-    if not x.type.is_static:
-        raise ctx.fail("GroupNormalization needs static shapes")
-    n = x.shape[0]
-    y = _normalize(e, e.emit("reshape", [x], shape=[n, g, -1]), [2], eps)
-    y = e.emit("reshape", [y], shape=list(x.shape))
+    if not all(isinstance(d, int) for d in x.shape[1:]):
+        raise ctx.fail("GroupNormalization needs static shapes but for the batch")
+    n, c = x.shape[0], x.shape[1]
+    if ctx.version < 21 and c != g:
+        # GroupNormalization-18 scales and shifts per group: spread each over its channels
+        spread = known(np.arange(c, dtype=np.int64) // (c // g))
+        scale = e.emit("gather", [scale, spread], axis=0)
+        bias = e.emit("gather", [bias, spread], axis=0)
+    rest = int(np.prod(x.shape[1:], dtype=np.int64)) // g
+    y = _normalize(e, _reshape_named(e, x, [n, g, rest]), [2], eps)
+    y = _reshape_named(e, y, list(x.shape))
     y = e.emit("mul", [y, e.emit("reshape", [scale], shape=_channel_shape(x))])
     return [e.emit("add", [y, e.emit("reshape", [bias], shape=_channel_shape(x))])]
 

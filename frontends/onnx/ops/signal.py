@@ -59,7 +59,7 @@ def stft(ctx: NodeCtx) -> list[Value]:
                    onesided=bool(ctx.attr("onesided", 1)))]
 
 
-@onnx_op("GridSample", since=20)
+@onnx_op("GridSample", since=16)     # 20 renamed the modes and added N-d
 def grid_sample(ctx: NodeCtx) -> list[Value]:
     mode = str(ctx.attr("mode", "linear"))
     mode = {"bilinear": "linear", "bicubic": "cubic"}.get(mode, mode)   # opset 16 names
