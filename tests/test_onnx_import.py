@@ -249,3 +249,15 @@ def test_quantize_rounds_half_to_even_and_saturates_then_dequantizes():
     # x / 2 = 0.5, 1.5, 2.5, -1.5 round to 0, 2, 2, -2 (ties to even), then + 1; +-500 saturate
     np.testing.assert_array_equal(q, np.array([1, 3, 3, -1, 127, -128], np.int8))
     np.testing.assert_array_equal(y, (q.astype(np.float32) - 1) * 2)
+
+
+@pytest.mark.parametrize("opset, per", [(18, 2), (21, 6)])
+def test_group_normalization_18_scales_per_group_21_per_channel(opset, per):
+    from onnx.reference import ReferenceEvaluator
+    s = numpy_helper.from_array(np.arange(1, per + 1).astype(np.float32), "s")
+    b = numpy_helper.from_array(np.arange(per).astype(np.float32) * 0.5, "b")
+    m = model([helper.make_node("GroupNormalization", ["x", "s", "b"], ["y"], num_groups=2)],
+              [vi("x", F, ["N", 6, 3, 3])], [vi("y", F, None)], [s, b], opset=opset)
+    x = np.random.default_rng(0).standard_normal((3, 6, 3, 3)).astype(np.float32)
+    want = ReferenceEvaluator(m).run(None, {"x": x})[0]
+    np.testing.assert_allclose(dlvmrt.VM(import_onnx(m)).run("main", x)[0], want, atol=1e-5)
