@@ -159,3 +159,9 @@ def test_position_ids_sliced_to_a_dynamic_sequence():
     ids = np.random.default_rng(0).integers(0, 50, (2, 6)).astype(np.int64)
     model = _torchscript(Embed(), ids, {0: "batch", 1: "seq"})
     _check(model, [ids[:1, :3], np.random.default_rng(1).integers(0, 50, (3, 9)).astype(np.int64)])
+
+
+def test_local_response_norm_and_group_norm_with_a_dynamic_batch():
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Conv2d(3, 8, 3), nn.LocalResponseNorm(3), nn.GroupNorm(4, 8))
+    _check(_torchscript(net, _rand(2, 3, 8, 8), {0: "batch"}), [_rand(1, 3, 8, 8), _rand(3, 3, 8, 8)])

@@ -567,16 +567,16 @@ def lrn(ctx: NodeCtx) -> list[Value]:
     size = int(ctx.attr("size"))
     alpha, beta = float(ctx.attr("alpha", 1e-4)), float(ctx.attr("beta", 0.75))
     bias = float(ctx.attr("bias", 1.0))
-    if not x.type.is_static or x.rank < 3:
-        raise ctx.fail("LRN needs a static (N, C, ...) input")
+    if x.rank < 3 or not all(isinstance(d, int) for d in x.shape[1:]):
+        raise ctx.fail("LRN needs an (N, C, ...) input, static but for the batch")
     n, c = x.shape[0], x.shape[1]
     rest = int(np.prod(x.shape[2:]))
-    sq = e.emit("reshape", [e.emit("mul", [x, x])], "sq", shape=[n, 1, c, rest])
+    sq = _reshape_named(e, e.emit("mul", [x, x]), [n, 1, c, rest])
     lo, hi = (size - 1) // 2, size - 1 - (size - 1) // 2
     pooled = e.emit("avgpool2d", [sq], kernel=[size, 1], strides=[1, 1], pads=[lo, 0, hi, 0],
                     count_include_pad=True)
     sums = e.emit("mul", [pooled, scalar(float(size), x)])
-    sums = e.emit("reshape", [sums], shape=list(x.shape))
+    sums = _reshape_named(e, sums, list(x.shape))
     den = e.emit("add", [e.emit("mul", [sums, scalar(alpha / size, x)]), scalar(bias, x)])
     return [e.emit("div", [x, e.emit("pow", [den, scalar(beta, x)])], ctx.node.output[0])]
 
