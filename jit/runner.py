@@ -148,8 +148,11 @@ class RegionRunner:
         if mm_shape is not None and not any(o.node == self._product_node() for o in k.outputs):
             src = next(i for i, t in enumerate(k.inputs) if t.source < 0)
             for j, o in enumerate(k.outputs):
+                # in place only where each element is written once: an output broadcast over
+                # a larger domain (a dot product beside a dead use of a bigger value) would
+                # read back what it wrote and apply the epilogue again and again
                 if o.dtype == k.inputs[src].dtype and plan.out_shapes[j] == mm_shape and \
-                        plan.spec.outputs[j] == plan.spec.inputs[src]:
+                        plan.spec.outputs[j] == plan.spec.inputs[src] and all(plan.spec.outputs[j]):
                     mm_out = j
                     break
             if mm_out >= 0:
@@ -433,7 +436,9 @@ class RegionRunner:
             # a stack of rows times one matrix is one 2-D product; np.matmul with out= on a
             # stacked operand loops over the stack outside BLAS (3-4x slower for MiniLM's
             # [1, 32, 384] x [384, 1536])
-            a, o2 = a.reshape(-1, a.shape[-1]), out.reshape(-1, out.shape[-1])
+            # (the row count spelled out: reshape cannot infer -1 when a dim is 0, K = 0 or N = 0)
+            rows = math.prod(a.shape[:-1])
+            a, o2 = a.reshape(rows, a.shape[-1]), out.reshape(rows, out.shape[-1])
         else:
             o2 = out
         g = None
