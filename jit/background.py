@@ -12,8 +12,8 @@ Keys deduplicate: a region that keeps running interpreted while its kernel compi
 every call, and gets the one task already queued.
 
 Processes: the thread is a daemon, so a compile in flight never keeps a process alive; at exit
-queued tasks are dropped and the one running (an LLVM call that has released the GIL) is given
-a moment to finish, so LLVM is not torn down under it. A forked child starts with an empty
+queued tasks are dropped and exit waits for the LLVM call in flight (not the whole task), so
+LLVM is not torn down under it. A forked child starts with an empty
 compiler (the parent's thread does not exist there); its tasks run on a thread of its own.
 """
 from __future__ import annotations
@@ -26,8 +26,9 @@ import threading
 import time
 from collections.abc import Callable, Hashable
 
-# how long interpreter exit waits for the compile in flight (one kernel: tens of milliseconds)
-EXIT_GRACE_S = 2.0
+# the longest interpreter exit waits for the LLVM call in flight (one kernel's optimization or
+# code generation: milliseconds to a few seconds)
+EXIT_LLVM_WAIT_S = 60.0
 # the GIL's switch interval while compiles run (Python's default is 5 ms)
 SWITCH_INTERVAL_S = 0.0005
 
@@ -111,21 +112,15 @@ class BackgroundCompiler:
                         self._saved_switch = None
                     self._cond.notify_all()
 
-    def close(self, grace: float = EXIT_GRACE_S) -> None:
-        """Drop queued tasks and stop taking new ones; wait up to `grace` seconds for the one
-        running."""
+    def close(self) -> None:
+        """Drop queued tasks and stop taking new ones (the task running finishes, or is parked
+        by _at_exit)."""
         with self._cond:
             self._closed = True
             for key, _ in self._queue:
                 self._keys.discard(key)
             self._queue.clear()
             self._cond.notify_all()
-            deadline = time.monotonic() + grace
-            while self._running:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    break
-                self._cond.wait(left)
 
 
 _compiler = BackgroundCompiler()
@@ -175,6 +170,14 @@ def _after_fork_in_child() -> None:
 
 def _at_exit() -> None:
     _compiler.close()
+    # A compile still running would be inside LLVM while the process exits and LLVM's static
+    # data is destroyed under it (an assertion or a segfault in the code generator). Waiting
+    # for the whole task could take seconds; instead exit waits for the LLVM call in flight
+    # (one optimization or code generation) and then keeps LLVM's lock for good: the task can
+    # only go on in Python, which stops at exit, or block on the lock.
+    lock = _llvm_lock()
+    if lock is not None:
+        lock.acquire(timeout=EXIT_LLVM_WAIT_S)
 
 
 os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_in_parent,

@@ -224,3 +224,30 @@ print("child", os.waitstatus_to_exitcode(status))
 """, timeout=120)
     assert p.returncode == 0, p.stderr
     assert "child 0" in p.stdout, p.stdout + p.stderr
+
+
+def test_exit_during_an_llvm_call_is_clean(tmp_path):
+    # exit while the compiler thread is inside LLVM (its lock held): LLVM must not be torn
+    # down under the compile (this aborted in LLVM's code generator)
+    p = _run(f"""
+os.environ["DLVM_CACHE_DIR"] = {str(tmp_path)!r}
+from isa.builder import ModuleBuilder
+import jit.llvm.target as target
+mb = ModuleBuilder("long")
+f = mb.function("main", [("x", "f32[N, 64]")], ["f32[N, 64]"])
+h = f.arg("x")
+for i in range(400):
+    h = f.tanh(f.add(f.mul(h, 0.5), f.exp(f.neg(h))))
+f.ret(h)
+vm = dlvmrt.VM(mb.finish(), jit="auto")
+x = np.ones((8, 64), np.float32)
+for _ in range(3):
+    vm.run("main", x)
+    vm.wait_compiled(0.01)
+deadline = time.monotonic() + 60
+while not target._lock.locked() and time.monotonic() < deadline:
+    vm.run("main", x)
+print("in llvm", target._lock.locked(), flush=True)
+""", timeout=120)
+    assert p.returncode == 0, (p.returncode, p.stderr[-2000:])
+    assert "in llvm True" in p.stdout
