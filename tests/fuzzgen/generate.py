@@ -194,8 +194,10 @@ class Gen:
         shape = v.shape if isinstance(w, str) else tuple(np.broadcast_shapes(v.shape, w.shape))
         wname = w if isinstance(w, str) else f"%{w.name}"
         exact = v.exact and wexact
-        if op in ("div", "mod") and not wexact:
-            op = "mul"              # an inexact divisor near 0 may change sign between the tiers
+        if (op == "div" and not wexact) or (op == "mod" and not exact):
+            # an inexact divisor near 0 may change sign between the tiers, and mod jumps by
+            # the divisor where an inexact dividend crosses a multiple of it
+            op = "mul"
         if op == "pow" and not (exact or isinstance(w, str)):
             # a negative base to an inexact power: NaN in one tier, a number in the other
             v = self.emit(f"abs %{v.name}", Val(self.fresh(), v.dtype, v.shape, False, v.bound))
