@@ -146,6 +146,10 @@ class Gen:
     # ---- instructions ----------------------------------------------------------------------
 
     def squash(self, v: Val) -> Val:
+        if not v.exact and v.bound > 16:
+            # only the squashed value stays usable: sin of a large inexact value, or anything
+            # that subtracts two of them, would turn its relative error into any difference
+            self.pool = [w for w in self.pool if w is not v]
         op = self.pick(SQUASH_UNARY[:2])
         return self.emit(f"{op} %{v.name}", Val(self.fresh(), v.dtype, v.shape, False, 1.0))
 
