@@ -20,7 +20,7 @@ from frontends.base.errors import unsupported_report
 from frontends.base.names import Namer, sanitize
 from frontends.base.values import Emitter, Value
 from isa.builder import ModuleBuilder
-from isa.dtypes import DType, dtype_from_numpy
+from isa.dtypes import DType
 from isa.module import Module, Reg
 from isa.types import Dim, TensorType
 
@@ -31,13 +31,14 @@ class TorchEmitter(Emitter):
     error = TorchImportError
 
 
+_DTYPES = {"float32": DType.F32, "float64": DType.F64, "float16": DType.F16,
+           "int64": DType.I64, "int32": DType.I32, "int16": DType.I16, "int8": DType.I8,
+           "uint8": DType.U8, "bool": DType.BOOL}
+
+
 def torch_dtype(dt: Any) -> DType:
-    import torch
-    try:
-        npdt = torch.empty((), dtype=dt).numpy().dtype
-    except (TypeError, RuntimeError):
-        npdt = None
-    d = dtype_from_numpy(npdt) if npdt is not None else None
+    """The dlvm dtype of a torch dtype (a fixed table: this runs under fake-tensor modes too)."""
+    d = _DTYPES.get(str(dt).removeprefix("torch."))
     if d is None:
         raise TorchImportError(f"torch dtype {dt} has no dlvm equivalent")
     return d
@@ -212,8 +213,8 @@ def import_exported(ep: Any, name: str | None = None,
     fb = mb.function("main", params, [])
     e = TorchEmitter(mb, fb, regs, consts)
     for node, target, arr in pending_consts:
-        v = Value(TensorType(dtype_from_numpy(arr.dtype), arr.shape), None, arr)
-        env[node] = v
+        if node.users:        # unused buffers (BatchNorm's step count) are left out
+            env[node] = e.constant(target, arr)
     low = Lowerer(e, env, dims)
     outs = low.run(gm.graph)
     results = []
