@@ -635,3 +635,43 @@ def _dropout(lo: Lowerer, x: Value, p: float = 0.5, train: Any = False) -> Any:
     if train:
         raise TorchImportError("dropout in training mode is not supported (call model.eval())")
     return x if "native" not in lo.node.target.__name__ else (x, None)
+
+
+@lowers("aten.elu.default")
+def _elu(lo: Lowerer, a: Value, alpha: float = 1.0, scale: float = 1.0,
+         input_scale: float = 1.0) -> Value:
+    dt = a.dtype
+    neg = lo.emit("mul", [lo.emit("sub", [lo.emit("exp", [lo.emit("mul", [
+        a, lo.tensor(input_scale, dt)])]), lo.tensor(1.0, dt)]), lo.tensor(alpha, dt)])
+    r = lo.emit("select", [lo.emit("gt", [a, lo.tensor(0, dt)]), a, neg])
+    return r if scale == 1 else lo.emit("mul", [r, lo.tensor(scale, dt)])
+
+
+@lowers("aten.any.dim", "aten.any.dims", "aten.any.default", "aten.all.dim", "aten.all.default")
+def _any_all(lo: Lowerer, x: Value, dims: Any = None, keepdim: bool = False) -> Value:
+    if isinstance(dims, int):
+        dims = [dims]
+    axes = None if not dims else [_axis(d, x.rank) for d in dims]
+    b = lo.cast(lo.emit("ne", [x, lo.tensor(0, x.dtype)]), DType.I32) if x.dtype != DType.BOOL \
+        else lo.cast(x, DType.I32)
+    kind = "reduce_max" if "any" in lo.node.target.__name__ else "reduce_min"
+    return lo.cast(lo.emit(kind, [b], axes=axes, keepdims=bool(keepdim)), DType.BOOL)
+
+
+@lowers("aten.native_group_norm.default")
+def _group_norm(lo: Lowerer, x: Value, w: Value | None, b: Value | None, n: Any, c: int,
+                hw: Any, groups: int, eps: float) -> tuple:
+    rest = x.shape[1:]
+    if not all(isinstance(d, int) for d in rest):
+        raise TorchImportError("group norm over symbolic channel or spatial dims is not supported")
+    per = int(np.prod(rest)) // groups
+    g = lo.emit("reshape", [x], shape=[-1, groups, per])
+    g = lo.emit("layer_norm", [g], axis=2, epsilon=float(eps))
+    r = lo.emit("reshape", [g], shape=[-1, *rest])
+    shape = [c] + [1] * (x.rank - 2)
+    if w is not None:
+        r = lo.emit("mul", [r, lo.emit("reshape", [w], shape=shape)])
+    if b is not None:
+        r = lo.emit("add", [r, lo.emit("reshape", [b], shape=shape)])
+    out = lo.out_type(0)
+    return (Value(out, r.operand, r.const), None, None)
