@@ -122,7 +122,9 @@ class Emitter:
         except OpTypeError as e:
             shown = ", ".join(str(t) for t in types)
             raise self.error(f"{op}({shown}): {e}") from None
+        # a result with named dims (a constant broadcast to the batch) is sized at run time
         if all(a.known for a in args) and opdef.reference is not None and \
+                all(t.is_static for t in results) and \
                 opdef.family is not Family.CONTROL and \
                 all(a.const.size <= FOLD_LIMIT for a in args):
             try:

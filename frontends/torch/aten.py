@@ -625,8 +625,12 @@ def _getitem(lo: Lowerer, xs: Any, i: int) -> Any:
     return xs[i]
 
 
-@lowers("aten.sym_size.int")
-def _sym_size(lo: Lowerer, x: Value, dim: int) -> Any:
+@lowers("aten.sym_size.int", "aten.sym_numel.default", "_operator.mul", "_operator.add",
+        "_operator.sub", "_operator.floordiv", "_operator.truediv", "_operator.mod",
+        "_operator.neg", "torch.sym_max", "torch.sym_min", "torch.sym_float", "torch.sym_int")
+def _sym_size(lo: Lowerer, *_: Any) -> Any:
+    """Size arithmetic: its value is torch's symbolic size (reshapes and expands take their
+    result shapes from the node's meta, where these sizes are already named dims)."""
     return lo.node.meta.get("val")
 
 
