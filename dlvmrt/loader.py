@@ -54,5 +54,8 @@ def load(source: ProgramSource, *, limits=None) -> Program:
             if not e.message.startswith(str(path)):
                 e.message = f"{path}: {e.message}"
             raise
+    if path.suffix == ".pt2":       # a saved torch.export program (the torch extra)
+        from frontends.torch import load_pt2
+        return Program.from_module(load_pt2(path))
     import assembler
     return Program.from_module(assembler.assemble_file(str(path)))

@@ -28,7 +28,28 @@ from .errors import TorchImportError
 
 
 class TorchEmitter(Emitter):
+    """The shared emitter; parameters stay known arrays (so that transposes and casts of weights
+    fold at import) and become module constants under their own names only where used."""
     error = TorchImportError
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.names: dict[int, str] = {}
+
+    def parameter(self, name: str, arr: np.ndarray) -> Value:
+        v = Value(TensorType(torch_dtype(_np_to_torch_name(arr.dtype)), tuple(arr.shape)),
+                  None, arr)
+        self.names[id(arr)] = name
+        return v
+
+    def materialize(self, v: Value, hint: str = "c") -> Any:
+        if v.operand is None and v.const is not None:
+            hint = self.names.get(id(v.const), hint)
+        return super().materialize(v, hint)
+
+
+def _np_to_torch_name(dt: np.dtype) -> str:
+    return "bool" if dt == np.bool_ else str(dt)
 
 
 _DTYPES = {"float32": DType.F32, "float64": DType.F64, "float16": DType.F16,
@@ -156,11 +177,15 @@ def check_supported(graph: Any) -> None:
 
 def import_exported(ep: Any, name: str | None = None,
                     user_dims: list[dict[int, str]] | None = None) -> Module:
+    import warnings
+
     import torch
     from torch.export.graph_signature import InputKind
 
     from .aten import Lowerer
-    ep = ep.run_decompositions()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)     # torch's own pytree deprecations
+        ep = ep.run_decompositions()
     gm = ep.graph_module
     check_supported(gm.graph)
     mb = ModuleBuilder(sanitize(name or "torch_model", "m"))
@@ -213,8 +238,7 @@ def import_exported(ep: Any, name: str | None = None,
     fb = mb.function("main", params, [])
     e = TorchEmitter(mb, fb, regs, consts)
     for node, target, arr in pending_consts:
-        if node.users:        # unused buffers (BatchNorm's step count) are left out
-            env[node] = e.constant(target, arr)
+        env[node] = e.parameter(target, arr)
     low = Lowerer(e, env, dims)
     outs = low.run(gm.graph)
     results = []
@@ -254,12 +278,21 @@ def import_torch(model: Any, example_args: Any = (), dynamic_shapes: Any = None,
 
 
 def load_pt2(path: str | os.PathLike, name: str | None = None) -> Module:
+    import warnings
+
     import torch
     p = os.fspath(path)
     try:
-        ep = torch.export.load(p)
-    except FileNotFoundError:
-        raise TorchImportError(f"cannot read {p}: no such file") from None
+        with open(p, "rb") as f:
+            magic = f.read(4)
+    except OSError as e:
+        raise TorchImportError(f"cannot read {p}: {e.strerror or e}") from None
+    if magic != b"PK\x03\x04":      # checked here: torch logs a traceback for a non-archive
+        raise TorchImportError(f"{p} is not a saved torch.export program (not a .pt2 archive)")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)   # torch's own pytree deprecations
+            ep = torch.export.load(p)
     except Exception as e:  # noqa: BLE001 - a corrupt archive raises many types
         raise TorchImportError(f"{p} is not a saved torch.export program "
                                f"({type(e).__name__}: {e})") from None
