@@ -136,9 +136,20 @@ def export_program(model: Any, example_args: Any, dynamic_shapes: Any):
                                ) from e
 
 
+def _library_dirs() -> tuple[str, ...]:
+    import torch
+    return (os.path.dirname(torch.__file__) + os.sep,
+            os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep)
+
+
+_LIBRARY_DIRS: tuple[str, ...] = ()
+
+
 def source_line(node: Any) -> str:
     """Where the user's code made `node`: 'file.py:12', the innermost frame of the export's stack
     trace outside torch itself (torch.nn's own modules are not where the user can act)."""
+    global _LIBRARY_DIRS
+    _LIBRARY_DIRS = _LIBRARY_DIRS or _library_dirs()
     st = node.meta.get("stack_trace") or ""
     last = ""
     for line in st.splitlines():
@@ -149,7 +160,7 @@ def source_line(node: Any) -> str:
             except ValueError:
                 continue
             where = f"{os.path.basename(f)}:{rest.split(',')[0]}"
-            if f"{os.sep}torch{os.sep}" not in f or not last:
+            if not f.startswith(_LIBRARY_DIRS) or not last:
                 last = where
     return last
 
