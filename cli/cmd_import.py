@@ -7,11 +7,16 @@ from .common import UsageError
 def register(sub) -> None:
     s = sub.add_parser("import", help="import an ONNX model or a torch.export .pt2 as .dlbc")
     s.add_argument("model", help="the .onnx model, or a .pt2 saved by torch.export.save")
-    s.add_argument("-o", "--output", required=True, help="the .dlbc to write")
+    s.add_argument("-o", "--output", help="the .dlbc to write (default: beside the model, "
+                   "model.dlbc)")
     s.set_defaults(fn=run)
 
 
 def run(a) -> int:
+    import os
+
+    if a.output is None:
+        a.output = os.path.splitext(a.model)[0] + ".dlbc"
     if a.model.endswith(".pt2"):
         return _run_torch(a)
     from frontends.onnx import import_to_file

@@ -12,7 +12,8 @@ from .common import UsageError, load_program, parse_dims, read_inputs
 
 def register(sub) -> None:
     s = sub.add_parser("run", help="run a program (inputs from --inputs or random by signature)")
-    s.add_argument("prog", help="the .dlasm or .dlbc program")
+    s.add_argument("prog", help="the .dlasm, .dlbc or .onnx program (ONNX is imported on the fly), "
+                   "or a directory `dlvm aot` wrote")
     s.add_argument("--entry", default="main", help="the function to run (default: main)")
     s.add_argument("--inputs", help=".npz with one array per parameter name (without %%)")
     s.add_argument("--out", help="save results to .npz as out0, out1, ...")
@@ -30,6 +31,9 @@ def register(sub) -> None:
 
 
 def run(a) -> int:
+    from dlvmrt.aot import is_library_dir
+    if is_library_dir(a.prog):
+        return _run_library(a)
     from dlvmrt.inputs import make_inputs
     from dlvmrt.vm import VM
     program = load_program(a.prog)
@@ -75,6 +79,38 @@ def run(a) -> int:
             vm.profiler.write_trace(a.trace)
         except OSError as e:
             raise UsageError(f"cannot write {a.trace}: {e.strerror or e}") from None
+    return 0
+
+
+def _run_library(a) -> int:
+    """`dlvm run DIR`: a library `dlvm aot` built, with the same inputs and outputs as a VM run."""
+    import json
+    from pathlib import Path
+
+    from dlvmrt.aot import load
+    from dlvmrt.inputs import make_inputs
+    from isa.module import Function, Param
+    from isa.types import parse_type
+    lib = load(a.prog)
+    info = json.loads((Path(a.prog) / "dlvm_aot.json").read_text())["functions"].get(a.entry)
+    if info is None:
+        raise UsageError(f"{a.prog} has no function @{a.entry} (it has: "
+                         + ", ".join("@" + f for f in lib.functions) + ")")
+    if a.inputs:
+        inputs = read_inputs(a.inputs)
+    else:
+        func = Function(a.entry, [Param(p["name"], parse_type(p["type"])) for p in info["params"]])
+        inputs = make_inputs(func, parse_dims(a.dim), a.seed)
+    outs = None
+    for _ in range(max(a.repeat, 1)):
+        outs = lib.run(a.entry, **inputs)
+    if a.out:
+        try:
+            np.savez(a.out, **{f"out{i}": o for i, o in enumerate(outs)})
+        except OSError as e:
+            raise UsageError(f"cannot write {a.out}: {e.strerror or e}") from None
+    elif not a.quiet:
+        _print_results(outs)
     return 0
 
 

@@ -14,11 +14,33 @@ from dlvmrt.devices import DeviceUnavailable
 from dlvmrt.diagnostics import attach_source_line
 from isa.errors import DlvmError
 
-from . import cmd_asm, cmd_compile, cmd_disasm, cmd_import, cmd_opt, cmd_repl, cmd_run, cmd_verify
+from . import (
+    cmd_aot,
+    cmd_asm,
+    cmd_batch,
+    cmd_compile,
+    cmd_disasm,
+    cmd_import,
+    cmd_opt,
+    cmd_repl,
+    cmd_run,
+    cmd_verify,
+)
 from .common import UsageError
 
 # The order `dlvm --help` lists them in. A new subcommand is a new module plus one entry here.
-COMMANDS = [cmd_asm, cmd_disasm, cmd_verify, cmd_run, cmd_opt, cmd_compile, cmd_import, cmd_repl]
+COMMANDS = [
+    cmd_asm,
+    cmd_disasm,
+    cmd_verify,
+    cmd_run,
+    cmd_opt,
+    cmd_compile,
+    cmd_import,
+    cmd_repl,
+    cmd_batch,
+    cmd_aot,
+]
 
 
 def build_parser() -> argparse.ArgumentParser:

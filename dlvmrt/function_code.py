@@ -118,9 +118,10 @@ class FunctionCode:
         r[BINDINGS_SLOT] = bindings
         for slot, a in zip(self.layout.param_slots, args):
             r[slot] = a
-        vm.depth += 1
-        if vm.depth > vm.max_call_depth:
-            vm.depth -= 1
+        st = vm.run_state()     # this thread's: one VM may run on many threads at once
+        st.depth += 1
+        if st.depth > vm.max_call_depth:
+            st.depth -= 1
             raise ResourceExhausted(f"call depth exceeds {vm.max_call_depth} (in @{self.func.name})")
         blocks = self.blocks
         blk = blocks[0]
@@ -128,10 +129,10 @@ class FunctionCode:
         try:
             while True:
                 blk.count += 1
-                if blk.count == vm.hot_threshold and not blk.tiered:
+                if blk.count >= vm.hot_threshold > 0 and not blk.tiered:
                     vm.tier_up(self, blk)
-                vm.budget -= 1
-                if vm.budget < 0:
+                st.budget -= 1
+                if st.budget < 0:
                     raise ResourceExhausted(f"the program ran more than {vm.max_steps} blocks "
                                             f"(raise max_steps / --max-steps if that is expected)")
                 step = None
@@ -150,7 +151,7 @@ class FunctionCode:
         except BaseException as e:
             raise self.locate(e, blk, step) from (None if isinstance(e, DlvmError) else e)
         finally:
-            vm.depth -= 1
+            st.depth -= 1
         return outs
 
     def locate(self, e: BaseException, blk: BlockCode, step) -> BaseException:

@@ -27,7 +27,7 @@ def is_bytecode(data: bytes) -> bool:
 
 
 def load(source: ProgramSource, *, limits=None) -> Program:
-    """A verified Program from a `.dlasm`/`.dlbc` path, bytecode bytes, a Module or a Program.
+    """A verified Program from a `.dlasm`/`.dlbc`/`.onnx` path, bytecode bytes, a Module or a Program.
 
     Raises MalformedError (bad text or bytes), InvalidError (the verifier), ResourceExhausted
     (bytecode limits); never executes anything.
@@ -54,8 +54,21 @@ def load(source: ProgramSource, *, limits=None) -> Program:
             if not e.message.startswith(str(path)):
                 e.message = f"{path}: {e.message}"
             raise
+    if path.suffix.lower() == ".onnx":
+        return Program.from_module(_import_onnx(path, data))
     if path.suffix == ".pt2":       # a saved torch.export program (the torch extra)
         from frontends.torch import load_pt2
         return Program.from_module(load_pt2(path))
     import assembler
     return Program.from_module(assembler.assemble_file(str(path)))
+
+
+def _import_onnx(path: Path, data: bytes) -> Module:
+    """An ONNX model imported on the fly (`dlvm run model.onnx`, the REPL's `:load`)."""
+    try:
+        from frontends.onnx import import_onnx
+    except ImportError as e:
+        raise MalformedError(f"{path}: running an ONNX model needs the onnx extra "
+                             f"(pip install 'dlvm[onnx]'): {e}") from None
+    del data                  # read again by onnx, so that its errors name the file
+    return import_onnx(str(path), name=path.stem)

@@ -104,7 +104,14 @@ def _const_step(attrs, o: int) -> Step:
     t: TensorType = attrs["type"]
     ref = OPS["const"].reference
     if t.is_static:
-        value = readonly(ref(attrs))
+        try:
+            value = readonly(ref(attrs))
+        except (MemoryError, ValueError):
+            # too large to hold: made (and failing as out of memory, at this instruction) when
+            # it runs, as any other allocation, not while the function is prepared
+            def too_large_const(r):
+                r[o] = ref(attrs)
+            return too_large_const
         def static_const(r):
             r[o] = value
         return static_const

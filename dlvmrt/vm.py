@@ -8,11 +8,32 @@ Tiering: every block counts its executions; when a block reaches `hot_threshold`
 on its first execution (jit="always"), the JIT's regions inside it are replaced by compiled
 runners. A runner that cannot run some arguments (guard mismatch, too many variants) returns None
 and the block's original interpreted steps run instead, so the interpreter is always the fallback.
+
+The default mode is the tiered "auto" ($DLVM_JIT overrides it), and it never waits for LLVM:
+forming a hot block's regions and compiling their kernels happen on the process's background
+compiler thread (jit/background.py) while the interpreter keeps running the block; each compiled
+kernel is swapped in when it is ready, and results are the same either way. A kernel that fails
+to compile leaves its region on the interpreter, quietly (`vm.jit_errors`, the runner's
+`compile_errors` and the profile report it). `vm.wait_compiled()` waits for the compiles in
+flight, for tests and benchmarks that want the compiled code from a known call on;
+jit="always" compiles before the first run, on the calling thread; background=False makes
+"auto" compile on the calling thread too. A process exits promptly with a compile in flight, and
+a forked child starts with a compiler of its own.
+
+Threads: one VM may be called from many threads at once and gives each the interpreter's
+results. Each call has its own frame, step budget and call depth (RunState, per thread); a
+block tiers up once, under the VM's lock, and its step list is replaced, never changed in place;
+a compiled region runs one call at a time (RegionRunner's lock: it reuses output buffers and
+prepared jobs between calls), so threads overlap in different regions and kernels release the
+GIL. Profile counters are not synchronized: under concurrency they are approximate. Kernels are
+shared by every VM of the process (the in-memory and on-disk code caches).
 """
 from __future__ import annotations
 
 import os
+import threading
 import warnings
+import weakref
 from typing import Any
 
 import numpy as np
@@ -26,6 +47,16 @@ from .loader import ProgramSource, load
 from .profiler import Profiler
 
 JIT_MODES = ("off", "auto", "always")
+DEFAULT_JIT = "auto"
+
+
+class RunState:
+    """What one thread's run of a VM changes as it goes: the block budget and the call depth."""
+    __slots__ = ("budget", "depth")
+
+    def __init__(self, budget: int):
+        self.budget = budget
+        self.depth = 0
 
 
 class JitWarning(UserWarning):
@@ -47,22 +78,32 @@ class VM:
                  device: str | Device = "auto", *, gpus: list[Device] | None = None,
                  hot_threshold: int | None = None, max_steps: int | None = None,
                  max_call_depth: int = DEFAULT_MAX_CALL_DEPTH, profile: bool = False,
-                 trace: bool = False, jit_options: dict[str, Any] | None = None):
+                 trace: bool = False, jit_options: dict[str, Any] | None = None,
+                 background: bool | None = None):
         self.program = load(program)
-        jit = jit or os.environ.get("DLVM_JIT", "off")
+        jit = jit or os.environ.get("DLVM_JIT") or DEFAULT_JIT
         if jit not in JIT_MODES:
             raise ValueError(f"jit must be one of {', '.join(JIT_MODES)}, got {jit!r}")
         self.jit_mode = jit
         self.device, self.scheduler = _devices(device, gpus)
         threshold = hot_threshold or _env_int("DLVM_JIT_THRESHOLD", DEFAULT_HOT_THRESHOLD)
         self.hot_threshold = {"off": -1, "auto": max(threshold, 1), "always": 1}[jit]
+        if background is None:
+            background = os.environ.get("DLVM_JIT_BACKGROUND", "1") != "0"
+        # compiles in the background: the tiered mode, on the CPU (device placement decides
+        # with the compiled runner in hand, so it tiers up on the calling thread)
+        self.background = bool(background) and jit == "auto" and self.scheduler is None
+        self.jit_errors: list[str] = []     # blocks the JIT failed on (they stay interpreted)
         self.max_steps = (max_steps if max_steps is not None
                           else _env_int("DLVM_MAX_STEPS", DEFAULT_MAX_STEPS))
         if self.max_steps <= 0:
             raise ValueError(f"max_steps must be positive, got {self.max_steps}")
         self.max_call_depth = max_call_depth
-        self.budget = self.max_steps
-        self.depth = 0
+        # What one run changes lives per thread (its step budget and call depth; frames are per
+        # call): one VM may run on many threads at once. What runs share is guarded by
+        # _lock: preparing a function's code, forming regions, installing compiled ones.
+        self._local = threading.local()
+        self._lock = threading.RLock()
         self.profiler = Profiler(trace=trace) if (profile or trace) else None
         self.constants = {name: readonly(c.value) for name, c in
                           self.program.module.constants.items()}
@@ -71,6 +112,7 @@ class VM:
         self._jit_options = jit_options or {}
         self._regions: dict[str, list] = {}
         self.runners: list = []          # every installed region runner, for profile / REPL
+        self._queued: set = set()        # (code, block) whose tier-up waits on the compiler
 
     @property
     def module(self):
@@ -79,8 +121,35 @@ class VM:
     def code(self, name: str) -> FunctionCode:
         code = self._codes.get(name)
         if code is None:
-            code = self._codes[name] = FunctionCode(self, self.module.functions[name])
+            with self._lock:
+                code = self._codes.get(name)
+                if code is None:
+                    code = self._codes[name] = FunctionCode(self, self.module.functions[name])
         return code
+
+    def run_state(self) -> RunState:
+        """This thread's run state (step budget, call depth)."""
+        st = getattr(self._local, "state", None)
+        if st is None:
+            st = self._local.state = RunState(self.max_steps)
+        return st
+
+    # the running thread's budget and depth (the debugger and tests read them)
+    @property
+    def budget(self) -> int:
+        return self.run_state().budget
+
+    @budget.setter
+    def budget(self, value: int) -> None:
+        self.run_state().budget = value
+
+    @property
+    def depth(self) -> int:
+        return self.run_state().depth
+
+    @depth.setter
+    def depth(self, value: int) -> None:
+        self.run_state().depth = value
 
     # -- running ----------------------------------------------------------------------------
 
@@ -105,8 +174,9 @@ class VM:
             raise Trap(f"@{entry} has no parameter{'s' if len(named) > 1 else ''} "
                        + ", ".join("%" + k for k in named))
         values = [_as_input(v, p.type) for v, p in zip(values, params)]
-        self.budget = self.max_steps
-        self.depth = 0
+        st = self.run_state()
+        st.budget = self.max_steps
+        st.depth = 0
         with np.errstate(all="ignore"):
             outs = self.code(entry).call(values, check_dtype=True)
         return tuple(o if isinstance(o, np.ndarray) else np.asarray(o) for o in outs)
@@ -116,29 +186,77 @@ class VM:
     @property
     def jit(self):
         if self._jit is None:
-            import jit as jit_pkg  # lazily: the interpreter alone never loads llvmlite
-            self._jit = jit_pkg.Jit(**self._jit_options)
+            with self._lock:
+                if self._jit is None:
+                    import jit as jit_pkg  # lazily: the interpreter alone never loads llvmlite
+                    self._jit = jit_pkg.Jit(**self._jit_options)
         return self._jit
 
     def regions(self, fcode: FunctionCode) -> list:
         name = fcode.func.name
         if name not in self._regions:
-            import jit as jit_pkg
-            self._regions[name] = jit_pkg.form_regions(self.module, name, fcode.types)
+            with self._lock:
+                if name not in self._regions:
+                    import jit as jit_pkg
+                    self._regions[name] = jit_pkg.form_regions(self.module, name, fcode.types)
         return self._regions[name]
 
     def tier_up(self, fcode: FunctionCode, blk: BlockCode) -> None:
-        """Replace the JIT regions of a hot block by compiled runners (with fallback)."""
-        blk.tiered = True
+        """Replace the JIT regions of a hot block by compiled runners (with fallback).
+
+        Once per block, whichever thread gets there first; other threads keep running the
+        block's steps they hold (the list is replaced, never changed in place). In the
+        background mode the work is queued on the background compiler and this returns at once."""
+        with self._lock:
+            if blk.tiered:
+                return
+            if not self.background:
+                self._tier_up(fcode, blk)
+                return
+            blk.tiered = True      # queued once; the interpreter keeps running the block
+            self._queued.add((fcode, blk))
+        from jit import background as bg
+        _watch_forks(self, bg)
+
+        def install() -> None:
+            with self._lock:
+                if (fcode, blk) in self._queued:
+                    self._queued.discard((fcode, blk))
+                    self._tier_up(fcode, blk)
+        bg.compiler().submit(("tier-up", id(self), id(blk)), install)
+
+    def _rearm_after_fork(self) -> None:
+        """In a forked child: tier-ups queued in the parent never run here; their blocks tier
+        up again when next hot, on the child's own compiler."""
+        for _, blk in self._queued:
+            blk.tiered = False
+        self._queued.clear()
+
+    def wait_compiled(self, timeout: float | None = None) -> bool:
+        """Wait until the background compiler has nothing queued or running (this VM's tier-ups
+        and kernels, and those of any other VM of the process); False if `timeout` seconds
+        passed first. Calls after it run the compiled code for every shape seen so far."""
+        if not self.background:
+            return True
+        from jit import background as bg
+        return bg.compiler().wait(timeout)
+
+    def _tier_up(self, fcode: FunctionCode, blk: BlockCode) -> None:
         if self.jit_mode == "off":
+            blk.tiered = True
             return
         try:
             self._install_regions(fcode, blk)
         except Exception as e:  # noqa: BLE001 - a JIT bug must not cost the user the run
             blk.steps = list(blk.interp_steps)
+            self.jit_errors.append(f"@{fcode.func.name} block {blk.label}: {type(e).__name__}: {e}")
+            if self.background:     # quietly: the profile reports it
+                return
             warnings.warn(f"JIT disabled for @{fcode.func.name} block {blk.label}, which keeps "
                           f"running on the interpreter: {type(e).__name__}: {e}", JitWarning,
                           stacklevel=2)
+        finally:
+            blk.tiered = True
 
     def _install_regions(self, fcode: FunctionCode, blk: BlockCode) -> None:
         regions = [r for r in self.regions(fcode) if r.block == blk.index]
@@ -146,7 +264,8 @@ class VM:
         for region in sorted(regions, key=lambda r: -r.start):
             if not _annotations_survive(fcode, blk, region):
                 continue
-            runner = self.jit.runner(self.module, region)
+            runner = (self.jit.runner(self.module, region, background=True) if self.background
+                      else self.jit.runner(self.module, region))
             if self.scheduler is not None:
                 from .placement import PlacedRegion, read_outside_regions
                 if outside is None:
@@ -156,6 +275,20 @@ class VM:
             self.runners.append((fcode.func.name, blk.label, region, runner))
             blk.steps = _splice_region(fcode, blk, region, runner, self.profiler,
                                        on_devices=self.scheduler is not None)
+
+
+_background_vms: weakref.WeakSet = weakref.WeakSet()   # VMs that queued a background tier-up
+
+
+def _watch_forks(vm: VM, bg) -> None:
+    if not _background_vms and _rearm_all not in bg.child_hooks:
+        bg.child_hooks.append(_rearm_all)
+    _background_vms.add(vm)
+
+
+def _rearm_all() -> None:
+    for vm in list(_background_vms):
+        vm._rearm_after_fork()
 
 
 def _annotations_survive(fcode: FunctionCode, blk: BlockCode, region) -> bool:
@@ -193,19 +326,13 @@ def _splice_region(fcode: FunctionCode, blk: BlockCode, region, runner, profiler
             for s, v in zip(out_slots, outs):
                 r[s] = v
 
-    unspecified = _casts_float_to_int(fcode, blk, region)
-
     def checked(r):
-        # DLVM_JIT_CHECK: run the interpreter beside every compiled call and compare; integer
-        # results of a region with a float-to-integer cast may differ where the cast's input was
-        # NaN or out of range (unspecified in specs/semantics.md), so those are not compared
+        # DLVM_JIT_CHECK: run the interpreter beside every compiled call and compare
         before = list(r)
         fused(r)
         ref = list(before)
         interpret(ref)
         for name, s in zip(region.outputs, out_slots):
-            if unspecified and np.asarray(ref[s]).dtype.kind in "iub":
-                continue
             _check_same(fcode, blk, region, name, r[s], ref[s])
     run_region = checked if os.environ.get("DLVM_JIT_CHECK") else fused
     run_region.where = (blk.index, region.start)
@@ -236,14 +363,6 @@ def _devices(device: str | Device, gpus: list[Device] | None):
         return "cpu", None
     gpu = get_device("cuda:0" if name in ("auto", "cuda") else name)
     return name, Scheduler([gpu], hint=None if name == "auto" else name)
-
-
-def _casts_float_to_int(fcode: FunctionCode, blk: BlockCode, region) -> bool:
-    rows = fcode.types[blk.index]
-    return any(ins.op == "cast" and rows[i].operands[0].dtype.is_float and
-               not ins.attrs["to"].is_float
-               for i, ins in enumerate(fcode.func.blocks[blk.index].instrs[region.start:region.end],
-                                       region.start))
 
 
 def _check_same(fcode, blk, region, name: str, got, want) -> None:

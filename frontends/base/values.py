@@ -56,6 +56,12 @@ class Value:
         return self.const is not None
 
 
+def _has_named_dim(types: Sequence[TensorType]) -> bool:
+    """A result with a named dim (an Expand of a constant to [batch, ...]) depends on the call's
+    sizes, so it is not folded even when every operand is known."""
+    return any(isinstance(d, str) for t in types for d in t.shape)
+
+
 def type_of_array(a: np.ndarray, error: type[FrontendError] = FrontendError) -> TensorType:
     dt = dtype_from_numpy(a.dtype)
     if dt is None:
@@ -122,10 +128,8 @@ class Emitter:
         except OpTypeError as e:
             shown = ", ".join(str(t) for t in types)
             raise self.error(f"{op}({shown}): {e}") from None
-        # a result with named dims (a constant broadcast to the batch) is sized at run time
         if all(a.known for a in args) and opdef.reference is not None and \
-                all(t.is_static for t in results) and \
-                opdef.family is not Family.CONTROL and \
+                opdef.family is not Family.CONTROL and not _has_named_dim(results) and \
                 all(a.const.size <= FOLD_LIMIT for a in args):
             try:
                 out = opdef.reference(full, *[a.const for a in args])

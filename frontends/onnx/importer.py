@@ -32,6 +32,8 @@ class ImportResult:
     inputs: dict[str, str] = field(default_factory=dict)    # ONNX input name -> parameter name
     outputs: list[str] = field(default_factory=list)         # ONNX output names, result order
     dims: dict[str, str] = field(default_factory=dict)       # ONNX dim_param -> dlvm dim name
+    source_opset: int = 0        # the model's ai.onnx opset as written
+    opset: int = 0               # the opset imported (newer when the model was converted)
 
 
 def load_model(model: Any):
@@ -60,12 +62,22 @@ def model_opsets(model) -> dict[str, int]:
     return opsets
 
 
+def upgrade_opset(model, source: int):
+    """`model` converted by onnx's version converter to MIN_OPSET, the oldest opset the op
+    handlers implement (ONNX models of older opsets are common: much of the ONNX model zoo)."""
+    from onnx import version_converter
+    try:
+        return version_converter.convert_version(model, MIN_OPSET)
+    except Exception as e:  # noqa: BLE001 - the converter raises RuntimeError, ValueError, ...
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise OnnxImportError(f"cannot import this ONNX model: its ai.onnx opset {source} is older "
+                              f"than {MIN_OPSET}, and onnx's version converter could not upgrade "
+                              f"it: {first}") from None
+
+
 def check_model(model, opsets: dict[str, int]) -> None:
     """Raise one error naming everything that keeps this model from importing."""
     problems: list[str] = []
-    if opsets.get("", 0) < MIN_OPSET:
-        problems.append(f"ai.onnx opset {opsets.get('', 0)} is older than {MIN_OPSET}, the oldest "
-                        f"the importer supports (upgrade it with onnx.version_converter)")
     unsupported: dict[str, int] = {}
     collect_unsupported(model.graph, opsets, unsupported)
     if unsupported:
@@ -83,12 +95,16 @@ def import_onnx_result(model: Any, name: str | None = None,
     parameters): shape-like inputs that dlvm needs before the program runs."""
     model = load_model(model)
     opsets = model_opsets(model)
+    source_opset = opsets.get("", 0)
+    if "" in opsets and source_opset < MIN_OPSET:
+        model = upgrade_opset(model, source_opset)
+        opsets = model_opsets(model)
     check_model(model, opsets)
     g = model.graph
     mb = ModuleBuilder(sanitize(name or g.name or "onnx_model", "m"))
     init_names = {i.name for i in g.initializer}
     regs, dims = Namer(), Namer()
-    result = ImportResult(mb.module)
+    result = ImportResult(mb.module, source_opset=source_opset, opset=opsets.get("", 0))
     params: list[tuple[str, TensorType]] = []
     freeze = dict(freeze or {})
     frozen = {}

@@ -14,6 +14,7 @@ from frontends.base import values as _base
 from frontends.base.values import FOLD_LIMIT, Value
 
 from .errors import OnnxImportError
+from .symdim import DerivedDims
 
 
 def type_of_array(a: np.ndarray):
@@ -28,6 +29,10 @@ def known(a: Any, dtype: Any = None) -> Value:
 
 class Emitter(_base.Emitter):
     error = OnnxImportError
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.derived = DerivedDims()    # the expressions behind derived dim names (batch_x4)
 
 
 __all__ = ["FOLD_LIMIT", "Emitter", "Value", "known", "type_of_array"]

@@ -1,9 +1,11 @@
 """ONNX op handlers, one file per op group; importing this package registers them all."""
 from . import (  # noqa: F401
     control,
+    detection,
     elementwise,
     indexing,
     inverse_trig,
+    ml,
     movement,
     nn,
     quant,
@@ -13,4 +15,5 @@ from . import (  # noqa: F401
     scan,
     shape,
     signal,
+    training,
 )

@@ -25,7 +25,7 @@ from .common import cast, scalar
 BOOL, I64 = BY_NAME["bool"], BY_NAME["i64"]
 
 
-@onnx_op("Constant", since=13)
+@onnx_op("Constant", since=9)     # 9 on: the value forms read below (function bodies keep old opsets)
 def constant(ctx: NodeCtx) -> list[Value]:
     for name, conv in (("value", None), ("value_float", np.float32), ("value_floats", np.float32),
                        ("value_int", np.int64), ("value_ints", np.int64)):
@@ -188,3 +188,16 @@ def loop(ctx: NodeCtx) -> list[Value]:
     close_loop(e, [(c, new_c), *zip(carried, new_vals), *zip(accs, grown)], (i, nxt), l_head,
                l_exit)
     return carried + accs
+
+
+@onnx_op("OptionalHasElement", since=15)
+def optional_has_element(ctx: NodeCtx) -> list[Value]:
+    # dlvm values are tensors: an input present is a tensor (true), an absent one is empty
+    present = len(ctx.node.input) > 0 and bool(ctx.node.input[0]) and ctx.input(0) is not None
+    return [known(np.array(present))]
+
+
+@onnx_op("OptionalGetElement", since=15)
+def optional_get_element(ctx: NodeCtx) -> list[Value]:
+    # of a tensor (the only optional content dlvm has) it is the tensor itself
+    return [ctx.req(0)]

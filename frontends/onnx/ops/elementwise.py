@@ -9,6 +9,7 @@ from __future__ import annotations
 from isa.dtypes import BY_NAME
 
 from ..registry import NodeCtx, onnx_op
+from ..symdim import combine
 from ..values import Value
 from .common import cast, scalar, where
 
@@ -35,7 +36,36 @@ def unary(ctx: NodeCtx) -> list[Value]:
 
 @onnx_op(*_BINARY)
 def binary(ctx: NodeCtx) -> list[Value]:
-    return [ctx.e.emit(_BINARY[ctx.node.op_type], [ctx.req(0), ctx.req(1)], ctx.node.output[0])]
+    op = _BINARY[ctx.node.op_type]
+    a, b = ctx.req(0), ctx.req(1)
+    out = ctx.e.emit(op, [a, b], ctx.node.output[0])
+    if op in ("add", "sub", "mul", "div") and (a.sym is not None or b.sym is not None):
+        out = _shape_arithmetic(ctx, op, a, b, out)
+    return [out]
+
+
+def _shape_arithmetic(ctx: NodeCtx, op: str, a: Value, b: Value, out: Value) -> Value:
+    """Integer arithmetic on shape values (batch * heads, seq - 1) keeps their entries as
+    expressions of the named dims, so the reshape they feed keeps its names."""
+    from .shape import sym_value
+
+    def entries(v: Value) -> list | None:
+        if v.sym is not None:
+            return list(v.sym)
+        if v.const is not None and v.dtype.is_int and v.const.size <= 8:
+            return [int(x) for x in v.const.reshape(-1)]
+        return None
+    ea, eb = entries(a), entries(b)
+    if ea is None or eb is None or out.rank > 1 or not out.dtype.is_int or \
+            not all(isinstance(d, int) for d in out.shape):
+        return out
+    n = max(len(ea), len(eb))
+    if len(ea) not in (1, n) or len(eb) not in (1, n):
+        return out
+    ea, eb = ea * (n // len(ea)), eb * (n // len(eb))
+    derived = ctx.e.derived
+    res = [combine(derived, op, x, y) for x, y in zip(ea, eb)]
+    return sym_value(ctx.e, res, out, out.dtype, shape=out.shape)
 
 
 @onnx_op(*_VARIADIC, "Mean")
@@ -83,7 +113,7 @@ def where_(ctx: NodeCtx) -> list[Value]:
     return [where(ctx.e, ctx.req(0), ctx.req(1), ctx.req(2))]
 
 
-@onnx_op("Cast", since=13)
+@onnx_op("Cast", since=6)      # 6 on: the same semantics, more element types later
 def cast_(ctx: NodeCtx) -> list[Value]:
     from ..graph import onnx_dtype
     to = onnx_dtype(ctx.attr("to"), ctx.label)
@@ -91,7 +121,11 @@ def cast_(ctx: NodeCtx) -> list[Value]:
     del sat
     if ctx.version >= 24 and ctx.attr("round_mode", "up") != "up":
         raise ctx.fail("round_mode applies to float8 targets only")
-    return [cast(ctx.e, ctx.req(0), to)]
+    x = ctx.req(0)
+    out = cast(ctx.e, x, to)
+    if x.sym is not None and x.dtype.is_int and (to.is_int or to.is_float) and out.sym is None:
+        out = Value(out.type, out.operand, out.const, x.sym)     # shape arithmetic goes on
+    return [out]
 
 
 @onnx_op("CastLike")
@@ -122,7 +156,7 @@ def dropout(ctx: NodeCtx) -> list[Value]:
     return outs
 
 
-@onnx_op("Clip", since=13)
+@onnx_op("Clip", since=11)     # 11 on: min and max are inputs
 def clip(ctx: NodeCtx) -> list[Value]:
     x, lo, hi = ctx.req(0), ctx.input(1), ctx.input(2)
     e = ctx.e

@@ -54,11 +54,40 @@ def slice_axis(e, x: Value, axis: int, start: int, end: int, step: int = 1) -> V
     return e.emit("slice", [x], starts=[start], ends=[end], axes=[axis], steps=[step])
 
 
+def _slice_to_named(ctx: NodeCtx, x: Value) -> Value:
+    """A Slice whose bounds are named dims (`position_ids[:, :seq]` of a dynamic sequence):
+    the run-time slice, whose result keeps the name where the slice is [0, name) by step 1."""
+    from isa.types import TensorType
+
+    def entries(i: int, default: list) -> list:
+        v = ctx.input(i)
+        if v is None:
+            return default
+        if v.const is not None:
+            return [int(a) for a in v.const.reshape(-1)]
+        return [ctx.e.derived.dim(d) for d in v.sym]
+    starts = entries(1, [])
+    ends = entries(2, [])
+    axes = [norm_axis(a, x.rank) if isinstance(a, int) else None
+            for a in entries(3, list(range(len(starts))))]
+    steps = entries(4, [1] * len(starts))
+    out = slice_dyn(ctx, x)
+    shape = list(out.shape)
+    for a, st, en, sp in zip(axes, starts, ends, steps):
+        if a is not None and st == 0 and sp == 1 and isinstance(en, str):
+            shape[a] = en
+    if shape != list(out.shape):
+        out = Value(TensorType(out.dtype, tuple(shape)), out.operand)
+    return out
+
+
 @onnx_op("Slice", since=13)
 def slice_(ctx: NodeCtx) -> list[Value]:
     x = ctx.req(0)
     if any(is_dynamic(ctx.input(i)) for i in range(1, 5)):
         return [slice_dyn(ctx, x)]
+    if any(ctx.input(i) is not None and ctx.input(i).const is None for i in range(1, 5)):
+        return [_slice_to_named(ctx, x)]
     starts = ctx.const_ints(1, "starts")
     ends = ctx.const_ints(2, "ends")
     axes = ctx.const_ints(3, "axes")
@@ -179,13 +208,31 @@ def trilu(ctx: NodeCtx) -> list[Value]:
     x = ctx.req(0)
     upper = bool(ctx.attr("upper", 1))
     n, m = x.shape[-2], x.shape[-1]
-    if not (isinstance(n, int) and isinstance(m, int)):
-        raise ctx.fail("Trilu needs static sizes in the last two dims")
-    if is_dynamic(ctx.input(1)):
-        # keep (i, j) where j - i >= k (upper) or j - i <= k (lower), k known at run time
+    if x.rank < 2:
+        raise ctx.fail(f"Trilu needs at least 2 dims, got {x.type}")
+    static = isinstance(n, int) and isinstance(m, int)
+    if is_dynamic(ctx.input(1)) or not static:
+        # keep (i, j) where j - i >= k (upper) or j - i <= k (lower); k or the sizes (a causal
+        # mask over a dynamic sequence) known at run time
         e = ctx.e
-        k = cast(e, scalar_of(ctx, 1, "k"), I64)
-        diff = known(np.arange(m)[None, :] - np.arange(n)[:, None])
+        if is_dynamic(ctx.input(1)):
+            k = cast(e, scalar_of(ctx, 1, "k"), I64)
+        else:
+            ks = ctx.const_ints(1, "k")
+            k = known(np.array(0 if ks is None else ks[0], np.int64))
+        if static:
+            diff = known(np.arange(m)[None, :] - np.arange(n)[:, None])
+        else:
+            shape = e.emit("shape_of", [x], "shape")
+            zero, one = known(np.array(0, np.int64)), known(np.array(1, np.int64))
+
+            def steps(axis: int) -> Value:
+                size = e.emit("gather", [shape, known(np.array(axis % x.rank, np.int64))],
+                              axis=0)
+                return e.emit("range", [zero, size, one], "idx")
+            rows = e.emit("expand_dims", [steps(-2)], axes=[1])
+            cols = e.emit("expand_dims", [steps(-1)], axes=[0])
+            diff = e.emit("sub", [cols, rows], "diff")
         keep = e.emit("ge" if upper else "le", [diff, k])
         return [where(e, keep, x, scalar(0, x))]
     k = ctx.const_ints(1, "k")
@@ -221,13 +268,37 @@ def one_hot(ctx: NodeCtx) -> list[Value]:
     return [where(e, hit, on, off)]
 
 
+def _depth_space_named_batch(ctx: NodeCtx, x: Value, b: int) -> Value:
+    """DepthToSpace / SpaceToDepth of a batch named at import: the same reshapes with the
+    batch as the one -1 (and its name kept in the result type)."""
+    from isa.types import TensorType
+    e = ctx.e
+    n, c, h, w = x.shape
+
+    def rs(v: Value, dims: list[int], hint: str = "t") -> Value:
+        return e.emit("reshape", [v], hint, shape=[-1, *dims],
+                      result_type=TensorType(v.dtype, (n, *dims)))
+    if ctx.node.op_type == "DepthToSpace":
+        if ctx.attr("mode", "DCR") == "DCR":
+            t = e.emit("transpose", [rs(x, [b, b, c // (b * b), h, w])], perm=[0, 3, 4, 1, 5, 2])
+        else:
+            t = e.emit("transpose", [rs(x, [c // (b * b), b, b, h, w])], perm=[0, 1, 4, 2, 5, 3])
+        return rs(t, [c // (b * b), h * b, w * b], ctx.node.output[0])
+    t = rs(x, [c, h // b, b, w // b, b])
+    crd = ctx.attr("mode", "DCR") == "CRD" if ctx.version >= 28 else False
+    t = e.emit("transpose", [t], perm=[0, 1, 3, 5, 2, 4] if crd else [0, 3, 5, 1, 2, 4])
+    return rs(t, [c * b * b, h // b, w // b], ctx.node.output[0])
+
+
 @onnx_op("DepthToSpace", "SpaceToDepth", since=13)
 def depth_space(ctx: NodeCtx) -> list[Value]:
     x, e = ctx.req(0), ctx.e
     b = int(ctx.attr("blocksize"))
-    if not x.type.is_static or x.rank != 4:
-        raise ctx.fail("needs a static 4-D input")
+    if x.rank != 4 or not all(isinstance(d, int) for d in x.shape[1:]):
+        raise ctx.fail("needs a 4-D input, static but for the batch")
     n, c, h, w = x.shape
+    if not isinstance(n, int):
+        return [_depth_space_named_batch(ctx, x, b)]
     if ctx.node.op_type == "DepthToSpace":
         if ctx.attr("mode", "DCR") == "DCR":
             t = e.emit("reshape", [x], shape=[n, b, b, c // (b * b), h, w])

@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from isa.dtypes import BY_NAME
+from isa.types import TensorType
+
 from ..registry import NodeCtx, onnx_op
 from ..values import Value, known
 from .common import norm_axis, scalar
@@ -82,35 +85,87 @@ def _pads_2d(pads: list[int], nd: int) -> list[int]:
 
 @onnx_op("Conv")
 def conv(ctx: NodeCtx) -> list[Value]:
-    x, w, b, e = ctx.req(0), ctx.req(1), ctx.input(2), ctx.e
+    return [emit_conv(ctx, ctx.req(0), ctx.req(1), ctx.input(2), ctx.node.output[0])]
+
+
+def _conv3d(ctx: NodeCtx, x: Value, w: Value, b: Value | None, kernel: list[int],
+            strides: list[int], dil: list[int], group: int, pads: list[int], hint: str) -> Value:
+    """A 3-D convolution as a sum over the kernel's depth taps of 2-D convolutions: tap i reads
+    the depth slices d * stride + i * dilation of the (depth-padded) input, with the output
+    depths folded into the batch. Needs a static depth (the batch may be named)."""
+    e, derived = ctx.e, ctx.e.derived
+    n, c, depth = x.shape[0], x.shape[1], x.shape[2]
+    if not (isinstance(c, int) and isinstance(depth, int) and w.type.is_static):
+        raise ctx.fail("3-D Conv needs static channels, depth and weights")
+    kd, sd, dd = kernel[0], strides[0], dil[0]
+    p0, p1 = pads[0], pads[3]
+    if p0 or p1:
+        x = e.emit("pad", [x], pads=[0, 0, p0, 0, 0, 0, 0, p1, 0, 0])
+    span = depth + p0 + p1 - (kd - 1) * dd - 1
+    if span < 0:
+        raise ctx.fail(f"the kernel's depth {kd} does not fit the padded input")
+    out_d = span // sd + 1
+    folded = derived.dim(derived.product([n, out_d]))
+    acc = None
+    for i in range(kd):
+        start = i * dd
+        xi = e.emit("slice", [x], starts=[start], ends=[start + (out_d - 1) * sd + 1], axes=[2],
+                    steps=[sd])
+        xi = e.emit("transpose", [xi], perm=[0, 2, 1, 3, 4])
+        xi = _reshape_named(e, xi, [folded, c, *xi.shape[3:]])
+        wi = e.emit("squeeze", [e.emit("slice", [w], starts=[i], ends=[i + 1], axes=[2])],
+                    axes=[2])
+        yi = e.emit("conv2d", [xi, wi], "tap", strides=strides[1:],
+                    pads=[pads[1], pads[2], pads[4], pads[5]], dilations=dil[1:], groups=group)
+        acc = yi if acc is None else e.emit("add", [acc, yi])
+    m, ho, wo = acc.shape[1:]
+    y = _reshape_named(e, acc, [n, out_d, m, ho, wo])
+    y = e.emit("transpose", [y], perm=[0, 2, 1, 3, 4])
+    if b is not None:
+        y = e.emit("add", [y, e.emit("reshape", [b], shape=[-1, 1, 1, 1])])
+    return e.emit("mov", [y], hint)
+
+
+def _reshape_named(e, v: Value, dims: list) -> Value:
+    """A reshape whose one non-static dim (a name) is written -1 and kept in the result type."""
+    from isa.types import TensorType
+    if all(isinstance(d, int) for d in dims):
+        return e.emit("reshape", [v], shape=dims)
+    return e.emit("reshape", [v], shape=[d if isinstance(d, int) else -1 for d in dims],
+                  result_type=TensorType(v.dtype, tuple(dims)))
+
+
+def emit_conv(ctx: NodeCtx, x: Value, w: Value, b: Value | None, hint: str) -> Value:
+    """ONNX Conv's attributes (kernel, strides, dilations, group, pads) on x and w."""
+    e = ctx.e
     nd = x.rank - 2
     kernel = list(ctx.attr("kernel_shape", w.shape[2:]))
     strides = list(ctx.attr("strides", [1] * nd))
     dil = list(ctx.attr("dilations", [1] * nd))
     group = int(ctx.attr("group", 1))
     pads = _spatial_pads(ctx, x, kernel, strides, dil)
+    if nd == 3:
+        return _conv3d(ctx, x, w, b, kernel, strides, dil, group, pads, hint)
     x2, w2 = _to_2d(ctx, x, nd), _to_2d(ctx, w, nd)
     if nd == 1:
         strides, dil = [1] + strides, [1] + dil
     args = [x2, w2] + ([b] if b is not None else [])
-    y = e.emit("conv2d", args, ctx.node.output[0], strides=strides, pads=_pads_2d(pads, nd),
+    y = e.emit("conv2d", args, hint, strides=strides, pads=_pads_2d(pads, nd),
                dilations=dil, groups=group)
-    return [e.emit("squeeze", [y], axes=[2]) if nd == 1 else y]
+    return e.emit("squeeze", [y], axes=[2]) if nd == 1 else y
 
 
 @onnx_op("MaxPool", "AveragePool")
 def pool(ctx: NodeCtx) -> list[Value]:
     x, e = ctx.req(0), ctx.e
-    if len(ctx.node.output) > 1 and ctx.node.output[1]:
-        raise ctx.fail("the Indices output of MaxPool is not supported")
+    want_indices = len(ctx.node.output) > 1 and bool(ctx.node.output[1])
     nd = x.rank - 2
     kernel = list(ctx.attr("kernel_shape"))
     strides = list(ctx.attr("strides", [1] * nd))
     dil = list(ctx.attr("dilations", [1] * nd))
     is_max = ctx.node.op_type == "MaxPool"
     if is_max:
-        if ctx.attr("storage_order", 0):
-            raise ctx.fail("storage_order=1 only affects Indices, which is not supported")
+        storage_order = int(ctx.attr("storage_order", 0))
         extra = {}
     else:
         extra = {"count_include_pad": bool(ctx.attr("count_include_pad", 0))}
@@ -118,9 +173,76 @@ def pool(ctx: NodeCtx) -> list[Value]:
         raise ctx.fail(f"{nd}-D pooling is not supported (1 to 3 spatial dims)")
     # the rows take ceil_mode themselves: the overhang it adds never counts in an average
     pads = _spatial_pads(ctx, x, kernel, strides, dil)
-    return [e.emit("maxpool2d" if is_max else "avgpool2d", [x], ctx.node.output[0],
-                   kernel=kernel, strides=strides, pads=pads, dilations=dil,
-                   ceil_mode=bool(ctx.attr("ceil_mode", 0)), **extra)]
+    ceil = bool(ctx.attr("ceil_mode", 0))
+    y = e.emit("maxpool2d" if is_max else "avgpool2d", [x], ctx.node.output[0],
+               kernel=kernel, strides=strides, pads=pads, dilations=dil, ceil_mode=ceil, **extra)
+    if not (is_max and want_indices):
+        return [y]
+    full = _spatial_pads(ctx, x, kernel, strides, dil, ceil)
+    return [y, _maxpool_indices(ctx, x, kernel, strides, dil, full, storage_order)]
+
+
+def _maxpool_indices(ctx: NodeCtx, x: Value, kernel: list[int], strides: list[int],
+                     dil: list[int], pads: list[int], storage_order: int) -> Value:
+    """MaxPool's Indices output (2-D): the flat index into x of each window's first maximum.
+    The window's taps are strided slices of x padded with the lowest value; argmax over the
+    stacked taps picks the tap, whose (h, w) is arithmetic on the output position."""
+    e = ctx.e
+    if x.rank != 4 or not all(isinstance(d, int) for d in x.shape[1:]):
+        raise ctx.fail("MaxPool's Indices output needs a 2-D input, static but for the batch")
+    n, c, h, w = x.shape
+    (kh, kw), (sh, sw), (dh, dw) = kernel, strides, dil
+    low = -np.inf if x.dtype.is_float else float(np.iinfo(x.dtype.np).min)
+    xp = e.emit("pad", [x], pads=[0, 0, pads[0], pads[1], 0, 0, pads[2], pads[3]], value=low)
+    ho = (h + pads[0] + pads[2] - ((kh - 1) * dh + 1)) // sh + 1
+    wo = (w + pads[1] + pads[3] - ((kw - 1) * dw + 1)) // sw + 1
+    taps = []
+    for i in range(kh):
+        for j in range(kw):
+            t = e.emit("slice", [xp], starts=[i * dh, j * dw],
+                       ends=[i * dh + (ho - 1) * sh + 1, j * dw + (wo - 1) * sw + 1],
+                       axes=[2, 3], steps=[sh, sw])
+            taps.append(e.emit("expand_dims", [t], axes=[0]))
+    stacked = taps[0] if len(taps) == 1 else e.emit("concat", taps, axis=0)
+    tap = e.emit("argmax", [stacked], axis=0, keepdims=False)            # [n, c, ho, wo]
+    rows = known((np.arange(ho) * sh - pads[0]).reshape(ho, 1).astype(np.int64))
+    cols = known((np.arange(wo) * sw - pads[1]).reshape(1, wo).astype(np.int64))
+    hh = e.emit("add", [rows, e.emit("mul", [e.emit("div", [tap, scalar(kw, tap)]),
+                                             scalar(dh, tap)])])
+    ww = e.emit("add", [cols, e.emit("mul", [e.emit("mod", [tap, scalar(kw, tap)]),
+                                             scalar(dw, tap)])])
+    if storage_order:
+        within = e.emit("add", [e.emit("mul", [ww, scalar(h, ww)]), hh])
+    else:
+        within = e.emit("add", [e.emit("mul", [hh, scalar(w, hh)]), ww])
+    plane_n = e.emit("iota", [], shape=[n, c, 1, 1], dtype=BY_NAME["i64"], axis=0)
+    plane_c = e.emit("iota", [], shape=[n, c, 1, 1], dtype=BY_NAME["i64"], axis=1)
+    plane = e.emit("add", [e.emit("mul", [plane_n, scalar(c, plane_n)]), plane_c])
+    base = e.emit("mul", [plane, scalar(h * w, plane)])
+    return e.emit("add", [base, within], ctx.node.output[1])
+
+
+@onnx_op("MaxUnpool")
+def max_unpool(ctx: NodeCtx) -> list[Value]:
+    # scatter x's values to the flat positions Indices names, in a zero tensor of the output
+    # shape (given, or the pooling's input size: (in - 1) * stride - pads + kernel)
+    x, idx, e = ctx.req(0), ctx.req(1), ctx.e
+    nd = x.rank - 2
+    kernel = list(ctx.attr("kernel_shape"))
+    strides = list(ctx.attr("strides", [1] * nd))
+    pads = list(ctx.attr("pads", [0] * (2 * nd)))
+    if not x.type.is_static:
+        raise ctx.fail("MaxUnpool needs a static input")
+    out_shape = ctx.const_ints(2, "output_shape")
+    if out_shape is None:
+        out_shape = list(x.shape[:2]) + [(x.shape[2 + i] - 1) * strides[i] - pads[i] - pads[i + nd]
+                                         + kernel[i] for i in range(nd)]
+    total = int(np.prod(out_shape))
+    zeros = known(np.zeros(total, x.dtype.np))
+    flat_i = e.emit("reshape", [e.emit("cast", [idx], to=BY_NAME["i64"])], shape=[-1])
+    flat_x = e.emit("reshape", [x], shape=[-1])
+    out = e.emit("scatter_elements", [zeros, flat_i, flat_x], axis=0)
+    return [e.emit("reshape", [out], ctx.node.output[0], shape=list(out_shape))]
 
 
 @onnx_op("GlobalAveragePool", "GlobalMaxPool")
@@ -134,19 +256,44 @@ def _channel_shape(x: Value) -> list[int]:
     return [-1] + [1] * (x.rank - 2)
 
 
-@onnx_op("BatchNormalization", since=14)
+@onnx_op("BatchNormalization", since=9)
 def batch_norm(ctx: NodeCtx) -> list[Value]:
     x, e = ctx.req(0), ctx.e
-    if ctx.attr("training_mode", 0):
-        raise ctx.fail("training_mode=1 is training; only inference BatchNormalization is imported")
-    ctx.attr("momentum", 0.9)     # only used in training mode
     eps = float(ctx.attr("epsilon", 1e-5))
+    momentum = float(ctx.attr("momentum", 0.9))     # only used in training mode
+    # before 14 the training form was the one with the statistics outputs
+    training = ctx.attr("training_mode", 0) if ctx.version >= 14 else \
+        any(ctx.node.output[1:])
+    if training:
+        return _batch_norm_training(ctx, x, eps, momentum)
     args = [ctx.req(i) for i in range(1, 5)]
     if x.rank == 4:
         return [e.emit("batch_norm", [x] + args, ctx.node.output[0], epsilon=eps)]
     scale, bias, mean, var = [e.emit("reshape", [a], shape=_channel_shape(x)) for a in args]
     inv = e.emit("div", [scale, e.emit("sqrt", [e.emit("add", [var, scalar(eps, var)])])])
     return [e.emit("add", [e.emit("mul", [e.emit("sub", [x, mean]), inv]), bias])]
+
+
+def _batch_norm_training(ctx: NodeCtx, x: Value, eps: float, momentum: float) -> list[Value]:
+    """training_mode=1: normalize with the batch's own mean and (population) variance over
+    every axis but the channels, and return the running statistics moved toward them."""
+    e = ctx.e
+    scale, bias, mean, var = (ctx.req(i) for i in range(1, 5))
+    axes = [a for a in range(x.rank) if a != 1]
+    b_mean = e.emit("reduce_mean", [x], axes=axes, keepdims=True)
+    d = e.emit("sub", [x, b_mean])
+    b_var = e.emit("reduce_mean", [e.emit("mul", [d, d])], axes=axes, keepdims=True)
+    inv = e.emit("div", [e.emit("reshape", [scale], shape=_channel_shape(x)),
+                         e.emit("sqrt", [e.emit("add", [b_var, scalar(eps, b_var)])])])
+    y = e.emit("add", [e.emit("mul", [d, inv]), e.emit("reshape", [bias], shape=_channel_shape(x))],
+               ctx.node.output[0])
+
+    def moved(running: Value, batch: Value) -> Value:
+        batch = e.emit("reshape", [batch], shape=[-1])
+        return e.emit("add", [e.emit("mul", [running, scalar(momentum, running)]),
+                              e.emit("mul", [batch, scalar(1.0 - momentum, batch)])])
+    outs = [y, moved(mean, b_mean), moved(var, b_var)]
+    return outs[:max(1, len(ctx.node.output))]
 
 
 def _normalize(e, x: Value, axes: list[int], eps: float) -> Value:
@@ -187,18 +334,24 @@ def layer_norm(ctx: NodeCtx) -> list[Value]:
     return [e.emit("layer_norm", args, ctx.node.output[0], axis=axis, epsilon=eps)]
 
 
-@onnx_op("GroupNormalization", since=21)
+@onnx_op("GroupNormalization", since=18)
 def group_norm(ctx: NodeCtx) -> list[Value]:
     x, scale, bias, e = ctx.req(0), ctx.req(1), ctx.req(2), ctx.e
     g = int(ctx.attr("num_groups"))
     eps = float(ctx.attr("epsilon", 1e-5))
-    if ctx.attr("stash_type", 1) != 1:
+    if ctx.version >= 21 and ctx.attr("stash_type", 1) != 1:
         raise ctx.fail("stash_type other than float is not supported")
-    if not x.type.is_static:
-        raise ctx.fail("GroupNormalization needs static shapes")
-    n = x.shape[0]
-    y = _normalize(e, e.emit("reshape", [x], shape=[n, g, -1]), [2], eps)
-    y = e.emit("reshape", [y], shape=list(x.shape))
+    if not all(isinstance(d, int) for d in x.shape[1:]):
+        raise ctx.fail("GroupNormalization needs static shapes but for the batch")
+    n, c = x.shape[0], x.shape[1]
+    if ctx.version < 21 and c != g:
+        # GroupNormalization-18 scales and shifts per group: spread each over its channels
+        spread = known(np.arange(c, dtype=np.int64) // (c // g))
+        scale = e.emit("gather", [scale, spread], axis=0)
+        bias = e.emit("gather", [bias, spread], axis=0)
+    rest = int(np.prod(x.shape[1:], dtype=np.int64)) // g
+    y = _normalize(e, _reshape_named(e, x, [n, g, rest]), [2], eps)
+    y = _reshape_named(e, y, list(x.shape))
     y = e.emit("mul", [y, e.emit("reshape", [scale], shape=_channel_shape(x))])
     return [e.emit("add", [y, e.emit("reshape", [bias], shape=_channel_shape(x))])]
 
@@ -265,7 +418,7 @@ def mvn(ctx: NodeCtx) -> list[Value]:
 
 
 
-@onnx_op("LpPool", since=18)
+@onnx_op("LpPool", since=11)      # 18 added ceil_mode (read with its default)
 def lp_pool(ctx: NodeCtx) -> list[Value]:
     # (sum of |x|^p over the window)^(1/p): an average pool with padding counted, times the size
     x, e = ctx.req(0), ctx.e
@@ -303,6 +456,51 @@ def _conv_transpose_pads(ctx: NodeCtx, sizes, kernel, strides, dil, out_pad) -> 
     return pads
 
 
+def _conv_transpose_3d(ctx: NodeCtx, x: Value, w: Value, b: Value | None) -> Value:
+    """A 3-D transposed convolution: zeros inserted between the input's elements along each
+    spatial axis (stride - 1 of them), padding k_eff - 1 - pad (plus output_padding at the
+    end), then a stride-1 3-D convolution with the kernel flipped and its channel axes swapped
+    per group (the same construction as the 2-D form)."""
+    e = ctx.e
+    nd = 3
+    kernel = list(ctx.attr("kernel_shape", w.shape[2:]))
+    strides = list(ctx.attr("strides", [1] * nd))
+    dil = list(ctx.attr("dilations", [1] * nd))
+    out_pad = list(ctx.attr("output_padding", [0] * nd))
+    g = int(ctx.attr("group", 1))
+    sizes = list(x.shape[2:])
+    pads = _conv_transpose_pads(ctx, sizes, kernel, strides, dil, out_pad)
+    t = x
+    for axis, s in enumerate(strides):
+        if s == 1:
+            continue
+        # interleave s - 1 zeros after every element of this axis: a new unit axis after it,
+        # padded to s, merged back, and the trailing zeros cut
+        a = 2 + axis
+        t = e.emit("expand_dims", [t], axes=[a + 1])
+        grow = [0] * (2 * t.rank)
+        grow[t.rank + a + 1] = s - 1
+        t = e.emit("pad", [t], pads=grow)
+        shape = list(t.shape[:a]) + [t.shape[a] * s] + list(t.shape[a + 2:])
+        t = _reshape_named(e, t, shape)
+        t = e.emit("slice", [t], starts=[0], ends=[(sizes[axis] - 1) * s + 1], axes=[a])
+    full = [0, 0]
+    ends = [0, 0]
+    for i in range(nd):
+        k_eff = (kernel[i] - 1) * dil[i] + 1
+        full.append(k_eff - 1 - pads[i])
+        ends.append(k_eff - 1 - pads[i + nd] + out_pad[i])
+    t = e.emit("pad", [t], pads=full + ends)
+    c, c_out_g = x.shape[1], w.shape[1]
+    kd, kh, kw = kernel
+    wt = e.emit("reshape", [w], shape=[g, c // g, c_out_g, kd, kh, kw])
+    wt = e.emit("transpose", [wt], perm=[0, 2, 1, 3, 4, 5])
+    wt = e.emit("reshape", [wt], shape=[g * c_out_g, c // g, kd, kh, kw])
+    wt = e.emit("slice", [wt], starts=[-1, -1, -1], ends=[-(kd + 1), -(kh + 1), -(kw + 1)],
+                axes=[2, 3, 4], steps=[-1, -1, -1])
+    return _conv3d(ctx, t, wt, b, kernel, [1, 1, 1], dil, g, [0] * 6, ctx.node.output[0])
+
+
 @onnx_op("ConvTranspose")
 def conv_transpose(ctx: NodeCtx) -> list[Value]:
     # a transposed convolution is a stride-1 convolution of the input with s-1 zeros inserted
@@ -310,8 +508,12 @@ def conv_transpose(ctx: NodeCtx) -> list[Value]:
     # channel axes swapped (per group)
     x, w, b, e = ctx.req(0), ctx.req(1), ctx.input(2), ctx.e
     nd = x.rank - 2
-    if nd not in (1, 2) or not (x.type.is_static and w.type.is_static):
-        raise ctx.fail("ConvTranspose needs a static 1-D or 2-D input and weights")
+    if nd == 3 and all(isinstance(d, int) for d in x.shape[1:]) and w.type.is_static:
+        return [_conv_transpose_3d(ctx, x, w, b)]
+    if nd not in (1, 2) or not (all(isinstance(d, int) for d in x.shape[1:])
+                                and w.type.is_static):
+        raise ctx.fail("ConvTranspose needs a 1-D or 2-D input (static but for the batch) "
+                       "and static weights")
     kernel = list(ctx.attr("kernel_shape", w.shape[2:]))
     strides = list(ctx.attr("strides", [1] * nd))
     dil = list(ctx.attr("dilations", [1] * nd))
@@ -326,10 +528,17 @@ def conv_transpose(ctx: NodeCtx) -> list[Value]:
         pads = [0, pads[0], 0, pads[1]]
     n, c = x.shape[0], x.shape[1]
     (h, wd), (s0, s1) = sizes, strides
+
+    def batch_reshape(v: Value, dims: list[int]) -> Value:
+        # a named batch is the one -1 of the target, and stays named in the result type
+        if isinstance(n, int):
+            return e.emit("reshape", [v], shape=[n, *dims])
+        return e.emit("reshape", [v], shape=[-1, *dims],
+                      result_type=TensorType(v.dtype, (n, *dims)))
     if s0 > 1 or s1 > 1:
-        t = e.emit("reshape", [x2], shape=[n, c, h, 1, wd, 1])
+        t = batch_reshape(x2, [c, h, 1, wd, 1])
         t = e.emit("pad", [t], pads=[0] * 6 + [0, 0, 0, s0 - 1, 0, s1 - 1])
-        t = e.emit("reshape", [t], shape=[n, c, h * s0, wd * s1])
+        t = batch_reshape(t, [c, h * s0, wd * s1])
         x2 = e.emit("slice", [t], starts=[0, 0], ends=[(h - 1) * s0 + 1, (wd - 1) * s1 + 1],
                     axes=[2, 3])
     c_out_g = w.shape[1]
@@ -358,16 +567,16 @@ def lrn(ctx: NodeCtx) -> list[Value]:
     size = int(ctx.attr("size"))
     alpha, beta = float(ctx.attr("alpha", 1e-4)), float(ctx.attr("beta", 0.75))
     bias = float(ctx.attr("bias", 1.0))
-    if not x.type.is_static or x.rank < 3:
-        raise ctx.fail("LRN needs a static (N, C, ...) input")
+    if x.rank < 3 or not all(isinstance(d, int) for d in x.shape[1:]):
+        raise ctx.fail("LRN needs an (N, C, ...) input, static but for the batch")
     n, c = x.shape[0], x.shape[1]
     rest = int(np.prod(x.shape[2:]))
-    sq = e.emit("reshape", [e.emit("mul", [x, x])], "sq", shape=[n, 1, c, rest])
+    sq = _reshape_named(e, e.emit("mul", [x, x]), [n, 1, c, rest])
     lo, hi = (size - 1) // 2, size - 1 - (size - 1) // 2
     pooled = e.emit("avgpool2d", [sq], kernel=[size, 1], strides=[1, 1], pads=[lo, 0, hi, 0],
                     count_include_pad=True)
     sums = e.emit("mul", [pooled, scalar(float(size), x)])
-    sums = e.emit("reshape", [sums], shape=list(x.shape))
+    sums = _reshape_named(e, sums, list(x.shape))
     den = e.emit("add", [e.emit("mul", [sums, scalar(alpha / size, x)]), scalar(bias, x)])
     return [e.emit("div", [x, e.emit("pow", [den, scalar(beta, x)])], ctx.node.output[0])]
 

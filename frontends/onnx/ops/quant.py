@@ -43,7 +43,7 @@ def _params(ctx: NodeCtx, x: Value, has_block: bool) -> tuple[int, int]:
     return axis, block
 
 
-@onnx_op("QuantizeLinear", since=19)
+@onnx_op("QuantizeLinear", since=10)    # 13 added axis (default 1); later ones read below
 def quantize_linear(ctx: NodeCtx) -> list[Value]:
     x, e = ctx.req(0), ctx.e
     axis, block = _params(ctx, x, ctx.version >= 21)
@@ -71,7 +71,7 @@ def quantize_linear(ctx: NodeCtx) -> list[Value]:
     return [e.emit("cast", [q], ctx.node.output[0], to=to)]
 
 
-@onnx_op("DequantizeLinear", since=19)
+@onnx_op("DequantizeLinear", since=10)
 def dequantize_linear(ctx: NodeCtx) -> list[Value]:
     x, e = ctx.req(0), ctx.e
     axis, block = _params(ctx, x, ctx.version >= 21)
@@ -91,7 +91,7 @@ def dequantize_linear(ctx: NodeCtx) -> list[Value]:
     return [e.emit("mul", [cast(e, v, ft), scale], ctx.node.output[0])]
 
 
-@onnx_op("QLinearMatMul", since=21)
+@onnx_op("QLinearMatMul", since=10)     # 21 added element types
 def qlinear_matmul(ctx: NodeCtx) -> list[Value]:
     # dequantize both operands exactly (integers in f64), multiply, requantize
     e = ctx.e
@@ -102,6 +102,74 @@ def qlinear_matmul(ctx: NodeCtx) -> list[Value]:
         return e.emit("sub", [cast(e, v, f64), cast(e, zp, f64)])
     acc = e.emit("matmul", [deq(a, a_zp), deq(b, b_zp)])
     s = e.emit("div", [e.emit("mul", [cast(e, a_s, f64), cast(e, b_s, f64)]), cast(e, y_s, f64)])
+    q = e.emit("add", [e.emit("round", [e.emit("mul", [acc, s])]), cast(e, y_zp, f64)])
+    info = np.iinfo(y_zp.dtype.np)
+    q = e.emit("max", [e.emit("min", [q, scalar(float(info.max), q)]), scalar(float(info.min), q)])
+    return [e.emit("cast", [q], ctx.node.output[0], to=y_zp.dtype)]
+
+
+@onnx_op("MatMulInteger", since=10)
+def matmul_integer(ctx: NodeCtx) -> list[Value]:
+    # (a - a_zero_point) @ (b - b_zero_point) in i32: 8-bit products summed over K stay exact
+    # for K up to 2^16, as in onnxruntime's kernel
+    e = ctx.e
+    i32 = BY_NAME["i32"]
+    a, b = cast(e, ctx.req(0), i32), cast(e, ctx.req(1), i32)
+    a_zp, b_zp = ctx.input(2), ctx.input(3)
+    if a_zp is not None:
+        zp = cast(e, a_zp, i32)
+        if zp.rank == 1 and a.rank >= 2:          # one zero point per row of a
+            zp = e.emit("reshape", [zp], shape=[-1, 1])
+        a = e.emit("sub", [a, zp])
+    if b_zp is not None:
+        b = e.emit("sub", [b, cast(e, b_zp, i32)])   # per column: broadcasts along the rows
+    return [e.emit("matmul", [a, b], ctx.node.output[0])]
+
+
+def _centered(ctx: NodeCtx, v: Value, zp: Value | None, per_channel_axis: int | None) -> Value:
+    """v - zero_point in f64 (exact for 8-bit integers); a vector zero point is per channel
+    along `per_channel_axis`."""
+    e = ctx.e
+    f64 = BY_NAME["f64"]
+    out = cast(e, v, f64)
+    if zp is None:
+        return out
+    z = cast(e, zp, f64)
+    if z.rank == 1 and per_channel_axis is not None and not (isinstance(z.shape[0], int)
+                                                              and z.shape[0] == 1):
+        shape = [1] * v.rank
+        shape[per_channel_axis] = -1
+        z = e.emit("reshape", [z], shape=shape)
+    elif z.rank == 1:
+        z = e.emit("reshape", [z], shape=[])
+    return e.emit("sub", [out, z])
+
+
+@onnx_op("ConvInteger", since=10)
+def conv_integer(ctx: NodeCtx) -> list[Value]:
+    # (x - x_zero_point) conv (w - w_zero_point), summed exactly in f64, as i32
+    from .nn import emit_conv
+    x = _centered(ctx, ctx.req(0), ctx.input(2), None)
+    w = _centered(ctx, ctx.req(1), ctx.input(3), 0)
+    y = emit_conv(ctx, x, w, None, "acc")
+    return [ctx.e.emit("cast", [y], ctx.node.output[0], to=BY_NAME["i32"])]
+
+
+@onnx_op("QLinearConv", since=10)
+def qlinear_conv(ctx: NodeCtx) -> list[Value]:
+    # acc = (x - x_zp) conv (w - w_zp) + bias (i32), then requantized with x_s * w_s / y_s
+    from .nn import emit_conv
+    e = ctx.e
+    f64 = BY_NAME["f64"]
+    x_s, w_s, y_s, y_zp = ctx.req(1), ctx.req(4), ctx.req(6), ctx.req(7)
+    x = _centered(ctx, ctx.req(0), ctx.req(2), None)
+    w = _centered(ctx, ctx.req(3), ctx.req(5), 0)
+    b = ctx.input(8)
+    acc = emit_conv(ctx, x, w, None if b is None else cast(e, b, f64), "acc")
+    ws = cast(e, w_s, f64)
+    if ws.rank == 1:
+        ws = e.emit("reshape", [ws], shape=[-1] + [1] * (acc.rank - 2))
+    s = e.emit("div", [e.emit("mul", [cast(e, x_s, f64), ws]), cast(e, y_s, f64)])
     q = e.emit("add", [e.emit("round", [e.emit("mul", [acc, s])]), cast(e, y_zp, f64)])
     info = np.iinfo(y_zp.dtype.np)
     q = e.emit("max", [e.emit("min", [q, scalar(float(info.max), q)]), scalar(float(info.min), q)])

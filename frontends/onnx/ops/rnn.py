@@ -135,10 +135,11 @@ def _run_direction(ctx: NodeCtx, x: Value, cell: _Cell, acts: list[Act], states:
         e.mov(s, r.operand.name)
         regs.append(r)
     h_t = states[0].type
-    if not h_t.is_static:
-        raise ctx.fail("RNN states need a static batch size")
+    if None in h_t.shape:
+        raise ctx.fail(f"RNN states of type {h_t} need a static or named batch size")
     acc = _reg(e, "ys", h_t.with_shape((None,) + h_t.shape))
-    e.mov(known(np.zeros((0,) + h_t.shape, h_t.dtype.np)), acc.operand.name)
+    # no step yet: [0, batch, hidden] (a named batch binds when the program runs)
+    e.mov(e.emit_const_fill(0, h_t.with_shape((0,) + h_t.shape), "ys"), acc.operand.name)
 
     l_head, l_body, l_exit = e.label("rnn"), e.label("rnnstep"), e.label("endrnn")
     e.fb.jmp(l_head)
@@ -210,7 +211,7 @@ _GATES = {"RNN": (1, ["Tanh"]), "GRU": (3, ["Sigmoid", "Tanh"]),
           "LSTM": (4, ["Sigmoid", "Tanh", "Tanh"])}
 
 
-@onnx_op("RNN", "GRU", "LSTM", since=14)
+@onnx_op("RNN", "GRU", "LSTM", since=7)     # 14 added layout (read with its default)
 def recurrent(ctx: NodeCtx) -> list[Value]:
     e, op = ctx.e, ctx.node.op_type
     gates, default_acts = _GATES[op]
@@ -250,10 +251,9 @@ def recurrent(ctx: NodeCtx) -> list[Value]:
         for k in range(n_states):
             v = inits[k]
             if v is None:
-                states.append(known(np.zeros((batch, hidden), x.dtype.np))
-                              if isinstance(batch, int) else None)
-                if states[-1] is None:
-                    raise ctx.fail("initial states need a static batch size")
+                if batch is None:
+                    raise ctx.fail("initial states need a static or named batch size")
+                states.append(e.emit_const_fill(0, TensorType(x.dtype, (batch, hidden)), "h0"))
             else:
                 states.append(e.emit("gather", [v, scalar(d, I64)], "h0", axis=0))
         reverse = direction == "reverse" or d == 1

@@ -50,7 +50,7 @@ def _slice_types(xs: list[Value], axes: list[int]) -> list[TensorType]:
     return [x.type.with_shape(x.shape[:ax] + x.shape[ax + 1:]) for x, ax in zip(xs, axes)]
 
 
-@onnx_op("Scan", since=16)
+@onnx_op("Scan", since=9)      # Scan-9, -11 and -16 differ only in element types
 def scan(ctx: NodeCtx) -> list[Value]:
     e = ctx.e
     body = ctx.attr("body")

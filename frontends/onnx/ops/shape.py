@@ -23,63 +23,62 @@ I64 = BY_NAME["i64"]
 
 
 def shape_entries(ctx: NodeCtx, i: int, what: str) -> list[Dim] | None:
-    """Input i, a 1-D shape vector, as sizes and named dims; None where absent."""
+    """Input i, a 1-D shape vector, as sizes and named dims (an expression of named dims gets
+    a derived name, see symdim.py); None where absent."""
     v = ctx.input(i)
     if v is None:
         return None
     if v.const is not None:
         return [int(x) for x in v.const.reshape(-1)]
     if v.sym is not None:
-        return list(v.sym)
+        return [ctx.e.derived.dim(d) for d in v.sym]
     raise ctx.not_known(i, what)
 
 
-def sym_value(e, entries: list[Dim], runtime: Value | None, dtype=I64, shape=None) -> Value:
-    """A shape vector: known when every entry is a size, else the run-time value with `sym`."""
+def sym_value(e, entries: list, runtime: Value | None, dtype=I64, shape=None) -> Value:
+    """A shape vector: known when every entry is a size, else the run-time value with `sym`
+    (entries are sizes, names, expressions of names, or None)."""
     shape = (len(entries),) if shape is None else shape
+    entries = [e.derived.entry(d) for d in entries]
     if all(isinstance(d, int) for d in entries):
         return known(np.array(entries, dtype=dtype.np).reshape(shape))
     assert runtime is not None
     return Value(runtime.type, runtime.operand, None, tuple(entries))
 
 
-def to_int_shape(ctx: NodeCtx, dims: list[Dim], x: Value) -> tuple[list[int], TensorType]:
-    """A reshape target with named dims as an int list (one unknown written -1) and the result
+def _solve_minus_one(derived, dims: list[Dim], x: Value) -> list[Dim]:
+    """Give -1 its size (or expression) when the input's element count divided by the other
+    sizes is exact: [N, -1] of a [N, 2, 3] tensor is [N, 6]; [-1, 4, 8] of [6, N, 32] is
+    [N_x6, 4, 8] (a derived name), so a later reshape back to [6, N, 32] is static again."""
+    if -1 not in dims or dims.count(-1) > 1 or None in x.shape or None in dims:
+        return dims
+    total = derived.product(x.shape)
+    rest = derived.product(d for d in dims if d != -1)
+    q = total.exact_div(rest) if total is not None and rest is not None else None
+    if q is None:
+        return dims
+    return [derived.dim(q) if d == -1 else d for d in dims]
+
+
+def reshape(ctx: NodeCtx, x: Value, dims: list[Dim], hint: str, runtime=None,
+            copy_zero: bool = True) -> Value:
+    """A reshape to `dims` (sizes, names, -1, None): the static row when at most one size is
+    open at import, else the dynamic row on the run-time shape vector `runtime()` with a result
     type that keeps the names."""
-    dims = _solve_minus_one(dims, x)
-    names = [i for i, d in enumerate(dims) if not isinstance(d, int)]
-    ints = [d if isinstance(d, int) else -1 for d in dims]
-    if len(names) > 1 or (names and -1 in dims):
-        raise ctx.fail(f"reshape to {dims}: more than one size is unknown at import")
+    dims = _solve_minus_one(ctx.e.derived, list(dims), x)
+    open_dims = [d for d in dims if not isinstance(d, int) or d == -1]
     shown: list[Dim] = [None if d == -1 else d for d in dims]
-    if -1 in dims and x.type.is_static:
-        total = int(np.prod([d for d in x.shape]))
-        rest = int(np.prod([d for d in dims if d != -1]))
-        shown = [total // rest if d == -1 and rest else d for d in dims]
-    return ints, TensorType(x.dtype, tuple(shown))
-
-
-def _solve_minus_one(dims: list[Dim], x: Value) -> list[Dim]:
-    """Give -1 its size when the named dims of the target are exactly those of the input, so
-    they cancel: [N, -1] of a [N, 2, 3] tensor is [N, 6]."""
-    if -1 not in dims or None in x.shape or None in dims:
-        return dims
-    from collections import Counter
-    if Counter(d for d in dims if isinstance(d, str)) != \
-            Counter(d for d in x.shape if isinstance(d, str)):
-        return dims
-    total = int(np.prod([d for d in x.shape if isinstance(d, int)], dtype=np.int64))
-    rest = int(np.prod([d for d in dims if isinstance(d, int) and d != -1], dtype=np.int64))
-    if rest == 0 or total % rest:
-        return dims
-    return [total // rest if d == -1 else d for d in dims]
-
-
-def reshape(ctx: NodeCtx, x: Value, dims: list[Dim], hint: str) -> Value:
-    ints, t = to_int_shape(ctx, dims, x)
+    if len(open_dims) > 1:
+        if runtime is None:
+            raise ctx.fail(f"reshape to {dims}: more than one size is unknown at import")
+        t = TensorType(x.dtype, tuple(shown))
+        return ctx.e.emit("reshape_dyn", [x, runtime()], hint, copy_zero=copy_zero,
+                          result_type=None if all(d is None for d in shown) else t)
+    ints = [d if isinstance(d, int) else -1 for d in dims]
     if x.type.is_static:
         return ctx.e.emit("reshape", [x], hint, shape=ints)
-    return ctx.e.emit("reshape", [x], hint, shape=ints, result_type=t)
+    return ctx.e.emit("reshape", [x], hint, shape=ints,
+                      result_type=TensorType(x.dtype, tuple(shown)))
 
 
 @onnx_op("Shape", since=13)
@@ -118,11 +117,8 @@ def reshape_(ctx: NodeCtx) -> list[Value]:
     if not allowzero:
         # ONNX 0 copies the input's dim; dlvm's 0 is a size of zero
         dims = [x.shape[i] if d == 0 else d for i, d in enumerate(dims)]
-    if sum(1 for d in dims if d is None or d == -1) > 1:
-        # more than one size known only at run time: the dynamic row
-        return [ctx.e.emit("reshape_dyn", [x, vector(ctx, 1, "shape")], ctx.node.output[0],
-                           copy_zero=not allowzero)]
-    return [reshape(ctx, x, dims, ctx.node.output[0])]
+    return [reshape(ctx, x, dims, ctx.node.output[0], lambda: vector(ctx, 1, "shape"),
+                    copy_zero=not allowzero)]
 
 
 @onnx_op("Flatten", since=13)
@@ -131,9 +127,8 @@ def flatten(ctx: NodeCtx) -> list[Value]:
     axis = norm_axis(int(ctx.attr("axis", 1)), x.rank)
 
     def prod(ds: tuple[Dim, ...]) -> Dim:
-        if all(isinstance(d, int) for d in ds):
-            return int(np.prod(ds, dtype=np.int64))
-        return ds[0] if len(ds) == 1 else -1
+        p = ctx.e.derived.product(ds)
+        return -1 if p is None else ctx.e.derived.dim(p)
     a, b = prod(x.shape[:axis]), prod(x.shape[axis:])
     if a == -1 and b == -1:
         raise ctx.fail("both sides of the flatten have sizes unknown at import")

@@ -1,0 +1,151 @@
+"""The model zoo against onnxruntime: latency of dlvm (default settings, and `jit="always"`)
+and onnxruntime on the same thread count, timed interleaved call by call in one process.
+
+    .venv/bin/python bench/zoo.py                           # every model, both exporters, b 1, 32
+    .venv/bin/python bench/zoo.py --models resnet18,minilm --batches 1
+    .venv/bin/python bench/zoo.py --exporters torchscript --size small --threads 1
+    .venv/bin/python bench/zoo.py --static                  # time the static-batch exports too
+
+Each model of `bench/zoo_models.py` (torch.nn, seeded random weights, no downloads) is exported
+with the TorchScript-based exporter (`dynamic_axes` on the batch) and with `dynamo=True` (a
+dynamic batch dim); the one dynamic-batch export runs at every batch of `--batches`. With
+`--static`, a static export per batch is timed as well. Each row checks the outputs against
+onnxruntime (max |err|), then times the three competitors in turn (`_timing.interleaved_medians`,
+so a busy spell of the shared machine slows all alike) and reports the medians, the ratios to
+onnxruntime and, per column, the geometric mean over the rows. "first" is the time from a new
+VM to its first result (import excluded, shown apart), with an empty kernel cache (unless
+`--warm-cache`), so it includes any compile the first call waits for.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+import warnings
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.dirname(HERE))
+
+import zoo_models as zm  # noqa: E402
+from _timing import fmt_time, interleaved_medians, ort_options, table  # noqa: E402
+
+
+def _first_call(module, jit: str | None, args: list) -> tuple[object, float]:
+    import dlvmrt
+    t0 = time.perf_counter()
+    vm = dlvmrt.VM(module) if jit is None else dlvmrt.VM(module, jit=jit)
+    vm.run("main", *args)
+    return vm, time.perf_counter() - t0
+
+
+def bench_row(model: zm.ZooModel, onnx_bytes: bytes, batch: int, size: str, threads: int,
+              budget: float) -> dict:
+    import onnxruntime as ort
+
+    from frontends.onnx import import_onnx
+    feeds = model.inputs(batch, size)
+    args = list(feeds.values())
+    t0 = time.perf_counter()
+    module = import_onnx(onnx_bytes)
+    import_s = time.perf_counter() - t0
+    sess = ort.InferenceSession(onnx_bytes, ort_options(ort, threads),
+                                providers=["CPUExecutionProvider"])
+    t0 = time.perf_counter()
+    want = sess.run(None, feeds)
+    ort_first = time.perf_counter() - t0
+    vm_default, first_default = _first_call(module, None, args)
+    vm_always, first_always = _first_call(module, "always", args)
+    err = 0.0
+    for vm in (vm_default, vm_always):
+        got = vm.run("main", *args)
+        err = max(err, max(float(np.max(np.abs(g - w))) for g, w in zip(got, want)))
+    times = interleaved_medians({
+        "default": lambda: vm_default.run("main", *args),
+        "always": lambda: vm_always.run("main", *args),
+        "ort": lambda: sess.run(None, feeds),
+    }, budget_s=budget, warmup=1)
+    return {"import_s": import_s, "err": err, "first_default": first_default,
+            "first_always": first_always, "ort_first": ort_first, **times}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description="the model zoo: dlvm against onnxruntime")
+    ap.add_argument("--models", default=",".join(zm.ZOO), help="comma-separated zoo names")
+    ap.add_argument("--exporters", default=",".join(zm.EXPORTERS))
+    ap.add_argument("--batches", default="1,32")
+    ap.add_argument("--size", default="full", choices=["small", "full"],
+                    help="the benchmark sizes or the tests' small ones")
+    ap.add_argument("--static", action="store_true", help="time static-batch exports as well")
+    ap.add_argument("--threads", type=int, default=2,
+                    help="threads of both: dlvm (DLVM_THREADS) and onnxruntime's intra-op pool")
+    ap.add_argument("--budget", type=float, default=0.5,
+                    help="seconds of timing per competitor and row (at least 5 calls each)")
+    ap.add_argument("--warm-cache", action="store_true",
+                    help="keep DLVM_CACHE_DIR (first calls then reuse compiled kernels)")
+    a = ap.parse_args(argv)
+    os.environ["DLVM_THREADS"] = str(a.threads)
+    if not a.warm_cache:
+        os.environ["DLVM_CACHE_DIR"] = tempfile.mkdtemp(prefix="dlvm-zoo-cache-")
+    warnings.simplefilter("ignore")
+    batches = [int(b) for b in a.batches.split(",")]
+    rows, skipped = [], []
+    ratios: dict[tuple[str, int], list[float]] = {}
+    for name in a.models.split(","):
+        if name not in zm.ZOO:
+            ap.error(f"unknown model {name} (the zoo: {', '.join(zm.ZOO)})")
+        model = zm.ZOO[name]
+        try:
+            net = model.build(a.size)
+        except ImportError as e:
+            skipped.append(f"{name}: {e}")
+            continue
+        for exporter in a.exporters.split(","):
+            exports = [("dynamic", None)] + ([("static", b) for b in batches] if a.static else [])
+            for kind, static_batch in exports:
+                try:
+                    feeds = model.inputs(static_batch or 2, a.size)
+                    onnx_bytes = zm.export_onnx(model, net, feeds, exporter, kind == "dynamic")
+                except Exception as e:  # noqa: BLE001 - an exporter's failure is a table row
+                    skipped.append(f"{name} {exporter} {kind}: export failed: "
+                                   f"{type(e).__name__}: {str(e).splitlines()[0][:120]}")
+                    continue
+                for batch in ([static_batch] if static_batch else batches):
+                    label = f"{name} {exporter} {kind}"
+                    try:
+                        r = bench_row(model, onnx_bytes, batch, a.size, a.threads, a.budget)
+                    except Exception as e:  # noqa: BLE001 - reported, the table goes on
+                        skipped.append(f"{label} b={batch}: {type(e).__name__}: "
+                                       f"{str(e).splitlines()[0][:160]}")
+                        continue
+                    rd, ra = r["default"] / r["ort"], r["always"] / r["ort"]
+                    ratios.setdefault(("default", batch), []).append(rd)
+                    ratios.setdefault(("always", batch), []).append(ra)
+                    rows.append([name, exporter, kind, str(batch), fmt_time(r["default"]),
+                                 fmt_time(r["always"]), fmt_time(r["ort"]), f"{rd:.2f}",
+                                 f"{ra:.2f}", fmt_time(r["first_default"]),
+                                 fmt_time(r["first_always"]), fmt_time(r["ort_first"]),
+                                 f"{r['import_s']:.2f} s", f"{r['err']:.1e}"])
+                    print("  " + " | ".join(rows[-1]), file=sys.stderr, flush=True)
+    for batch in batches:
+        if ("default", batch) in ratios:
+            rows.append(["geomean", "", "", str(batch), "", "", "",
+                         f"{zm.geomean(ratios[('default', batch)]):.2f}",
+                         f"{zm.geomean(ratios[('always', batch)]):.2f}", "", "", "", "", ""])
+    header = ["model", "exporter", "batch dim", "batch", "dlvm default", "dlvm always", "ort",
+              "ratio default", "ratio always", "first default", "first always", "ort first",
+              "import", "max |err|"]
+    print(table(f"Model zoo, size={a.size}, {a.threads} threads (dlvm and onnxruntime, no "
+                f"spinning), medians interleaved call by call; ratio = dlvm / onnxruntime",
+                header, rows))
+    for s in skipped:
+        print(f"- not timed: {s}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,143 @@
+"""Libraries built by `dlvm aot`, called from Python through ctypes.
+
+    lib = dlvmrt.aot.load("out/")             # the directory `dlvm aot -o` wrote
+    (y,) = lib.run("main", x)                 # as VM.run: positional or by parameter name
+
+The library is the program compiled ahead of time; this module only converts arrays and errors:
+results come back as NumPy arrays, and the library's error codes as dlvm's exceptions (a trap as
+Trap, a bad argument as Trap, running out of memory as ResourceExhausted).
+"""
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from isa.dtypes import DType
+from isa.errors import InternalError, MalformedError, ResourceExhausted, Trap
+
+MAX_RANK = 8
+MANIFEST = "dlvm_aot.json"
+FORMAT = "dlvm-aot-1"
+_BY_CODE = {d.code: d for d in DType}
+
+
+class Tensor(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("shape", ctypes.c_int64 * MAX_RANK),
+                ("rank", ctypes.c_int32), ("dtype", ctypes.c_int32)]
+
+
+class Status(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_int32), ("message", ctypes.c_char * 480)]
+
+
+def is_library_dir(path: str | os.PathLike) -> bool:
+    return (Path(path) / MANIFEST).is_file()
+
+
+class Library:
+    """One loaded library; `run` may be called from many threads at once."""
+
+    def __init__(self, directory: str | os.PathLike):
+        self.directory = Path(directory)
+        try:
+            self.manifest = json.loads((self.directory / MANIFEST).read_text())
+        except (OSError, ValueError) as e:
+            raise MalformedError(f"{self.directory}: not a dlvm aot library ({MANIFEST}: {e})") \
+                from None
+        if self.manifest.get("format") != FORMAT:
+            raise MalformedError(f"{self.directory}: library format {self.manifest.get('format')!r}, "
+                                 f"this dlvm reads {FORMAT!r}")
+        self.name = self.manifest["name"]
+        try:
+            self._lib = ctypes.CDLL(str(self.directory / self.manifest["shared"]))
+        except OSError as e:
+            raise MalformedError(f"{self.directory}: cannot load the library: {e}") from None
+        # getattr, not [], so that the argument types set here stay on the function objects
+        self._free = getattr(self._lib, f"{self.name}_free")
+        self._free.argtypes = [ctypes.c_void_p]
+        self._set_threads = getattr(self._lib, f"{self.name}_set_threads")
+        self._set_threads.argtypes = [ctypes.c_int]
+        self._fns = {}
+        for fname, info in self.manifest["functions"].items():
+            fn = getattr(self._lib, info["symbol"])
+            fn.argtypes = [ctypes.POINTER(Tensor), ctypes.POINTER(Tensor), ctypes.POINTER(Status)]
+            fn.restype = ctypes.c_int32
+            self._fns[fname] = (fn, info)
+
+    @property
+    def functions(self) -> list[str]:
+        return list(self._fns)
+
+    def set_threads(self, n: int) -> None:
+        self._set_threads(int(n))
+
+    def run(self, entry: str = "main", *args: Any, **named: Any) -> tuple[np.ndarray, ...]:
+        if entry not in self._fns:
+            raise Trap(f"no function @{entry} in library {self.name} (it has: "
+                       + ", ".join("@" + f for f in self._fns) + ")")
+        fn, info = self._fns[entry]
+        params = [p["name"] for p in info["params"]]
+        values = list(args)
+        if len(values) > len(params):
+            raise Trap(f"@{entry} takes {len(params)} arguments, got {len(values)}")
+        for p in params[len(values):]:
+            if p not in named:
+                raise Trap(f"@{entry}: missing argument %{p}")
+            values.append(named.pop(p))
+        if named:
+            raise Trap(f"@{entry} has no parameter " + ", ".join("%" + k for k in named))
+        from isa.types import parse_type
+
+        from .vm import _as_input
+        types = [parse_type(p["type"]) for p in info["params"]]
+        # (np.ascontiguousarray would make a 0-d argument 1-d)
+        arrays = [np.asarray(_as_input(v, t), order="C") for v, t in zip(values, types)]
+        ins = (Tensor * max(len(arrays), 1))()
+        for t, a in zip(ins, arrays):
+            d = _dtype_of(a)
+            if a.ndim > MAX_RANK:
+                raise Trap(f"an argument of rank {a.ndim} (at most {MAX_RANK})")
+            t.data = a.ctypes.data if a.size else None
+            t.rank = a.ndim
+            t.dtype = d.code if d is not None else -1
+            for i, s in enumerate(a.shape):
+                t.shape[i] = s
+        n_out = len(info["results"])
+        outs = (Tensor * max(n_out, 1))()
+        status = Status()
+        code = fn(ins, outs, ctypes.byref(status))
+        if code:
+            message = status.message.decode(errors="replace")
+            raise {1: Trap, 2: Trap, 3: ResourceExhausted}.get(code, Trap)(message) \
+                if code in (1, 2, 3, 4) else InternalError(f"library returned code {code}: {message}")
+        results = []
+        free = self._free
+        for t in outs[:n_out]:
+            d = _BY_CODE[t.dtype]
+            shape = tuple(t.shape[i] for i in range(t.rank))
+            count = int(np.prod(shape, dtype=np.int64))
+            if count:
+                buf = (ctypes.c_char * (count * d.np.itemsize)).from_address(t.data)
+                arr = np.frombuffer(buf, dtype=d.np, count=count).reshape(shape).copy()
+            else:
+                arr = np.empty(shape, d.np)
+            free(t.data)
+            results.append(arr)
+        return tuple(results)
+
+
+def _dtype_of(a: np.ndarray) -> DType | None:
+    for d in DType:
+        if d.np == a.dtype:
+            return d
+    return None
+
+
+def load(directory: str | os.PathLike) -> Library:
+    """The library `dlvm aot` wrote into `directory`."""
+    return Library(directory)

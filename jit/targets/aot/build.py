@@ -1,0 +1,177 @@
+"""`dlvm aot`: a program as a shared library, a static archive and a C header.
+
+    compile_library(module, "out/")  ->  out/libNAME.so, out/libNAME.a, out/NAME.h,
+                                         out/dlvm_aot.json (what dlvmrt.aot.load reads),
+                                         out/src/ (the generated C, assembly and kernels)
+
+The kernels are the JIT's (the same lowering, jit/llvm), emitted as position-independent objects
+for this CPU; the program's control flow and the calls between kernels are generated C over a
+small runtime (runtime/dlvm_aot_rt.c); weights go into read-only data through `.incbin`. The
+system C compiler (`cc`, or $CC) compiles and links them.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from isa.module import Module
+
+from .cnames import ident
+from .header import public_header
+from .program import CProgram, ProgramCompiler
+
+RUNTIME = Path(__file__).parent / "runtime"
+FORMAT = "dlvm-aot-1"
+MANIFEST = "dlvm_aot.json"
+
+
+class AotError(Exception):
+    """The program cannot be compiled ahead of time (the message lists why), or no toolchain."""
+
+
+@dataclass
+class Library:
+    directory: Path
+    name: str
+    shared: Path
+    static: Path
+    header: Path
+    kernels: int
+    seconds: float
+    steps: dict[str, float] = field(default_factory=dict)
+
+
+def find_cc() -> str | None:
+    cc = os.environ.get("CC") or "cc"
+    return shutil.which(cc)
+
+
+def compile_library(module: Module, out_dir: str | os.PathLike, *, name: str | None = None,
+                    cc: str | None = None) -> Library:
+    t0 = time.perf_counter()
+    steps: dict[str, float] = {}
+    name = ident(name or module.name)
+    cc = cc or find_cc()
+    if cc is None:
+        raise AotError("no C compiler: `dlvm aot` links with the system's `cc` (or $CC); install "
+                       "one (Debian: apt-get install gcc)")
+    out = Path(out_dir)
+    src = out / "src"
+    src.mkdir(parents=True, exist_ok=True)
+    program: CProgram = ProgramCompiler(module, name).compile()
+    if program.unsupported:
+        listing = "\n  ".join(program.unsupported)
+        raise AotError(f"{len(program.unsupported)} instruction"
+                       f"{'s' if len(program.unsupported) != 1 else ''} of module {module.name} "
+                       f"cannot be compiled ahead of time yet:\n  {listing}")
+    steps["generate C"] = time.perf_counter() - t0
+    from jit.llvm import target as host
+    cpu = host.host().cpu
+    header = out / f"{name}.h"
+    header.write_text(public_header(module, name, cpu))
+    (src / f"{name}.h").write_text(header.read_text())
+    for f in ("dlvm_aot_rt.h", "dlvm_aot_rt.c"):
+        shutil.copyfile(RUNTIME / f, src / f)
+    (src / "dlvm_aot_config.h").write_text(_config())
+    (src / f"{name}.c").write_text(program.source + _exports(name))
+    t = time.perf_counter()
+    objects = _kernel_objects(program, src)
+    steps["compile kernels"] = time.perf_counter() - t
+    t = time.perf_counter()
+    objects += _weights(program, src, cc)
+    # -march=native: the kernels are compiled for this CPU already; the runtime's loops (the
+    # few-rows product, convolution packing) vectorize for it too
+    flags = ["-O3", "-march=native", "-fPIC", "-fvisibility=hidden", "-std=c11", "-D_POSIX_C_SOURCE=200809L",
+             "-D_DEFAULT_SOURCE", "-Wno-unused-label"]
+    for c_file in (f"{name}.c", "dlvm_aot_rt.c"):
+        obj = src / (Path(c_file).stem + ".o")
+        _run([cc, *flags, "-c", str(src / c_file), "-o", str(obj), f"-I{src}"])
+        objects.append(obj)
+    shared = out / f"lib{name}.so"
+    static = out / f"lib{name}.a"
+    _run([cc, "-shared", "-o", str(shared), *map(str, objects), "-lm", "-lpthread", "-Wl,-z,defs"])
+    static.unlink(missing_ok=True)
+    _run(["ar", "rcs", str(static), *map(str, objects)])
+    steps["C and link"] = time.perf_counter() - t
+    manifest = {"format": FORMAT, "name": name, "module": module.name, "cpu": cpu,
+                "shared": shared.name, "static": static.name, "header": header.name,
+                "functions": {f.name: {"symbol": f"{name}_{ident(f.name)}",
+                                       "params": [{"name": p.name, "type": str(p.type)}
+                                                  for p in f.params],
+                                       "results": [str(t) for t in f.results]}
+                              for f in module.functions.values()}}
+    (out / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
+    return Library(out, name, shared, static, header, len(program.kernels),
+                   time.perf_counter() - t0, steps)
+
+
+def _run(cmd: list[str]) -> None:
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    if done.returncode:
+        raise AotError(f"{' '.join(cmd[:2])} ... failed (this is a bug in dlvm):\n"
+                       f"{done.stderr[-4000:]}")
+
+
+def _config() -> str:
+    from jit.gemm import _MIN_ROWS, PARALLEL_MACS, SLACK
+    from jit.llvm import target as host
+    from jit.llvm.gemm_kernel import shape_for
+    s = shape_for(host.host().features)
+    return (f"/* the GEMM kernel's tile for this CPU (jit/llvm/gemm_kernel.py) */\n"
+            f"#define DLVM_GEMM_MR {s.mr}\n#define DLVM_GEMM_NR {s.nr}\n#define DLVM_GEMM_KC {s.kc}\n"
+            f"#define DLVM_GEMM_MC {s.mc}\n#define DLVM_GEMM_NC {s.nc}\n#define DLVM_GEMM_SLACK {SLACK}\n"
+            f"#define DLVM_GEMM_PARALLEL_MACS {PARALLEL_MACS}LL\n"
+            f"#define DLVM_GEMM_MIN_ROWS {_MIN_ROWS}\n")
+
+
+def _exports(name: str) -> str:
+    return (f"DLVM_API void {name}_free(void *data) {{ free(data); }}\n"
+            f"DLVM_API void {name}_set_threads(int threads) {{ dlvm_rt_set_threads(threads); }}\n"
+            f"DLVM_API int {name}_get_threads(void) {{ return dlvm_rt_threads(); }}\n")
+
+
+def _pic_machine():
+    import llvmlite.binding as llvm
+
+    from jit.llvm import target as host
+    h = host.host()
+    return llvm.Target.from_triple(h.triple).create_target_machine(
+        cpu=h.cpu, features=h.features, opt=3, reloc="pic", codemodel="default")
+
+
+def _kernel_objects(program: CProgram, src: Path) -> list[Path]:
+    from jit.llvm import target as host
+    from jit.llvm.gemm_kernel import gemm_module, shape_for
+    tm = _pic_machine()
+    texts = [(k.cname, k.llvm_ir) for k in program.kernels]
+    texts.append(("dlvm_gemm", str(gemm_module(shape_for(host.host().features)))))
+    objects = []
+    for cname, text in texts:
+        mod = host.optimize(text, 3)
+        obj = src / f"{cname}.o"
+        obj.write_bytes(tm.emit_object(mod))
+        objects.append(obj)
+    return objects
+
+
+def _weights(program: CProgram, src: Path, cc: str) -> list[Path]:
+    """Constants as read-only data: one .bin per constant, pulled in by `.incbin`."""
+    if not program.blobs:
+        return []
+    lines = ['.section .rodata', '']
+    for b in program.blobs:
+        path = src / f"{b.cname}.bin"
+        path.write_bytes(b.data or b"\0")
+        lines += [".balign 64", f".globl {b.cname}", f".hidden {b.cname}", f"{b.cname}:",
+                  f'.incbin "{path.name}"', ""]
+    lines.append('.section .note.GNU-stack,"",@progbits')
+    asm = src / "weights.S"
+    asm.write_text("\n".join(lines) + "\n")
+    obj = src / "weights.o"
+    _run([cc, "-c", str(asm), "-o", str(obj), f"-I{src}", "-Wa,-I" + str(src)])
+    return [obj]

@@ -1,0 +1,617 @@
+"""A dlvm module as C: one function per dlvm function over the library's runtime, plus the kernels
+its regions compile to.
+
+Every function becomes `static int32_t fn_NAME(dlvm_ctx *, dlvm_val *args, dlvm_val *results)`:
+registers are `dlvm_val`s, blocks are labels, `br` and `jmp` are gotos, `call` is a C call.
+Regions (the JIT's fusion, jit/regions.py) run their compiled kernel through `dlvm_rt_region`;
+an elementwise or reduction instruction outside every region becomes a one-instruction region;
+products, convolutions, pooling and movement ops call the runtime. Whatever has neither is
+collected, and the build fails with one error that lists every such instruction.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from isa.dtypes import DType
+from isa.module import ConstRef, Imm, Instr, Module, Reg
+from isa.ops import OPS
+from isa.types import TensorType
+from isa.verify import verify_module
+from jit.build import build_kernel
+from jit.kernel_ir import REDUCE_KINDS, Kernel
+from jit.llvm.lower import lower_kernel
+from jit.regions import EPILOGUE_KINDS, Region, form_regions
+
+from .cnames import c_double, c_string, dtype_code, i64_array, ident
+from .variant import MAX_RANK, Variant, representative, variant_for
+
+# ops the runtime runs (dlvm_aot_rt.c) besides regions and control flow
+HELPER_OPS = frozenset({"matmul", "conv2d", "maxpool2d", "reshape", "transpose", "broadcast_to",
+                        "expand_dims", "squeeze", "concat", "slice", "gather"})
+CONTROL_OPS = frozenset({"jmp", "br", "ret", "call", "assert", "const", "mov"})
+
+
+class Unsupported(Exception):
+    pass
+
+
+def _row_nodes(kernel: Kernel) -> set[int]:
+    """keepdims=false reductions and the nodes computed from them: one value per row, lined up
+    with the domain's outer axes (as jit/plan.py: domain_shapes keeps them)."""
+    rows: set[int] = set()
+    for i, nd in enumerate(kernel.nodes):
+        if (nd.op in REDUCE_KINDS and not nd.attr) or any(a in rows for a in nd.args):
+            rows.add(i)
+    return rows
+
+
+@dataclass
+class RegionKernel:
+    cname: str                  # the C name of its dlvm_rt_kernel table (+ "_fn": the kernel)
+    kernel: Kernel
+    variant: Variant
+    where: str
+    llvm_ir: str                # the kernel's LLVM module, unoptimized
+    slots: int                  # scratch rows per chunk
+    rows: set[int] = field(default_factory=set)     # nodes with one value per row (_row_nodes)
+
+
+@dataclass
+class Blob:
+    cname: str
+    data: bytes
+
+
+@dataclass
+class CProgram:
+    name: str
+    source: str = ""
+    kernels: list[RegionKernel] = field(default_factory=list)
+    blobs: list[Blob] = field(default_factory=list)
+    unsupported: list[str] = field(default_factory=list)
+
+
+class _Writer:
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def __call__(self, line: str = "", indent: int = 1) -> None:
+        self.lines.append("    " * indent + line if line else "")
+
+
+class ProgramCompiler:
+    """Writes the C of every function of `module` (C `prefix` for exported names)."""
+
+    def __init__(self, module: Module, prefix: str):
+        self.module = module
+        self.types = verify_module(module)
+        self.prefix = prefix
+        self.out = CProgram(prefix)
+        self.const_values: dict[str, str] = {}      # module constant -> C dlvm_val name
+        self.packs: set[str] = set()
+        self.pack_decls: list[str] = []
+        self.w = _Writer()
+
+    # -- the whole program ----------------------------------------------------------------
+
+    def compile(self) -> CProgram:
+        w = self.w
+        w('#include "dlvm_aot_rt.h"', 0)
+        w(f'#include "{self.prefix}.h"', 0)
+        w("#include <math.h>", 0)
+        w("#include <stdlib.h>", 0)
+        w("#include <string.h>", 0)
+        w("", 0)
+        for cname in self.module.constants:
+            self._module_constant(cname)
+        for f in self.module.functions.values():
+            w(f"static int32_t fn_{ident(f.name)}(dlvm_ctx *ctx, dlvm_val *args, dlvm_val *results);", 0)
+        w("", 0)
+        body = _Writer()
+        saved, self.w = self.w, body
+        for fname in self.module.functions:
+            self._function(fname)
+        for fname in self.module.functions:
+            self._entry(fname)
+        self.w = saved
+        for decl in self.pack_decls:
+            self.w(decl, 0)
+        for k in self.out.kernels:
+            self._kernel_table(k)
+        self.w.lines += body.lines
+        self.out.source = "\n".join(self.w.lines) + "\n"
+        return self.out
+
+    def _module_constant(self, name: str) -> None:
+        c = self.module.constants[name]
+        value = np.ascontiguousarray(np.asarray(c.value, dtype=c.type.dtype.np))
+        blob = self._blob(value)
+        cv = f"C_{ident(name)}"
+        shape = ", ".join(str(int(d)) for d in value.shape) or "0"
+        self.w(f"extern const unsigned char {blob}[];", 0)
+        self.w(f"static const dlvm_val {cv} = {{NULL, (void *){blob}, {{{shape}}}, {value.ndim}, "
+               f"{dtype_code(c.type.dtype)}}};", 0)
+        self.const_values[name] = cv
+
+    def _packed(self, const: str) -> str:
+        """The static cache of constant `const` packed for the GEMM kernel (one per constant)."""
+        name = f"P_{ident(const)}"
+        if name not in self.packs:
+            self.packs.add(name)
+            self.pack_decls.append(f"static dlvm_rt_packed {name};")
+        return name
+
+    def _blob(self, value: np.ndarray) -> str:
+        cname = f"dlvm_{ident(self.prefix)}_const{len(self.out.blobs)}"
+        self.out.blobs.append(Blob(cname, value.tobytes()))
+        return cname
+
+    # -- one function ---------------------------------------------------------------------
+
+    def _function(self, fname: str) -> None:
+        func = self.module.functions[fname]
+        types = self.types[fname]
+        regions = {(r.block, r.start): r for r in form_regions(self.module, fname, types)}
+        regs: dict[str, int] = {}
+        for p in func.params:
+            regs.setdefault(p.name, len(regs))
+        for b in func.blocks:
+            for ins in b.instrs:
+                for r in ins.results:
+                    regs.setdefault(r, len(regs))
+        dim_names: list[str] = []
+        for t in [p.type for p in func.params] + list(func.results):
+            for d in t.shape:
+                if isinstance(d, str) and d not in dim_names:
+                    dim_names.append(d)
+        self.regs, self.dims, self.fname = regs, dim_names, fname
+        w = self.w
+        w(f"static int32_t fn_{ident(fname)}(dlvm_ctx *ctx, dlvm_val *args, dlvm_val *results) {{", 0)
+        w(f"dlvm_val r[{max(len(regs), 1)}];")
+        w("memset(r, 0, sizeof r);")
+        w(f"int64_t dims[{max(len(dim_names), 1)}];")
+        w(f"for (int i = 0; i < {max(len(dim_names), 1)}; i++) dims[i] = -1;")
+        w("(void)dims;")
+        w(f"if (++ctx->depth > {200}) {{ dlvm_rt_fail(ctx, DLVM_RT_ERR_RESOURCE, "
+          f"\"call depth above 200 at @{fname}\"); goto fail; }}")
+        for i, p in enumerate(func.params):
+            w(f"if (dlvm_rt_bind(ctx, {c_string(p.name)}, args[{i}].data, args[{i}].shape, "
+              f"args[{i}].rank, args[{i}].dtype, {self._type_args(p.type)}, dims, &r[{regs[p.name]}])) "
+              f"goto fail;")
+            w(f"if (args[{i}].buf) {{ r[{regs[p.name]}].buf = args[{i}].buf; args[{i}].buf->refs++; }}")
+        for bi, blk in enumerate(func.blocks):
+            w(f"L_{ident(blk.label)}:", 0)
+            i = 0
+            while i < len(blk.instrs):
+                region = regions.get((bi, i))
+                where = f"@{fname} block {blk.label}"
+                try:
+                    if region is not None:
+                        self._region(region, blk.instrs, types[bi], f"{where}, instructions {i}-"
+                                     f"{region.end - 1}")
+                        i = region.end
+                        continue
+                    self._instr(bi, i, blk.instrs[i], types[bi][i],
+                                f"{where}, instruction {i} ({blk.instrs[i].op})")
+                except Unsupported as e:
+                    loc = blk.instrs[i].loc
+                    at = f"{loc.file}:{loc.line}: " if loc is not None else ""
+                    self.out.unsupported.append(f"{at}@{fname} block {blk.label} instruction {i}: "
+                                                f"{blk.instrs[i].op}: {e}")
+                i += 1
+        w("done:", 0)
+        w("for (size_t i = 0; i < sizeof r / sizeof r[0]; i++) dlvm_rt_release(&r[i]);")
+        w("ctx->depth--;")
+        w("return 0;")
+        w("fail:", 0)
+        w("for (size_t i = 0; i < sizeof r / sizeof r[0]; i++) dlvm_rt_release(&r[i]);")
+        w("ctx->depth--;")
+        w("return ctx->status->code ? ctx->status->code : DLVM_RT_ERR_TRAP;")
+        w("}", 0)
+        w("", 0)
+
+    def _type_args(self, t: TensorType) -> str:
+        """want_dtype, want_rank, want shape, named-dim indices (for dlvm_rt_bind)."""
+        want = [d if isinstance(d, int) else 0 for d in t.shape]
+        named = [self.dims.index(d) if isinstance(d, str) and d in self.dims else
+                 (-1 if isinstance(d, int) else -2) for d in t.shape]
+        named_c = "(const int32_t[]){" + ", ".join(str(n) for n in named or [0]) + "}"
+        return f"{dtype_code(t.dtype)}, {t.rank}, {i64_array(want)}, {named_c}"
+
+    def _shape_expr(self, shape) -> str:
+        """A C int64_t[] of a static shape whose named dims come from this call's `dims`."""
+        parts = []
+        for d in shape:
+            if isinstance(d, int):
+                parts.append(str(d))
+            elif isinstance(d, str) and d in self.dims:
+                parts.append(f"dims[{self.dims.index(d)}]")
+            else:
+                raise Unsupported(f"a shape with dim {d!r} that no parameter binds")
+        return "(const int64_t[]){" + ", ".join(parts or ["0"]) + "}"
+
+    def _dims_bound(self, shape) -> str:
+        """A C condition that every named dim of `shape` is bound."""
+        conds = [f"dims[{self.dims.index(d)}] < 0" for d in shape if isinstance(d, str) and d in self.dims]
+        return " || ".join(conds) or "0"
+
+    # -- operands -------------------------------------------------------------------------
+
+    def _value(self, o: Any, t: TensorType, temps: list[str]) -> str:
+        """A C expression of type dlvm_val* for operand `o` of type `t`."""
+        if isinstance(o, Reg):
+            return f"&r[{self.regs[o.name]}]"
+        if isinstance(o, ConstRef):
+            return f"(dlvm_val *)&{self.const_values[o.name]}"
+        if isinstance(o, Imm):
+            name = f"imm{len(temps)}"
+            temps.append(name)
+            v = o.value
+            self.w(f"dlvm_val {name}; memset(&{name}, 0, sizeof {name});", 2)
+            self.w(f"if (dlvm_rt_fill(ctx, &{name}, {dtype_code(t.dtype)}, 0, NULL, "
+                   f"{c_double(float(v))}, {int(v) if not isinstance(v, float) or v == v else 0}LL)) "
+                   f"goto {self._fail};", 2)
+            return f"&{name}"
+        raise Unsupported(f"operand {o}")
+
+    # -- regions --------------------------------------------------------------------------
+
+    def _region(self, region: Region, instrs: list[Instr], rows, where: str) -> None:
+        if region.kind in EPILOGUE_KINDS:
+            head = instrs[region.start]
+            self._open(where)
+            temps: list[str] = []
+            self.w("dlvm_val head; memset(&head, 0, sizeof head);", 2)
+            self._head(head, rows[region.start], "&head", temps)
+            if region.end > region.start + 1:
+                self._run_kernel(region, rows, where, temps, head_value="&head")
+            else:
+                self.w(f"dlvm_rt_assign(&r[{self.regs[head.results[0]]}], &head);", 2)
+            self.w("dlvm_rt_release(&head);", 2)
+            self._close(temps)
+            return
+        self._open(where)
+        temps = []
+        self._run_kernel(region, rows, where, temps)
+        self._close(temps)
+
+    def _run_kernel(self, region: Region, rows, where: str, temps: list[str],
+                    head_value: str | None = None) -> None:
+        k = build_kernel(self.module, self.types[region.func], region)
+        shapes = []
+        for t in k.inputs:
+            if t.source < 0:
+                shapes.append(representative(rows[region.start].results[0].shape))
+            else:
+                shapes.append(representative(self._input_type(region, rows, t.source).shape))
+        variant = variant_for(k, shapes)
+        rows_of = _row_nodes(k)
+        cname = f"dlvm_{ident(self.prefix)}_k{len(self.out.kernels)}"
+        ir_module, slots = lower_kernel(k, variant.spec, cname + "_fn")
+        self.out.kernels.append(RegionKernel(cname, k, variant, where, str(ir_module), slots,
+                                             rows_of))
+        ins = []
+        for t in k.inputs:
+            if t.source < 0:
+                ins.append(head_value)
+            else:
+                o = region.inputs[t.source]
+                ins.append(self._value(o, self._input_type(region, rows, t.source), temps))
+        n_out = len(k.outputs)
+        self.w(f"dlvm_val *ins[] = {{{', '.join(ins) or 'NULL'}}};", 2)
+        self.w(f"dlvm_val outs[{max(n_out, 1)}]; memset(outs, 0, sizeof outs);", 2)
+        self.w(f"if (dlvm_rt_region(ctx, &{cname}, ins, outs)) {{ for (int j = 0; j < {n_out}; j++) "
+               f"dlvm_rt_release(&outs[j]); goto {self._fail}; }}", 2)
+        for j, o in enumerate(k.outputs):
+            self.w(f"dlvm_rt_assign(&r[{self.regs[o.name]}], &outs[{j}]); dlvm_rt_release(&outs[{j}]);", 2)
+
+    def _input_type(self, region: Region, rows, index: int) -> TensorType:
+        operand = region.inputs[index]
+        instrs = self.module.functions[region.func].blocks[region.block].instrs
+        for ii in range(region.start, region.end):
+            for o, t in zip(instrs[ii].operands, rows[ii].operands):
+                if o == operand:
+                    return t
+        raise Unsupported(f"region input {operand} is not read")
+
+    def _kernel_table(self, rk: RegionKernel) -> None:
+        w, k, v = self.w, rk.kernel, rk.variant
+        n_axes = v.spec.rank
+        groups = []
+        for g in v.groups:
+            groups += [len(g)] + g + [0] * (MAX_RANK - len(g))
+        pats = [int(b) for p in list(v.spec.inputs) + list(v.spec.outputs) for b in p]
+        nodes = []
+        for n in k.nodes:
+            if n.op == "load":
+                nodes += [0, n.attr, -1, -1]
+            elif n.op == "const":
+                nodes += [1, -1, -1, -1]
+            elif n.op in REDUCE_KINDS:
+                nodes += [2 if n.attr else 3, n.args[0], -1, -1]
+            else:
+                args = list(n.args)[:3] + [-1] * (3 - min(len(n.args), 3))
+                if len(n.args) > 3:
+                    raise Unsupported(f"a kernel node {n.op} of {len(n.args)} operands")
+                nodes += [5 if len(nodes) // 4 in rk.rows else 4] + args
+        math_ops = sum(1 for n in k.nodes if n.op in ("exp", "log", "tanh", "sin", "cos", "erf",
+                                                      "pow", "sigmoid", "gelu"))
+        nbytes = sum(t.dtype.itemsize for t in k.inputs) + sum(o.dtype.itemsize for o in k.outputs)
+        work = 0.05 * nbytes + 0.03 * len(k.nodes) + 0.4 * math_ops
+        c = rk.cname
+        w(f"extern int32_t {c}_fn();", 0)
+        w(f"static const int32_t {c}_groups[] = {{{', '.join(map(str, groups or [0]))}}};", 0)
+        w(f"static const uint8_t {c}_patterns[] = {{{', '.join(map(str, pats or [0]))}}};", 0)
+        w(f"static const int32_t {c}_nodes[] = {{{', '.join(map(str, nodes))}}};", 0)
+        w(f"static const int32_t {c}_out_nodes[] = {{{', '.join(str(o.node) for o in k.outputs)}}};", 0)
+        w(f"static const int32_t {c}_out_dtypes[] = "
+          f"{{{', '.join(dtype_code(o.dtype) for o in k.outputs)}}};", 0)
+        w(f"static const dlvm_rt_kernel {c} = {{{c_string(rk.where)}, (void *){c}_fn, {len(k.inputs)}, "
+          f"{len(k.outputs)}, {len(k.nodes)}, {v.domain_rank}, {k.inner}, {n_axes}, {v.spec.outer}, "
+          f"{c}_groups, {c}_patterns, {c}_nodes, {c}_out_nodes, {c}_out_dtypes, "
+          f"{rk.slots}, {work!r}}};", 0)
+        w("", 0)
+
+    # -- instructions outside regions -----------------------------------------------------
+
+    _scopes: list[int] = []
+    _scope_count = 0
+
+    @property
+    def _fail(self) -> str:
+        """The label the innermost open scope's failures go to."""
+        return f"fail_{self._scopes[-1]}"
+
+    def _open(self, where: str) -> None:
+        self._scope_count += 1
+        self._scopes = self._scopes + [self._scope_count]
+        self.w("{", 1)
+        self.w(f"ctx->where = {c_string(where)};", 2)
+
+    def _close(self, temps: list[str]) -> None:
+        n = self._scopes[-1]
+        for t in temps:
+            self.w(f"dlvm_rt_release(&{t});", 2)
+        self.w(f"if (0) {{ fail_{n}:", 2)
+        for t in temps:
+            self.w(f"dlvm_rt_release(&{t});", 3)
+        self.w("goto fail; }", 3)
+        self.w("}", 1)
+        self._scopes = self._scopes[:-1]
+
+    def _instr(self, bi: int, ii: int, ins: Instr, t, where: str) -> None:
+        op = ins.op
+        func = self.module.functions[self.fname]
+        if op == "jmp":
+            self.w(f"goto L_{ident(ins.attrs['target'])};")
+            return
+        if op == "br":
+            c = ins.operands[0]
+            if not isinstance(c, Reg):
+                raise Unsupported("a branch on a literal")
+            self.w(f"if (dlvm_rt_truth(&r[{self.regs[c.name]}])) goto L_{ident(ins.attrs['if_true'])}; "
+                   f"else goto L_{ident(ins.attrs['if_false'])};")
+            return
+        self._open(where)
+        temps: list[str] = []
+        n = self._scopes[-1]
+        if op == "ret":
+            vals = [self._value(o, ot, temps) for o, ot in zip(ins.operands, t.operands)]
+            for j, v in enumerate(vals):
+                self.w(f"dlvm_rt_assign(&results[{j}], {v});", 2)
+            for tmp in temps:
+                self.w(f"dlvm_rt_release(&{tmp});", 2)
+            self.w("goto done;", 2)
+            self.w(f"if (0) {{ fail_{n}: goto fail; }}", 2)
+            self.w("}", 1)
+            self._scopes = self._scopes[:-1]
+            return
+        if op == "const":
+            rt: TensorType = ins.attrs["type"]
+            value = np.asarray(ins.attrs["value"])
+            dst = f"&r[{self.regs[ins.results[0]]}]"
+            if value.ndim == 0:
+                v = value.item()
+                iv = int(v) if not (isinstance(v, float) and (v != v or abs(v) == float("inf"))) else 0
+                self.w(f"if ({self._dims_bound(rt.shape)}) {{ dlvm_rt_fail(ctx, DLVM_RT_ERR_TRAP, "
+                       f"\"a named dim of the const is not bound\"); goto fail_{n}; }}", 2)
+                self.w(f"if (dlvm_rt_fill(ctx, {dst}, {dtype_code(rt.dtype)}, {rt.rank}, "
+                       f"{self._shape_expr(rt.shape)}, {c_double(float(v))}, {iv}LL)) goto fail_{n};", 2)
+            else:
+                data = np.ascontiguousarray(value.astype(rt.dtype.np))
+                blob = self._blob(data)
+                self.w(f"extern const unsigned char {blob}[];", 2)
+                self.w(f"dlvm_rt_const({dst}, {blob}, {dtype_code(rt.dtype)}, {data.ndim}, "
+                       f"{i64_array(data.shape)});", 2)
+        elif op == "mov":
+            src = self._value(ins.operands[0], t.operands[0], temps)
+            self.w(f"dlvm_rt_assign(&r[{self.regs[ins.results[0]]}], {src});", 2)
+        elif op == "call":
+            callee = self.module.functions[ins.attrs["callee"]]
+            args = [self._value(o, ot, temps) for o, ot in zip(ins.operands, t.operands)]
+            na, nr = max(len(args), 1), max(len(ins.results), 1)
+            self.w(f"dlvm_val cargs[{na}], cres[{nr}]; memset(cargs, 0, sizeof cargs); "
+                   f"memset(cres, 0, sizeof cres);", 2)
+            for j, a in enumerate(args):
+                self.w(f"dlvm_rt_assign(&cargs[{j}], {a});", 2)
+            self.w(f"int32_t crc = fn_{ident(callee.name)}(ctx, cargs, cres);", 2)
+            self.w(f"for (int j = 0; j < {na}; j++) dlvm_rt_release(&cargs[j]);", 2)
+            self.w(f"if (crc) {{ for (int j = 0; j < {nr}; j++) dlvm_rt_release(&cres[j]); "
+                   f"goto fail_{n}; }}", 2)
+            for j, res in enumerate(ins.results):
+                self.w(f"dlvm_rt_assign(&r[{self.regs[res]}], &cres[{j}]); dlvm_rt_release(&cres[{j}]);", 2)
+            self.w(f"ctx->where = {c_string(where)};", 2)
+        elif op == "assert":
+            v = self._value(ins.operands[0], t.operands[0], temps)
+            msg = c_string(str(ins.attrs.get("message", "assertion failed")))
+            self.w(f"for (int64_t j = 0; j < dlvm_rt_numel({v}); j++) "
+                   f"if (!((const uint8_t *)({v})->data)[j]) "
+                   f"{{ dlvm_rt_fail(ctx, DLVM_RT_ERR_TRAP, \"%s\", {msg}); goto fail_{n}; }}", 2)
+        elif op in HELPER_OPS:
+            self._helper(ins, t, temps, n)
+        else:
+            self._one_instruction_region(bi, ii, ins, t, where, temps)
+        self._close(temps)
+        del func
+
+    def _one_instruction_region(self, bi: int, ii: int, ins: Instr, t, where: str,
+                                temps: list[str]) -> None:
+        op = OPS.get(ins.op)
+        if op is None or op.family.name in ("CONTROL", "MOVEMENT", "CONTRACTION", "ARGREDUCE"):
+            raise Unsupported("not compiled ahead of time yet")
+        inputs = []
+        for o in ins.operands:
+            if isinstance(o, (Reg, ConstRef)) and o not in inputs:
+                inputs.append(o)
+        kind = "reduce" if op.family.name == "REDUCE" or ins.op in (
+            "softmax", "log_softmax", "layer_norm") else "elementwise"
+        region = Region(self.fname, bi, ii, ii + 1, inputs, list(ins.results), kind)
+        rows = self.types[self.fname][bi]
+        try:
+            self._run_kernel(region, rows, where, temps)
+        except Unsupported:
+            raise
+        except Exception as e:  # noqa: BLE001 - the JIT cannot build it: say why
+            raise Unsupported(f"no kernel: {e}") from None
+
+    def _helper(self, ins: Instr, t, temps: list[str], n: int) -> None:
+        op, a = ins.op, OPS[ins.op].with_defaults(ins.attrs)
+        vals = [self._value(o, ot, temps) for o, ot in zip(ins.operands, t.operands)]
+        dst = f"&r[{self.regs[ins.results[0]]}]"
+        rt: TensorType = t.results[0]
+        fail = f"goto fail_{n};"
+        x_rank = t.operands[0].rank if t.operands else 0
+        if op == "matmul":
+            call = f"dlvm_rt_matmul(ctx, {vals[0]}, {vals[1]}, {dst})"
+        elif op == "conv2d":
+            bias = vals[2] if len(vals) > 2 else "NULL"
+            call = (f"dlvm_rt_conv2d(ctx, {vals[0]}, {vals[1]}, {bias}, {i64_array(a['strides'])}, "
+                    f"{i64_array(a['pads'])}, {i64_array(a['dilations'])}, {int(a['groups'])}, {dst})")
+        elif op == "maxpool2d":
+            if len(a["kernel"]) != 2:
+                raise Unsupported("pooling over other than 2 spatial dims")
+            call = (f"dlvm_rt_maxpool2d(ctx, {vals[0]}, {i64_array(a['kernel'])}, "
+                    f"{i64_array(a['strides'])}, {i64_array(a['pads'])}, {i64_array(a['dilations'])}, "
+                    f"{int(bool(a['ceil_mode']))}, {dst})")
+        elif op == "reshape":
+            call = f"dlvm_rt_reshape(ctx, {vals[0]}, {len(a['shape'])}, {i64_array(a['shape'])}, {dst})"
+        elif op in ("expand_dims", "squeeze"):
+            # the result's dims taken from the operand's: which operand dim each result dim is
+            if op == "expand_dims":
+                axes = {ax % rt.rank for ax in a["axes"]}
+                src = iter(range(x_rank))
+                picks = [-1 if d in axes else next(src) for d in range(rt.rank)]
+            else:
+                xt = t.operands[0]
+                axes = ({ax % x_rank for ax in a["axes"]} if a.get("axes") is not None
+                        else {d for d, s in enumerate(xt.shape) if s == 1})
+                picks = [d for d in range(x_rank) if d not in axes]
+            dims = ", ".join("1" if p < 0 else f"({vals[0]})->shape[{p}]" for p in picks) or "0"
+            call = f"dlvm_rt_reshape(ctx, {vals[0]}, {rt.rank}, (const int64_t[]){{{dims}}}, {dst})"
+        elif op == "transpose":
+            perm = a.get("perm")
+            perm = list(reversed(range(x_rank))) if perm is None else [p % x_rank for p in perm]
+            call = f"dlvm_rt_transpose(ctx, {vals[0]}, {i64_array(perm)}, {dst})"
+        elif op == "broadcast_to":
+            self.w(f"if ({self._dims_bound(a['shape'])}) {{ dlvm_rt_fail(ctx, DLVM_RT_ERR_TRAP, "
+                   f"\"a named dim of the shape is not bound\"); {fail} }}", 2)
+            call = (f"dlvm_rt_broadcast_to(ctx, {vals[0]}, {len(a['shape'])}, "
+                    f"{self._shape_expr(a['shape'])}, {dst})")
+        elif op == "concat":
+            call = (f"dlvm_rt_concat(ctx, (dlvm_val *const[]){{{', '.join(vals)}}}, {len(vals)}, "
+                    f"{int(a['axis'])}, {dst})")
+        elif op == "slice":
+            starts, stops, steps = [0] * x_rank, [2**62] * x_rank, [1] * x_rank
+            axes = a.get("axes")
+            axes = list(range(len(a["starts"]))) if axes is None else [ax % x_rank for ax in axes]
+            for j, ax in enumerate(axes):
+                starts[ax], stops[ax] = int(a["starts"][j]), int(a["ends"][j])
+                steps[ax] = int(a["steps"][j]) if a.get("steps") is not None else 1
+            call = (f"dlvm_rt_slice(ctx, {vals[0]}, {i64_array(starts)}, {i64_array(stops)}, "
+                    f"{i64_array(steps)}, {dst})")
+        elif op == "gather":
+            call = f"dlvm_rt_gather(ctx, {vals[0]}, {vals[1]}, {int(a['axis'])}, {dst})"
+        else:
+            raise Unsupported("not compiled ahead of time yet")
+        self.w(f"if ({call}) {fail}", 2)
+
+    def _head(self, head: Instr, rows, dst: str, temps: list[str]) -> None:
+        """The head of an epilogue region (a product, convolution or pool) into `dst`."""
+        n = self._scopes[-1]
+        vals = [self._value(o, ot, temps) for o, ot in zip(head.operands, rows.operands)]
+        a = OPS[head.op].with_defaults(head.attrs)
+        if head.op == "matmul" and isinstance(head.operands[1], ConstRef) and \
+                rows.operands[1].rank == 2 and rows.operands[1].dtype is DType.F32:
+            pack = self._packed(head.operands[1].name)
+            call = f"dlvm_rt_matmul_const(ctx, {vals[0]}, {vals[1]}, &{pack}, {dst})"
+        elif head.op == "matmul":
+            call = f"dlvm_rt_matmul(ctx, {vals[0]}, {vals[1]}, {dst})"
+        elif head.op == "conv2d":
+            bias = vals[2] if len(vals) > 2 else "NULL"
+            call = (f"dlvm_rt_conv2d(ctx, {vals[0]}, {vals[1]}, {bias}, {i64_array(a['strides'])}, "
+                    f"{i64_array(a['pads'])}, {i64_array(a['dilations'])}, {int(a['groups'])}, {dst})")
+        elif head.op == "maxpool2d":
+            if len(a["kernel"]) != 2:
+                raise Unsupported("pooling over other than 2 spatial dims")
+            call = (f"dlvm_rt_maxpool2d(ctx, {vals[0]}, {i64_array(a['kernel'])}, "
+                    f"{i64_array(a['strides'])}, {i64_array(a['pads'])}, {i64_array(a['dilations'])}, "
+                    f"{int(bool(a['ceil_mode']))}, {dst})")
+        else:
+            raise Unsupported(f"an epilogue region headed by {head.op}")
+        self.w(f"if ({call}) {{ dlvm_rt_release({dst}); goto fail_{n}; }}", 2)
+
+    # -- exported entry points ------------------------------------------------------------
+
+    def _entry(self, fname: str) -> None:
+        func = self.module.functions[fname]
+        w, p = self.w, self.prefix
+        np_, nr = len(func.params), len(func.results)
+        w(f"DLVM_API int32_t {p}_{ident(fname)}(const dlvm_tensor *inputs, dlvm_tensor *outputs, "
+          f"dlvm_status *status) {{", 0)
+        w("dlvm_status local;")
+        w("if (!status) status = &local;")
+        w("status->code = 0;")
+        w("status->message[0] = 0;")
+        w("dlvm_ctx ctx = {(dlvm_rt_status *)status, 0, NULL};")
+        w(f"dlvm_val args[{max(np_, 1)}], res[{max(nr, 1)}];")
+        w("memset(args, 0, sizeof args);")
+        w("memset(res, 0, sizeof res);")
+        if np_:
+            w("if (!inputs) return dlvm_rt_fail(&ctx, DLVM_RT_ERR_ARGUMENT, \"inputs is NULL\");")
+        if nr:
+            w("if (!outputs) return dlvm_rt_fail(&ctx, DLVM_RT_ERR_ARGUMENT, \"outputs is NULL\");")
+        for i in range(np_):
+            w(f"if (inputs[{i}].rank < 0 || inputs[{i}].rank > DLVM_MAX_RANK) return dlvm_rt_fail(&ctx, "
+              f"DLVM_RT_ERR_ARGUMENT, \"input {i} has rank %d\", inputs[{i}].rank);")
+            w(f"dlvm_rt_const(&args[{i}], inputs[{i}].data, inputs[{i}].dtype, inputs[{i}].rank, "
+              f"inputs[{i}].shape);")
+        w(f"int32_t rc = fn_{ident(fname)}(&ctx, args, res);")
+        w("int exported = 0;")
+        w(f"for (int j = 0; j < {nr} && rc == 0; j++, exported++) {{")
+        w("size_t bytes = (size_t)dlvm_rt_numel(&res[j]) * dlvm_rt_itemsize(res[j].dtype);", 2)
+        w("void *data;", 2)
+        w("if (res[j].buf && res[j].buf->refs == 1 && res[j].data == res[j].buf->data) {", 2)
+        w("data = res[j].buf->data;   /* the caller takes the buffer over */", 3)
+        w("free(res[j].buf);", 3)
+        w("res[j].buf = NULL;", 3)
+        w("} else {", 2)
+        w("data = malloc(bytes ? bytes : 1);", 3)
+        w("if (!data) { rc = dlvm_rt_fail(&ctx, DLVM_RT_ERR_RESOURCE, \"out of memory for the results\"); "
+          "break; }", 3)
+        w("memcpy(data, res[j].data, bytes);", 3)
+        w("}", 2)
+        w("outputs[j].data = data;", 2)
+        w("outputs[j].rank = res[j].rank;", 2)
+        w("outputs[j].dtype = res[j].dtype;", 2)
+        w("for (int d = 0; d < DLVM_MAX_RANK; d++)", 2)
+        w("outputs[j].shape[d] = d < res[j].rank ? res[j].shape[d] : 0;", 3)
+        w("}")
+        w("if (rc) for (int j = 0; j < exported; j++) { free(outputs[j].data); outputs[j].data = NULL; }")
+        w(f"for (int j = 0; j < {max(nr, 1)}; j++) dlvm_rt_release(&res[j]);")
+        w(f"for (int j = 0; j < {max(np_, 1)}; j++) dlvm_rt_release(&args[j]);")
+        w("return rc;")
+        w("}", 0)
+        w("", 0)

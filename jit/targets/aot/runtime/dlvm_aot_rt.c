@@ -1,0 +1,1178 @@
+/* dlvm AOT runtime: values, entry checks, compiled regions, products, convolutions, pooling,
+ * movement ops and a small thread pool. Compiled into every library `dlvm aot` builds, with
+ * the library's generated configuration (dlvm_aot_config.h: the GEMM kernel's tile).
+ *
+ * Needs only the C library, libm and pthreads.
+ */
+#include "dlvm_aot_rt.h"
+#include "dlvm_aot_config.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define HIDDEN __attribute__((visibility("hidden")))
+
+/* ---- values ----------------------------------------------------------------------------- */
+
+HIDDEN size_t dlvm_rt_itemsize(int32_t dtype) {
+    switch (dtype) {
+    case DT_BOOL: case DT_I8: case DT_U8: return 1;
+    case DT_I16: case DT_U16: case DT_F16: return 2;
+    case DT_I32: case DT_U32: case DT_F32: return 4;
+    default: return 8;
+    }
+}
+
+HIDDEN int dlvm_rt_fail(dlvm_ctx *ctx, int32_t code, const char *fmt, ...) {
+    if (ctx->status->code == DLVM_RT_OK) {      /* the first failure is the one reported */
+        char msg[400];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof msg, fmt, ap);
+        va_end(ap);
+        ctx->status->code = code;
+        if (ctx->where)
+            snprintf(ctx->status->message, sizeof ctx->status->message, "%s: %s", ctx->where, msg);
+        else
+            snprintf(ctx->status->message, sizeof ctx->status->message, "%s", msg);
+    }
+    return code;
+}
+
+HIDDEN int64_t dlvm_rt_numel(const dlvm_val *v) {
+    int64_t n = 1;
+    for (int i = 0; i < v->rank; i++) n *= v->shape[i];
+    return n;
+}
+
+static int64_t numel_of(int32_t rank, const int64_t *shape) {
+    int64_t n = 1;
+    for (int i = 0; i < rank; i++) n *= shape[i];
+    return n;
+}
+
+HIDDEN void dlvm_rt_release(dlvm_val *v) {
+    if (v->buf && --v->buf->refs == 0) {
+        free(v->buf->data);
+        free(v->buf);
+    }
+    v->buf = NULL;
+    v->data = NULL;
+}
+
+HIDDEN void dlvm_rt_assign(dlvm_val *dst, const dlvm_val *src) {
+    if (dst == src) return;
+    if (src->buf) src->buf->refs++;
+    dlvm_rt_release(dst);
+    *dst = *src;
+}
+
+HIDDEN int dlvm_rt_alloc(dlvm_ctx *ctx, dlvm_val *v, int32_t dtype, int32_t rank,
+                         const int64_t *shape) {
+    int64_t n = numel_of(rank, shape);
+    size_t item = dlvm_rt_itemsize(dtype);
+    if (n < 0 || (n > 0 && (uint64_t)n > SIZE_MAX / item / 2))
+        return dlvm_rt_fail(ctx, DLVM_RT_ERR_RESOURCE, "a tensor of %lld elements is too large",
+                            (long long)n);
+    dlvm_rt_buf *buf = malloc(sizeof *buf);
+    /* 64 bytes of slack: kernels may read a vector past a row's end (never write) */
+    void *data = buf ? aligned_alloc(64, ((size_t)n * item + 64 + 63) / 64 * 64) : NULL;
+    if (!data) {
+        free(buf);
+        return dlvm_rt_fail(ctx, DLVM_RT_ERR_RESOURCE, "out of memory allocating %lld bytes",
+                            (long long)(n * (int64_t)item));
+    }
+    buf->refs = 1;
+    buf->data = data;
+    dlvm_rt_release(v);
+    v->buf = buf;
+    v->data = data;
+    v->rank = rank;
+    v->dtype = dtype;
+    for (int i = 0; i < rank; i++) v->shape[i] = shape[i];
+    return 0;
+}
+
+HIDDEN void dlvm_rt_const(dlvm_val *v, const void *data, int32_t dtype, int32_t rank,
+                          const int64_t *shape) {
+    dlvm_rt_release(v);
+    v->data = (void *)data;
+    v->dtype = dtype;
+    v->rank = rank;
+    for (int i = 0; i < rank; i++) v->shape[i] = shape[i];
+}
+
+static void store_scalar(void *p, int32_t dtype, double d, int64_t i) {
+    switch (dtype) {
+    case DT_BOOL: *(uint8_t *)p = i != 0; break;
+    case DT_I8: *(int8_t *)p = (int8_t)i; break;
+    case DT_U8: *(uint8_t *)p = (uint8_t)i; break;
+    case DT_I16: *(int16_t *)p = (int16_t)i; break;
+    case DT_U16: *(uint16_t *)p = (uint16_t)i; break;
+    case DT_I32: *(int32_t *)p = (int32_t)i; break;
+    case DT_U32: *(uint32_t *)p = (uint32_t)i; break;
+    case DT_I64: *(int64_t *)p = i; break;
+    case DT_U64: *(uint64_t *)p = (uint64_t)i; break;
+    case DT_F32: *(float *)p = (float)d; break;
+    case DT_F64: *(double *)p = d; break;
+    default: break;
+    }
+}
+
+HIDDEN int dlvm_rt_fill(dlvm_ctx *ctx, dlvm_val *v, int32_t dtype, int32_t rank,
+                        const int64_t *shape, double value, int64_t ivalue) {
+    if (dlvm_rt_alloc(ctx, v, dtype, rank, shape)) return 1;
+    int64_t n = dlvm_rt_numel(v);
+    size_t item = dlvm_rt_itemsize(dtype);
+    char *p = v->data;
+    for (int64_t i = 0; i < n; i++) store_scalar(p + i * item, dtype, value, ivalue);
+    return 0;
+}
+
+HIDDEN int dlvm_rt_truth(const dlvm_val *v) {
+    return *(const uint8_t *)v->data != 0;
+}
+
+/* ---- entry: arguments and results against their declared types -------------------------- */
+
+static const char *dtype_name(int32_t d) {
+    static const char *names[] = {"bool", "i8", "i16", "i32", "i64", "u8", "f16", "f32", "f64",
+                                  "u16", "u32", "u64"};
+    return d >= 0 && d < 12 ? names[d] : "?";
+}
+
+static void shape_text(char *out, size_t cap, int32_t rank, const int64_t *shape) {
+    size_t used = (size_t)snprintf(out, cap, "[");
+    for (int i = 0; i < rank && used < cap; i++)
+        used += (size_t)snprintf(out + used, cap - used, "%s%lld", i ? ", " : "", (long long)shape[i]);
+    if (used < cap) snprintf(out + used, cap - used, "]");
+}
+
+/* Named dims: named[i] >= 0 is the index of dim i's name in `dims` (-1: a literal in want[i],
+ * -2: unknown, any size). A name seen first binds its size; later uses must agree. */
+static int check_shape(dlvm_ctx *ctx, const char *what, const int64_t *shape, int32_t rank,
+                       int32_t dtype, int32_t want_dtype, int32_t want_rank, const int64_t *want,
+                       const int32_t *named, int64_t *dims) {
+    char got[160];
+    shape_text(got, sizeof got, rank, shape);
+    if (dtype != want_dtype || rank != want_rank)
+        return dlvm_rt_fail(ctx, DLVM_RT_ERR_ARGUMENT, "%s must be %s of rank %d, got %s%s", what,
+                            dtype_name(want_dtype), want_rank, dtype_name(dtype), got);
+    for (int i = 0; i < rank; i++) {
+        if (shape[i] < 0)
+            return dlvm_rt_fail(ctx, DLVM_RT_ERR_ARGUMENT, "%s has a negative size %s", what, got);
+        if (named[i] == -1 && shape[i] != want[i])
+            return dlvm_rt_fail(ctx, DLVM_RT_ERR_ARGUMENT, "%s: dim %d must be %lld, got %s", what,
+                                i, (long long)want[i], got);
+        if (named[i] >= 0) {
+            if (dims[named[i]] < 0)
+                dims[named[i]] = shape[i];
+            else if (dims[named[i]] != shape[i])
+                return dlvm_rt_fail(ctx, DLVM_RT_ERR_ARGUMENT,
+                                    "%s: dim %d is %lld, but that named dim is %lld elsewhere",
+                                    what, i, (long long)shape[i], (long long)dims[named[i]]);
+        }
+    }
+    return 0;
+}
+
+HIDDEN int dlvm_rt_bind(dlvm_ctx *ctx, const char *param, const void *data, const int64_t *shape,
+                        int32_t rank, int32_t dtype, int32_t want_dtype, int32_t want_rank,
+                        const int64_t *want, const int32_t *named, int64_t *dims, dlvm_val *out) {
+    char what[96];
+    snprintf(what, sizeof what, "argument %%%s", param);
+    if (rank < 0 || rank > DLVM_MAX_RANK)
+        return dlvm_rt_fail(ctx, DLVM_RT_ERR_ARGUMENT, "%s has rank %d (at most %d)", what, rank,
+                            DLVM_MAX_RANK);
+    if (check_shape(ctx, what, shape, rank, dtype, want_dtype, want_rank, want, named, dims))
+        return 1;
+    if (!data && numel_of(rank, shape) > 0)
+        return dlvm_rt_fail(ctx, DLVM_RT_ERR_ARGUMENT, "%s has no data", what);
+    dlvm_rt_const(out, data, dtype, rank, shape);
+    return 0;
+}
+
+HIDDEN int dlvm_rt_check_result(dlvm_ctx *ctx, int index, const dlvm_val *v, int32_t want_dtype,
+                                int32_t want_rank, const int64_t *want, const int32_t *named,
+                                int64_t *dims) {
+    char what[64];
+    snprintf(what, sizeof what, "result %d", index);
+    return check_shape(ctx, what, v->shape, v->rank, v->dtype, want_dtype, want_rank, want, named,
+                       dims);
+}
+
+/* ---- threads ------------------------------------------------------------------------------ */
+
+/* A pool of workers that sleep on a condition variable. A parallel call hands out parts of
+ * [0, n) by an atomic counter and runs parts itself too; a call that finds the pool busy (another
+ * thread's call) runs all its parts alone, so concurrent callers never wait for each other. */
+#define MAX_THREADS 256
+static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t pool_busy = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t pool_wake = PTHREAD_COND_INITIALIZER;
+static pthread_cond_t pool_done = PTHREAD_COND_INITIALIZER;
+static int pool_wanted = 1, pool_started = 0, pool_set = 0;
+static long pool_generation = 0;
+static int pool_active = 0;
+static struct {
+    dlvm_rt_task task;
+    void *arg;
+    int64_t n, parts;
+    int64_t next;
+} pool_job;
+
+static void run_parts(void) {
+    for (;;) {
+        int64_t p = __atomic_fetch_add(&pool_job.next, 1, __ATOMIC_RELAXED);
+        if (p >= pool_job.parts) return;
+        int64_t lo = pool_job.n * p / pool_job.parts, hi = pool_job.n * (p + 1) / pool_job.parts;
+        if (lo < hi) pool_job.task(pool_job.arg, lo, hi, p);
+    }
+}
+
+static void *worker(void *unused) {
+    (void)unused;
+    long seen = 0;
+    pthread_mutex_lock(&pool_lock);
+    for (;;) {
+        while (pool_generation == seen) pthread_cond_wait(&pool_wake, &pool_lock);
+        seen = pool_generation;
+        pool_active++;
+        pthread_mutex_unlock(&pool_lock);
+        run_parts();
+        pthread_mutex_lock(&pool_lock);
+        if (--pool_active == 0) pthread_cond_broadcast(&pool_done);
+    }
+    return NULL;
+}
+
+static int default_threads(void) {
+    const char *env = getenv("DLVM_THREADS");
+    int n = env ? atoi(env) : 0;
+    if (n <= 0) {
+        long cpus = 1;
+#ifdef _SC_NPROCESSORS_ONLN
+        cpus = sysconf(_SC_NPROCESSORS_ONLN);
+#endif
+        n = cpus > 0 ? (int)cpus : 1;
+    }
+    return n > MAX_THREADS ? MAX_THREADS : n;
+}
+
+HIDDEN void dlvm_rt_set_threads(int n) {
+    pthread_mutex_lock(&pool_lock);
+    pool_wanted = n <= 0 ? default_threads() : (n > MAX_THREADS ? MAX_THREADS : n);
+    pool_set = 1;
+    pthread_mutex_unlock(&pool_lock);
+}
+
+HIDDEN int dlvm_rt_threads(void) {
+    pthread_mutex_lock(&pool_lock);
+    if (!pool_set) {
+        pool_wanted = default_threads();
+        pool_set = 1;
+    }
+    int n = pool_wanted;
+    pthread_mutex_unlock(&pool_lock);
+    return n;
+}
+
+HIDDEN void dlvm_rt_parallel(dlvm_rt_task task, void *arg, int64_t n, int64_t parts) {
+    int threads = dlvm_rt_threads();
+    if (parts > threads) parts = threads;
+    if (parts > n) parts = n;
+    if (parts <= 1 || pthread_mutex_trylock(&pool_busy) != 0) {
+        if (n > 0) task(arg, 0, n, 0);
+        return;
+    }
+    pthread_mutex_lock(&pool_lock);
+    while (pool_started < threads - 1) {          /* workers start on first use */
+        pthread_t t;
+        pthread_attr_t attr;
+        pthread_attr_init(&attr);
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        int failed = pthread_create(&t, &attr, worker, NULL);
+        pthread_attr_destroy(&attr);
+        if (failed) break;                        /* fewer workers: the caller does more */
+        pool_started++;
+    }
+    /* a worker that woke late for the previous job may still be reading it */
+    while (pool_active > 0) pthread_cond_wait(&pool_done, &pool_lock);
+    pool_job.task = task;
+    pool_job.arg = arg;
+    pool_job.n = n;
+    pool_job.parts = parts;
+    pool_job.next = 0;
+    pool_generation++;
+    pthread_cond_broadcast(&pool_wake);
+    pthread_mutex_unlock(&pool_lock);
+    run_parts();
+    pthread_mutex_lock(&pool_lock);
+    while (pool_active > 0) pthread_cond_wait(&pool_done, &pool_lock);
+    pthread_mutex_unlock(&pool_lock);
+    pthread_mutex_unlock(&pool_busy);
+}
+
+/* ---- compiled regions --------------------------------------------------------------------- */
+
+/* A region's kernel was compiled for one variant (jit/plan.py: Spec): the domain's axes merged
+ * into `n_axes` groups, each tensor varying or not along each group, chosen from the static
+ * types. Here the actual shapes give each group's size and each tensor's strides, as make_plan
+ * does; a tensor that the types said varies along an axis but is broadcast along it at run time
+ * is a shape the library was not compiled for (a guard failure, not a wrong result). */
+
+typedef struct region_call {
+    const dlvm_rt_kernel *k;
+    const int64_t *dims;
+    void **ptrs;
+    char *scratch;
+    size_t scratch_bytes;
+    int32_t status;
+} region_call;
+
+typedef int32_t (*kfn0)(int64_t, int64_t, const int64_t *, void *, ...);
+
+static int32_t call_kernel(const region_call *c, int64_t lo, int64_t hi, void *scratch) {
+    void **p = c->ptrs;
+    int n = c->k->n_in + c->k->n_out;
+    kfn0 f = (kfn0)c->k->fn;
+    switch (n) {
+#define A(i) p[i]
+    case 1: return f(lo, hi, c->dims, scratch, A(0));
+    case 2: return f(lo, hi, c->dims, scratch, A(0), A(1));
+    case 3: return f(lo, hi, c->dims, scratch, A(0), A(1), A(2));
+    case 4: return f(lo, hi, c->dims, scratch, A(0), A(1), A(2), A(3));
+    case 5: return f(lo, hi, c->dims, scratch, A(0), A(1), A(2), A(3), A(4));
+    case 6: return f(lo, hi, c->dims, scratch, A(0), A(1), A(2), A(3), A(4), A(5));
+    case 7: return f(lo, hi, c->dims, scratch, A(0), A(1), A(2), A(3), A(4), A(5), A(6));
+    case 8: return f(lo, hi, c->dims, scratch, A(0), A(1), A(2), A(3), A(4), A(5), A(6), A(7));
+    case 9: return f(lo, hi, c->dims, scratch, A(0), A(1), A(2), A(3), A(4), A(5), A(6), A(7), A(8));
+    case 10: return f(lo, hi, c->dims, scratch, A(0), A(1), A(2), A(3), A(4), A(5), A(6), A(7), A(8), A(9));
+    case 11: return f(lo, hi, c->dims, scratch, A(0), A(1), A(2), A(3), A(4), A(5), A(6), A(7), A(8), A(9), A(10));
+    case 12: return f(lo, hi, c->dims, scratch, A(0), A(1), A(2), A(3), A(4), A(5), A(6), A(7), A(8), A(9), A(10), A(11));
+    case 13: return f(lo, hi, c->dims, scratch, A(0), A(1), A(2), A(3), A(4), A(5), A(6), A(7), A(8), A(9), A(10), A(11), A(12));
+    case 14: return f(lo, hi, c->dims, scratch, A(0), A(1), A(2), A(3), A(4), A(5), A(6), A(7), A(8), A(9), A(10), A(11), A(12), A(13));
+    case 15: return f(lo, hi, c->dims, scratch, A(0), A(1), A(2), A(3), A(4), A(5), A(6), A(7), A(8), A(9), A(10), A(11), A(12), A(13), A(14));
+    case 16: return f(lo, hi, c->dims, scratch, A(0), A(1), A(2), A(3), A(4), A(5), A(6), A(7), A(8), A(9), A(10), A(11), A(12), A(13), A(14), A(15));
+#undef A
+    default: return -1;
+    }
+}
+
+static void region_task(void *arg, int64_t lo, int64_t hi, int64_t part) {
+    region_call *c = arg;
+    void *scratch = c->scratch ? c->scratch + part * c->scratch_bytes : NULL;
+    int32_t s = call_kernel(c, lo, hi, scratch);
+    if (s) __atomic_fetch_or(&c->status, s, __ATOMIC_RELAXED);
+}
+
+HIDDEN int dlvm_rt_region(dlvm_ctx *ctx, const dlvm_rt_kernel *k, dlvm_val *const *ins,
+                          dlvm_val *outs) {
+    int n = k->domain_rank, m = k->inner;
+    int n_nodes = k->n_nodes, n_end = k->n_in + k->n_out;
+    if (n_end > 16)
+        return dlvm_rt_fail(ctx, DLVM_RT_ERR_GUARD, "region %s has %d operands (at most 16)",
+                            k->name, n_end);
+    /* node shapes, right-aligned to rank n (as jit/plan.py: node_shapes) */
+    int64_t (*shapes)[DLVM_MAX_RANK] = calloc((size_t)n_nodes, sizeof *shapes);
+    int32_t *ranks = calloc((size_t)n_nodes, sizeof *ranks);
+    if (!shapes || !ranks) {
+        free(shapes);
+        free(ranks);
+        return dlvm_rt_fail(ctx, DLVM_RT_ERR_RESOURCE, "out of memory");
+    }
+    int rc = 0;
+    for (int i = 0; i < n_nodes && !rc; i++) {
+        const int32_t *nd = k->nodes + 4 * i;
+        if (nd[0] == NODE_LOAD) {
+            const dlvm_val *v = ins[nd[1]];
+            ranks[i] = v->rank;
+            for (int a = 0; a < v->rank; a++) shapes[i][a] = v->shape[a];
+        } else if (nd[0] == NODE_CONST) {
+            ranks[i] = 0;
+        } else if (nd[0] == NODE_REDUCE_KEEP || nd[0] == NODE_REDUCE_DROP) {
+            int a = nd[1];
+            ranks[i] = nd[0] == NODE_REDUCE_KEEP ? ranks[a] : ranks[a] - m;
+            for (int d = 0; d < ranks[i]; d++)
+                shapes[i][d] = d < ranks[a] - m ? shapes[a][d] : 1;
+        } else {
+            int r = 0;
+            for (int j = 1; j < 4; j++)
+                if (nd[j] >= 0 && ranks[nd[j]] > r) r = ranks[nd[j]];
+            ranks[i] = r;
+            for (int d = 0; d < r; d++) {
+                int64_t size = 1;
+                for (int j = 1; j < 4; j++) {
+                    int a = nd[j];
+                    if (a < 0) continue;
+                    int off = d - (r - ranks[a]);
+                    int64_t s = off >= 0 ? shapes[a][off] : 1;
+                    if (s != 1) {
+                        if (size != 1 && size != s) rc = 1;
+                        size = s;
+                    }
+                }
+                shapes[i][d] = size;
+            }
+        }
+    }
+    if (rc) {
+        free(shapes);
+        free(ranks);
+        return dlvm_rt_fail(ctx, DLVM_RT_ERR_TRAP, "region %s: operand shapes do not broadcast",
+                            k->name);
+    }
+    /* the domain: the broadcast of every kept node, right-aligned */
+    int64_t domain[DLVM_MAX_RANK];
+    for (int d = 0; d < n; d++) domain[d] = 1;
+    for (int i = 0; i < n_nodes; i++) {
+        if (k->nodes[4 * i] == NODE_REDUCE_DROP || k->nodes[4 * i] == NODE_ROW) continue;
+        for (int d = 0; d < ranks[i]; d++) {
+            int64_t s = shapes[i][d];
+            int dd = d + n - ranks[i];
+            if (dd < 0) continue;
+            if (s != 1) domain[dd] = s;
+        }
+    }
+    /* aligned shapes of every endpoint: inputs, then outputs */
+    int64_t aligned[16][DLVM_MAX_RANK];
+    for (int e = 0; e < n_end; e++) {
+        int node = e < k->n_in ? -1 : k->out_nodes[e - k->n_in];
+        const int64_t *s;
+        int r;
+        int64_t tmp[DLVM_MAX_RANK];
+        if (node < 0) {
+            s = ins[e]->shape;
+            r = ins[e]->rank;
+        } else if (k->nodes[4 * node] == NODE_REDUCE_DROP || k->nodes[4 * node] == NODE_ROW) {
+            /* a row value lines up with the domain's outer axes (from the left), then the
+             * reduced axes are 1 */
+            r = n;
+            for (int d = 0; d < n; d++) {
+                int off = d - (n - m - ranks[node]);
+                tmp[d] = d >= n - m ? 1 : off >= 0 ? shapes[node][off] : 1;
+            }
+            s = tmp;
+        } else {
+            s = shapes[node];
+            r = ranks[node];
+        }
+        for (int d = 0; d < n; d++) {
+            int off = d - (n - r);
+            aligned[e][d] = off >= 0 ? s[off] : 1;
+        }
+    }
+    /* group sizes and the guard: every endpoint is the domain's size along the axes it varies
+     * along in the compiled variant, and 1 along the others */
+    int64_t dims[(1 + 16) * DLVM_MAX_RANK];
+    int na = k->n_axes;
+    int64_t total = 1, inner_total = 1;
+    for (int g = 0; g < na; g++) {
+        const int32_t *grp = k->axis_groups + g * (1 + DLVM_MAX_RANK);
+        int64_t size = 1;
+        for (int j = 0; j < grp[0]; j++) {
+            int d = grp[1 + j];
+            size *= domain[d];
+            for (int e = 0; e < n_end; e++) {
+                int varies = k->patterns[e * na + g];
+                int64_t want = varies ? domain[d] : 1;
+                if (aligned[e][d] != want && domain[d] != 1) rc = 1;
+            }
+        }
+        dims[g] = size;
+        total *= size;
+        if (g >= k->outer) inner_total *= size;
+    }
+    /* domain axes of size > 1 outside every group (the variant dropped them as size 1) */
+    for (int d = 0; d < n; d++) {
+        int found = 0;
+        for (int g = 0; g < na && !found; g++) {
+            const int32_t *grp = k->axis_groups + g * (1 + DLVM_MAX_RANK);
+            for (int j = 0; j < grp[0]; j++) found |= grp[1 + j] == d;
+        }
+        if (!found && domain[d] != 1) rc = 1;
+    }
+    if (rc) {
+        free(shapes);
+        free(ranks);
+        return dlvm_rt_fail(ctx, DLVM_RT_ERR_GUARD, "region %s: these shapes broadcast in a way "
+                            "the library was not compiled for", k->name);
+    }
+    for (int e = 0; e < n_end; e++) {
+        int64_t run = 1;
+        for (int g = na - 1; g >= 0; g--) {
+            int varies = k->patterns[e * na + g];
+            dims[na + e * na + g] = varies ? run : 0;
+            if (varies) run *= dims[g];
+        }
+    }
+    /* outputs */
+    for (int j = 0; j < k->n_out && !rc; j++) {
+        int node = k->out_nodes[j];
+        rc = dlvm_rt_alloc(ctx, &outs[j], k->out_dtypes[j], ranks[node], shapes[node]);
+    }
+    free(shapes);
+    free(ranks);
+    if (rc) return rc;
+    if (total == 0) {
+        if (inner_total == 0 && dims[0] != 0)
+            return dlvm_rt_fail(ctx, DLVM_RT_ERR_GUARD, "region %s: a reduction over an empty axis "
+                                "is not compiled ahead of time", k->name);
+        return 0;
+    }
+    void *ptrs[16];
+    for (int i = 0; i < k->n_in; i++) ptrs[i] = ins[i]->data;
+    for (int j = 0; j < k->n_out; j++) ptrs[k->n_in + j] = outs[j].data;
+    region_call call = {k, dims, ptrs, NULL, 0, 0};
+    int threads = dlvm_rt_threads();
+    int64_t parts = 1;
+    double work = (double)total * k->work_per_element;
+    if (threads > 1 && dims[0] > 1 && work > 60000.0) parts = threads;
+    if (k->slots) {
+        call.scratch_bytes = ((size_t)k->slots * (size_t)inner_total * 8 + 63) / 64 * 64;
+        call.scratch = aligned_alloc(64, call.scratch_bytes * (size_t)threads);
+        if (!call.scratch) return dlvm_rt_fail(ctx, DLVM_RT_ERR_RESOURCE, "out of memory");
+    }
+    dlvm_rt_parallel(region_task, &call, dims[0], parts);
+    free(call.scratch);
+    if (call.status & 1)
+        return dlvm_rt_fail(ctx, DLVM_RT_ERR_TRAP, "integer division or modulo by zero, or a "
+                            "negative integer exponent");
+    if (call.status)
+        return dlvm_rt_fail(ctx, DLVM_RT_ERR_GUARD, "a sin/cos argument beyond the compiled range "
+                            "reduction");
+    return 0;
+}
+
+/* ---- matrix products ----------------------------------------------------------------------- */
+
+/* the JIT's f32 GEMM kernel (jit/llvm/gemm_kernel.py), compiled into the library */
+extern int32_t dlvm_sgemm(int64_t m, int64_t n, int64_t k, const float *a, int64_t a_srow,
+                          int64_t a_sk, const float *b, int64_t b_sk, int64_t b_srow, float *c,
+                          int64_t ldc, float *pack_a, float *pack_b, int64_t beta, int64_t flags,
+                          int64_t a_row0, int64_t a_padded, int64_t b_col0, int64_t b_padded,
+                          const float *bias, int64_t epilogue);
+
+extern int32_t dlvm_sgemm_pack_b(int64_t rows, int64_t k, const float *src, int64_t s_row,
+                                 int64_t s_k, float *dst);
+
+typedef struct gemm_call {
+    int64_t m, n, k;
+    const float *a, *b;
+    float *c;
+    int by_rows;
+    int failed;
+    int64_t b_padded;          /* > 0: b is prepacked (dlvm_sgemm_pack_b), this many columns */
+} gemm_call;
+
+/* Packing buffers per thread, kept between calls (a 3 MB buffer mapped afresh each call costs
+ * its page faults every time); freed when the thread exits. */
+typedef struct pack_bufs {
+    float *pa, *pb;
+    size_t pb_floats;
+} pack_bufs;
+
+static pthread_key_t pack_key;
+static pthread_once_t pack_key_once = PTHREAD_ONCE_INIT;
+
+static void free_pack_bufs(void *p) {
+    pack_bufs *b = p;
+    free(b->pa);
+    free(b->pb);
+    free(b);
+}
+
+static void make_pack_key(void) { pthread_key_create(&pack_key, free_pack_bufs); }
+
+static pack_bufs *thread_pack_bufs(size_t pb_floats) {
+    pthread_once(&pack_key_once, make_pack_key);
+    pack_bufs *b = pthread_getspecific(pack_key);
+    if (!b) {
+        b = calloc(1, sizeof *b);
+        if (!b) return NULL;
+        b->pa = aligned_alloc(64, (size_t)DLVM_GEMM_MC * DLVM_GEMM_KC * 4 + 64);
+        if (!b->pa || pthread_setspecific(pack_key, b)) {
+            free(b->pa);
+            free(b);
+            return NULL;
+        }
+    }
+    if (b->pb_floats < pb_floats) {
+        free(b->pb);
+        b->pb = aligned_alloc(64, (pb_floats * 4 + 63) / 64 * 64);
+        b->pb_floats = b->pb ? pb_floats : 0;
+        if (!b->pb) return NULL;
+    }
+    return b;
+}
+
+static void gemm_task(void *arg, int64_t lo, int64_t hi, int64_t part) {
+    (void)part;
+    gemm_call *g = arg;
+    /* lo/hi count register-tile panels of the split side */
+    int64_t tile = g->by_rows ? DLVM_GEMM_MR : DLVM_GEMM_NR;
+    int64_t side = g->by_rows ? g->m : g->n;
+    int64_t first = lo * tile, last = hi * tile < side ? hi * tile : side;
+    int64_t rows = g->by_rows ? last - first : g->m, cols = g->by_rows ? g->n : last - first;
+    int64_t r0 = g->by_rows ? first : 0, c0 = g->by_rows ? 0 : first;
+    int64_t nb = (cols + DLVM_GEMM_NR - 1) / DLVM_GEMM_NR * DLVM_GEMM_NR;
+    if (nb > DLVM_GEMM_NC) nb = DLVM_GEMM_NC;
+    pack_bufs *bufs = thread_pack_bufs((size_t)(DLVM_GEMM_KC * nb + DLVM_GEMM_SLACK) + 16);
+    if (!bufs) {
+        __atomic_store_n(&g->failed, 1, __ATOMIC_RELAXED);
+        return;
+    }
+    float *pa = bufs->pa, *pb = bufs->pb;
+    if (g->b_padded)
+        dlvm_sgemm(rows, cols, g->k, g->a + r0 * g->k, g->k, 1, g->b, 0, 0,
+                   g->c + r0 * g->n + c0, g->n, pa, pb, 0, 2, r0, 0, c0, g->b_padded, NULL, 0);
+    else
+        dlvm_sgemm(rows, cols, g->k, g->a + r0 * g->k, g->k, 1, g->b + c0, g->n, 1,
+                   g->c + r0 * g->n + c0, g->n, pa, pb, 0, 0, r0, 0, c0, 0, NULL, 0);
+}
+
+/* A few rows: each output row is a sum of B's rows scaled by a's elements, one pass over B
+ * (which a packed product would first copy); the inner loop vectorizes. */
+static void few_rows(int64_t m, int64_t n, int64_t k, const float *a, const float *b, float *c) {
+    for (int64_t i = 0; i < m; i++) {
+        float *restrict y = c + i * n;
+        memset(y, 0, (size_t)n * 4);
+        for (int64_t p = 0; p < k; p++) {
+            float s = a[i * k + p];
+            const float *restrict row = b + p * n;
+            for (int64_t j = 0; j < n; j++) y[j] += s * row[j];
+        }
+    }
+}
+
+typedef struct few_rows_call {
+    int64_t m, n, k;
+    const float *a, *b;
+    float *c;
+} few_rows_call;
+
+static void few_rows_task(void *arg, int64_t lo, int64_t hi, int64_t part) {
+    (void)part;
+    const few_rows_call *f = arg;
+    /* columns [lo, hi) of every row */
+    for (int64_t i = 0; i < f->m; i++) {
+        float *restrict y = f->c + i * f->n + lo;
+        memset(y, 0, (size_t)(hi - lo) * 4);
+        for (int64_t p = 0; p < f->k; p++) {
+            float s = f->a[i * f->k + p];
+            const float *restrict row = f->b + p * f->n + lo;
+            for (int64_t j = 0; j < hi - lo; j++) y[j] += s * row[j];
+        }
+    }
+}
+
+static int sgemm_with(dlvm_ctx *ctx, int64_t m, int64_t n, int64_t k, const float *a,
+                      const float *b, float *c, const float *packed, int64_t padded) {
+    if (m == 0 || n == 0) return 0;
+    if (k == 0) {
+        memset(c, 0, (size_t)(m * n) * 4);
+        return 0;
+    }
+    if (m < DLVM_GEMM_MIN_ROWS && b) {
+        int threads = dlvm_rt_threads();
+        if (threads > 1 && m * n * k >= DLVM_GEMM_PARALLEL_MACS / 16 && n >= 256) {
+            few_rows_call f = {m, n, k, a, b, c};
+            dlvm_rt_parallel(few_rows_task, &f, n, threads);
+        } else {
+            few_rows(m, n, k, a, b, c);
+        }
+        return 0;
+    }
+    gemm_call g = {m, n, k, a, packed ? packed : b, c, 1, 0, packed ? padded : 0};
+    int threads = dlvm_rt_threads();
+    int64_t parts = 1, panels;
+    if (threads > 1 && m * n * k >= DLVM_GEMM_PARALLEL_MACS) {
+        int64_t row_panels = (m + DLVM_GEMM_MR - 1) / DLVM_GEMM_MR;
+        int64_t col_panels = (n + DLVM_GEMM_NR - 1) / DLVM_GEMM_NR;
+        /* split the side that costs each thread less memory traffic (as jit/gemm.py) */
+        /* packing an operand costs about 3 reads of it; a prepacked one is read once */
+        double a_cost = (double)m * k * 3, b_cost = (double)n * k * (g.b_padded ? 1 : 3);
+        g.by_rows = a_cost / threads + b_cost < a_cost + b_cost / threads;
+        if (g.by_rows && row_panels < threads) g.by_rows = 0;
+        else if (!g.by_rows && col_panels < threads) g.by_rows = 1;
+        panels = g.by_rows ? row_panels : col_panels;
+        parts = threads;
+    } else {
+        panels = (m + DLVM_GEMM_MR - 1) / DLVM_GEMM_MR;
+    }
+    dlvm_rt_parallel(gemm_task, &g, panels, parts);
+    if (g.failed) return dlvm_rt_fail(ctx, DLVM_RT_ERR_RESOURCE, "out of memory (GEMM packing)");
+    return 0;
+}
+
+static int sgemm(dlvm_ctx *ctx, int64_t m, int64_t n, int64_t k, const float *a, const float *b,
+                 float *c) {
+    return sgemm_with(ctx, m, n, k, a, b, c, NULL, 0);
+}
+
+static pthread_mutex_t pack_lock = PTHREAD_MUTEX_INITIALIZER;
+
+HIDDEN int dlvm_rt_matmul_const(dlvm_ctx *ctx, const dlvm_val *a, const dlvm_val *b,
+                                dlvm_rt_packed *pack, dlvm_val *out) {
+    if (a->dtype != DT_F32 || b->rank != 2 || a->rank < 2)
+        return dlvm_rt_matmul(ctx, a, b, out);
+    int64_t k = b->shape[0], n = b->shape[1];
+    int64_t m = numel_of(a->rank - 1, a->shape);
+    if (a->shape[a->rank - 1] != k)
+        return dlvm_rt_matmul(ctx, a, b, out);      /* it reports the mismatch */
+    if (m < DLVM_GEMM_MIN_ROWS)
+        return dlvm_rt_matmul(ctx, a, b, out);      /* few rows read B as it is */
+    float *packed = __atomic_load_n(&pack->packed, __ATOMIC_ACQUIRE);
+    if (!packed) {
+        pthread_mutex_lock(&pack_lock);
+        packed = pack->packed;
+        if (!packed) {
+            int64_t padded = (n + DLVM_GEMM_NR - 1) / DLVM_GEMM_NR * DLVM_GEMM_NR;
+            packed = aligned_alloc(64, ((size_t)(padded * (k ? k : 1)) * 4 + 63) / 64 * 64);
+            if (packed) {
+                if (n && k) dlvm_sgemm_pack_b(n, k, b->data, 1, n, packed);
+                pack->padded = padded;
+                __atomic_store_n(&pack->packed, packed, __ATOMIC_RELEASE);
+            }
+        }
+        pthread_mutex_unlock(&pack_lock);
+        if (!packed) return dlvm_rt_matmul(ctx, a, b, out);     /* no memory to spare: unpacked */
+    }
+    int64_t shape[DLVM_MAX_RANK];
+    memcpy(shape, a->shape, 8 * (size_t)a->rank);
+    shape[a->rank - 1] = n;
+    if (dlvm_rt_alloc(ctx, out, DT_F32, a->rank, shape)) return 1;
+    return sgemm_with(ctx, m, n, k, a->data, b->data, out->data, packed, pack->padded);
+}
+
+#define NAIVE_MATMUL(T, ACC)                                                                  \
+    static void matmul_##T(int64_t m, int64_t n, int64_t k, const T *a, const T *b, T *c) {  \
+        for (int64_t i = 0; i < m; i++)                                                       \
+            for (int64_t j = 0; j < n; j++) {                                                 \
+                ACC s = 0;                                                                    \
+                for (int64_t p = 0; p < k; p++) s += (ACC)a[i * k + p] * (ACC)b[p * n + j];   \
+                c[i * n + j] = (T)s;                                                          \
+            }                                                                                 \
+    }
+NAIVE_MATMUL(double, double)
+NAIVE_MATMUL(int8_t, int8_t)
+NAIVE_MATMUL(int16_t, int16_t)
+NAIVE_MATMUL(int32_t, int32_t)
+NAIVE_MATMUL(int64_t, int64_t)
+NAIVE_MATMUL(uint8_t, uint8_t)
+NAIVE_MATMUL(uint16_t, uint16_t)
+NAIVE_MATMUL(uint32_t, uint32_t)
+NAIVE_MATMUL(uint64_t, uint64_t)
+
+static int product(dlvm_ctx *ctx, int32_t dtype, int64_t m, int64_t n, int64_t k, const void *a,
+                   const void *b, void *c) {
+    switch (dtype) {
+    case DT_F32: return sgemm(ctx, m, n, k, a, b, c);
+    case DT_F64: matmul_double(m, n, k, a, b, c); return 0;
+    case DT_I8: matmul_int8_t(m, n, k, a, b, c); return 0;
+    case DT_I16: matmul_int16_t(m, n, k, a, b, c); return 0;
+    case DT_I32: matmul_int32_t(m, n, k, a, b, c); return 0;
+    case DT_I64: matmul_int64_t(m, n, k, a, b, c); return 0;
+    case DT_U8: matmul_uint8_t(m, n, k, a, b, c); return 0;
+    case DT_U16: matmul_uint16_t(m, n, k, a, b, c); return 0;
+    case DT_U32: matmul_uint32_t(m, n, k, a, b, c); return 0;
+    case DT_U64: matmul_uint64_t(m, n, k, a, b, c); return 0;
+    default:
+        return dlvm_rt_fail(ctx, DLVM_RT_ERR_GUARD, "matmul of %s is not compiled ahead of time",
+                            dtype_name(dtype));
+    }
+}
+
+HIDDEN int dlvm_rt_matmul(dlvm_ctx *ctx, const dlvm_val *a, const dlvm_val *b, dlvm_val *out) {
+    /* NumPy's matmul: a vector a is a row, a vector b a column; batch dims broadcast */
+    int64_t as[DLVM_MAX_RANK + 1], bs[DLVM_MAX_RANK + 1];
+    int ar = a->rank, br = b->rank;
+    if (ar == 1) { as[0] = 1; as[1] = a->shape[0]; ar = 2; } else memcpy(as, a->shape, 8 * (size_t)ar);
+    if (br == 1) { bs[0] = b->shape[0]; bs[1] = 1; br = 2; } else memcpy(bs, b->shape, 8 * (size_t)br);
+    int64_t m = as[ar - 2], k = as[ar - 1], n = bs[br - 1];
+    if (bs[br - 2] != k)
+        return dlvm_rt_fail(ctx, DLVM_RT_ERR_TRAP, "matmul inner dimensions %lld and %lld differ",
+                            (long long)k, (long long)bs[br - 2]);
+    int batch_rank = (ar > br ? ar : br) - 2;
+    int64_t batch[DLVM_MAX_RANK];
+    for (int d = 0; d < batch_rank; d++) {
+        int ia = d - (batch_rank - (ar - 2)), ib = d - (batch_rank - (br - 2));
+        int64_t sa = ia >= 0 ? as[ia] : 1, sb = ib >= 0 ? bs[ib] : 1;
+        if (sa != sb && sa != 1 && sb != 1)
+            return dlvm_rt_fail(ctx, DLVM_RT_ERR_TRAP, "matmul batch dims do not broadcast");
+        batch[d] = sa != 1 ? sa : sb;
+    }
+    int64_t shape[DLVM_MAX_RANK];
+    int rank = 0;
+    for (int d = 0; d < batch_rank; d++) shape[rank++] = batch[d];
+    if (a->rank > 1) shape[rank++] = m;
+    if (b->rank > 1) shape[rank++] = n;
+    if (dlvm_rt_alloc(ctx, out, a->dtype, rank, shape)) return 1;
+    size_t item = dlvm_rt_itemsize(a->dtype);
+    int64_t nbatch = numel_of(batch_rank, batch);
+    /* b shared by every batch (2-D or 1-D): one product of all of a's rows */
+    if (br == 2 && b->rank <= 2)
+        return product(ctx, a->dtype, nbatch * m, n, k, a->data, b->data, out->data);
+    int64_t idx[DLVM_MAX_RANK] = {0};
+    for (int64_t t = 0; t < nbatch; t++) {
+        int64_t oa = 0, ob = 0, sa = 1, sb = 1;
+        for (int d = batch_rank - 1; d >= 0; d--) {
+            int ia = d - (batch_rank - (ar - 2)), ib = d - (batch_rank - (br - 2));
+            if (ia >= 0) { if (as[ia] != 1) oa += idx[d] * sa; sa *= as[ia]; }
+            if (ib >= 0) { if (bs[ib] != 1) ob += idx[d] * sb; sb *= bs[ib]; }
+        }
+        if (product(ctx, a->dtype, m, n, k, (const char *)a->data + (size_t)(oa * m * k) * item,
+                    (const char *)b->data + (size_t)(ob * k * n) * item,
+                    (char *)out->data + (size_t)(t * m * n) * item))
+            return 1;
+        for (int d = batch_rank - 1; d >= 0; d--) {
+            if (++idx[d] < batch[d]) break;
+            idx[d] = 0;
+        }
+    }
+    return 0;
+}
+
+/* ---- convolution and pooling (NCHW) -------------------------------------------------------- */
+
+#define CONV_DIRECT(T)                                                                        \
+    static void conv_##T(const T *x, const T *w, const T *bias, T *y, int64_t n, int64_t c,    \
+                         int64_t h, int64_t wd, int64_t o, int64_t kh, int64_t kw, int64_t ho, \
+                         int64_t wo, const int64_t *s, const int64_t *p, const int64_t *d,     \
+                         int64_t groups) {                                                    \
+        int64_t cg = c / groups, og = o / groups;                                             \
+        for (int64_t b = 0; b < n; b++)                                                       \
+            for (int64_t oc = 0; oc < o; oc++) {                                              \
+                int64_t g = oc / og;                                                          \
+                for (int64_t i = 0; i < ho; i++)                                              \
+                    for (int64_t j = 0; j < wo; j++) {                                        \
+                        T acc = bias ? bias[oc] : (T)0;                                       \
+                        for (int64_t ci = 0; ci < cg; ci++)                                   \
+                            for (int64_t u = 0; u < kh; u++) {                                \
+                                int64_t yy = i * s[0] - p[0] + u * d[0];                      \
+                                if (yy < 0 || yy >= h) continue;                              \
+                                for (int64_t v = 0; v < kw; v++) {                            \
+                                    int64_t xx = j * s[1] - p[1] + v * d[1];                  \
+                                    if (xx < 0 || xx >= wd) continue;                         \
+                                    acc += x[((b * c + g * cg + ci) * h + yy) * wd + xx] *    \
+                                           w[((oc * cg + ci) * kh + u) * kw + v];             \
+                                }                                                             \
+                            }                                                                 \
+                        y[((b * o + oc) * ho + i) * wo + j] = acc;                            \
+                    }                                                                         \
+            }                                                                                 \
+    }
+CONV_DIRECT(float)
+CONV_DIRECT(double)
+
+HIDDEN int dlvm_rt_conv2d(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *w, const dlvm_val *bias,
+                          const int64_t *s, const int64_t *p, const int64_t *d, int64_t groups,
+                          dlvm_val *out) {
+    if (x->rank != 4 || w->rank != 4)
+        return dlvm_rt_fail(ctx, DLVM_RT_ERR_GUARD, "conv2d takes NCHW tensors");
+    int64_t n = x->shape[0], c = x->shape[1], h = x->shape[2], wd = x->shape[3];
+    int64_t o = w->shape[0], cg = w->shape[1], kh = w->shape[2], kw = w->shape[3];
+    if (c != cg * groups || o % groups)
+        return dlvm_rt_fail(ctx, DLVM_RT_ERR_TRAP, "conv2d input has %lld channels, but the "
+                            "weights take %lld per group x %lld groups", (long long)c,
+                            (long long)cg, (long long)groups);
+    if (bias && (bias->rank != 1 || bias->shape[0] != o))
+        return dlvm_rt_fail(ctx, DLVM_RT_ERR_TRAP, "conv2d bias must have shape [%lld]", (long long)o);
+    int64_t span_h = d[0] * (kh - 1) + 1, span_w = d[1] * (kw - 1) + 1;
+    if (h + p[0] + p[2] < span_h || wd + p[1] + p[3] < span_w)
+        return dlvm_rt_fail(ctx, DLVM_RT_ERR_TRAP, "conv2d: the kernel is larger than the padded input");
+    int64_t ho = (h + p[0] + p[2] - span_h) / s[0] + 1, wo = (wd + p[1] + p[3] - span_w) / s[1] + 1;
+    int64_t shape[4] = {n, o, ho, wo};
+    if (dlvm_rt_alloc(ctx, out, x->dtype, 4, shape)) return 1;
+    const void *bd = bias ? bias->data : NULL;
+    if (x->dtype == DT_F32 && groups == 1 && n * o * ho * wo > 0) {
+        /* im2col of each image, then the GEMM: out[b] [O, Ho*Wo] = w [O, C*kH*kW] x cols */
+        int64_t kk = c * kh * kw, px = ho * wo;
+        float *cols = malloc((size_t)(kk * px) * 4 + 64);
+        if (!cols) return dlvm_rt_fail(ctx, DLVM_RT_ERR_RESOURCE, "out of memory (im2col)");
+        const float *xf = x->data;
+        float *yf = out->data;
+        for (int64_t b = 0; b < n; b++) {
+            for (int64_t ci = 0; ci < c; ci++)
+                for (int64_t u = 0; u < kh; u++)
+                    for (int64_t v = 0; v < kw; v++) {
+                        float *row = cols + ((ci * kh + u) * kw + v) * px;
+                        for (int64_t i = 0; i < ho; i++) {
+                            int64_t yy = i * s[0] - p[0] + u * d[0];
+                            for (int64_t j = 0; j < wo; j++) {
+                                int64_t xx = j * s[1] - p[1] + v * d[1];
+                                row[i * wo + j] = (yy < 0 || yy >= h || xx < 0 || xx >= wd)
+                                    ? 0.0f : xf[((b * c + ci) * h + yy) * wd + xx];
+                            }
+                        }
+                    }
+            if (sgemm(ctx, o, px, kk, w->data, cols, yf + b * o * px)) {
+                free(cols);
+                return 1;
+            }
+            if (bd)
+                for (int64_t oc = 0; oc < o; oc++)
+                    for (int64_t q = 0; q < px; q++) yf[(b * o + oc) * px + q] += ((const float *)bd)[oc];
+        }
+        free(cols);
+        return 0;
+    }
+    if (x->dtype == DT_F32)
+        conv_float(x->data, w->data, bd, out->data, n, c, h, wd, o, kh, kw, ho, wo, s, p, d, groups);
+    else if (x->dtype == DT_F64)
+        conv_double(x->data, w->data, bd, out->data, n, c, h, wd, o, kh, kw, ho, wo, s, p, d, groups);
+    else
+        return dlvm_rt_fail(ctx, DLVM_RT_ERR_GUARD, "conv2d of %s is not compiled ahead of time",
+                            dtype_name(x->dtype));
+    return 0;
+}
+
+static int64_t pool_out(int64_t size, int64_t k, int64_t s, int64_t pb, int64_t pe, int64_t d,
+                        int ceil_mode) {
+    int64_t span = d * (k - 1) + 1, room = size + pb + pe - span;
+    if (!ceil_mode) return room / s + 1;
+    int64_t out = (room + s - 1) / s + 1;
+    return (out - 1) * s >= size + pb ? out - 1 : out;
+}
+
+#define MAXPOOL(T, LOWEST)                                                                    \
+    static void maxpool_##T(const T *x, T *y, int64_t planes, int64_t h, int64_t w, int64_t ho,\
+                            int64_t wo, const int64_t *k, const int64_t *s, const int64_t *p,  \
+                            const int64_t *d) {                                               \
+        for (int64_t q = 0; q < planes; q++)                                                  \
+            for (int64_t i = 0; i < ho; i++)                                                  \
+                for (int64_t j = 0; j < wo; j++) {                                            \
+                    T best = LOWEST;                                                          \
+                    int nan = 0;                                                              \
+                    for (int64_t u = 0; u < k[0]; u++) {                                      \
+                        int64_t yy = i * s[0] - p[0] + u * d[0];                              \
+                        if (yy < 0 || yy >= h) continue;                                      \
+                        for (int64_t v = 0; v < k[1]; v++) {                                  \
+                            int64_t xx = j * s[1] - p[1] + v * d[1];                          \
+                            if (xx < 0 || xx >= w) continue;                                  \
+                            T t = x[(q * h + yy) * w + xx];                                   \
+                            if (t != t) nan = 1;                                              \
+                            else if (t > best) best = t;                                      \
+                        }                                                                     \
+                    }                                                                         \
+                    y[(q * ho + i) * wo + j] = nan ? (T)NAN : best;                           \
+                }                                                                             \
+    }
+MAXPOOL(float, -INFINITY)
+MAXPOOL(double, -INFINITY)
+
+HIDDEN int dlvm_rt_maxpool2d(dlvm_ctx *ctx, const dlvm_val *x, const int64_t *k, const int64_t *s,
+                             const int64_t *p, const int64_t *d, int ceil_mode, dlvm_val *out) {
+    if (x->rank != 4)
+        return dlvm_rt_fail(ctx, DLVM_RT_ERR_GUARD, "maxpool2d takes NCHW tensors");
+    int64_t h = x->shape[2], w = x->shape[3];
+    if (h + p[0] + p[2] < d[0] * (k[0] - 1) + 1 || w + p[1] + p[3] < d[1] * (k[1] - 1) + 1)
+        return dlvm_rt_fail(ctx, DLVM_RT_ERR_TRAP, "maxpool2d: the window is larger than the "
+                            "padded input");
+    int64_t ho = pool_out(h, k[0], s[0], p[0], p[2], d[0], ceil_mode);
+    int64_t wo = pool_out(w, k[1], s[1], p[1], p[3], d[1], ceil_mode);
+    int64_t shape[4] = {x->shape[0], x->shape[1], ho, wo};
+    if (dlvm_rt_alloc(ctx, out, x->dtype, 4, shape)) return 1;
+    int64_t planes = x->shape[0] * x->shape[1];
+    if (x->dtype == DT_F32) maxpool_float(x->data, out->data, planes, h, w, ho, wo, k, s, p, d);
+    else if (x->dtype == DT_F64) maxpool_double(x->data, out->data, planes, h, w, ho, wo, k, s, p, d);
+    else
+        return dlvm_rt_fail(ctx, DLVM_RT_ERR_GUARD, "maxpool2d of %s is not compiled ahead of time",
+                            dtype_name(x->dtype));
+    return 0;
+}
+
+/* ---- movement: every result is a new tensor, or shares its operand's buffer (reshape) ------- */
+
+HIDDEN int dlvm_rt_reshape(dlvm_ctx *ctx, const dlvm_val *x, int32_t rank, const int64_t *shape,
+                           dlvm_val *out) {
+    int64_t want[DLVM_MAX_RANK], known = 1;
+    int unknown = -1;
+    for (int i = 0; i < rank; i++) {
+        want[i] = shape[i];
+        if (shape[i] == -1) unknown = i;
+        else known *= shape[i];
+    }
+    int64_t n = dlvm_rt_numel(x);
+    if (unknown >= 0) {
+        if (known == 0 || n % known)
+            return dlvm_rt_fail(ctx, DLVM_RT_ERR_TRAP, "cannot reshape %lld elements with a -1 "
+                                "beside %lld", (long long)n, (long long)known);
+        want[unknown] = n / known;
+    } else if (known != n) {
+        return dlvm_rt_fail(ctx, DLVM_RT_ERR_TRAP, "cannot reshape %lld elements into %lld",
+                            (long long)n, (long long)known);
+    }
+    dlvm_val v = *x;
+    if (v.buf) v.buf->refs++;
+    v.rank = rank;
+    for (int i = 0; i < rank; i++) v.shape[i] = want[i];
+    dlvm_rt_release(out);
+    *out = v;
+    return 0;
+}
+
+/* copy of a strided view: src elements at offset + sum(index[d] * strides[d]) (in elements) */
+static void strided_copy(char *dst, const char *src, size_t item, int rank, const int64_t *shape,
+                         const int64_t *strides, int64_t offset) {
+    int64_t n = numel_of(rank, shape);
+    int64_t idx[DLVM_MAX_RANK] = {0};
+    int64_t pos = offset;
+    for (int64_t t = 0; t < n; t++) {
+        memcpy(dst + (size_t)t * item, src + (size_t)pos * item, item);
+        for (int d = rank - 1; d >= 0; d--) {
+            pos += strides[d];
+            if (++idx[d] < shape[d]) break;
+            pos -= strides[d] * shape[d];
+            idx[d] = 0;
+        }
+    }
+}
+
+static void contiguous_strides(int rank, const int64_t *shape, int64_t *strides) {
+    int64_t run = 1;
+    for (int d = rank - 1; d >= 0; d--) {
+        strides[d] = run;
+        run *= shape[d];
+    }
+}
+
+HIDDEN int dlvm_rt_transpose(dlvm_ctx *ctx, const dlvm_val *x, const int64_t *perm, dlvm_val *out) {
+    int64_t shape[DLVM_MAX_RANK], st[DLVM_MAX_RANK], src[DLVM_MAX_RANK];
+    contiguous_strides(x->rank, x->shape, src);
+    for (int d = 0; d < x->rank; d++) {
+        shape[d] = x->shape[perm[d]];
+        st[d] = src[perm[d]];
+    }
+    dlvm_val tmp = {0};
+    if (dlvm_rt_alloc(ctx, &tmp, x->dtype, x->rank, shape)) return 1;
+    strided_copy(tmp.data, x->data, dlvm_rt_itemsize(x->dtype), x->rank, shape, st, 0);
+    dlvm_rt_release(out);
+    *out = tmp;
+    return 0;
+}
+
+HIDDEN int dlvm_rt_broadcast_to(dlvm_ctx *ctx, const dlvm_val *x, int32_t rank, const int64_t *shape,
+                                dlvm_val *out) {
+    int64_t src[DLVM_MAX_RANK], st[DLVM_MAX_RANK];
+    contiguous_strides(x->rank, x->shape, src);
+    for (int d = 0; d < rank; d++) {
+        int s = d - (rank - x->rank);
+        int64_t size = s >= 0 ? x->shape[s] : 1;
+        if (size != 1 && size != shape[d])
+            return dlvm_rt_fail(ctx, DLVM_RT_ERR_TRAP, "cannot broadcast dim %d of size %lld to %lld",
+                                d, (long long)size, (long long)shape[d]);
+        st[d] = size == 1 ? 0 : src[s];
+    }
+    dlvm_val tmp = {0};
+    if (dlvm_rt_alloc(ctx, &tmp, x->dtype, rank, shape)) return 1;
+    strided_copy(tmp.data, x->data, dlvm_rt_itemsize(x->dtype), rank, shape, st, 0);
+    dlvm_rt_release(out);
+    *out = tmp;
+    return 0;
+}
+
+HIDDEN int dlvm_rt_concat(dlvm_ctx *ctx, dlvm_val *const *xs, int n, int64_t axis, dlvm_val *out) {
+    int rank = xs[0]->rank;
+    if (axis < 0) axis += rank;
+    int64_t shape[DLVM_MAX_RANK];
+    memcpy(shape, xs[0]->shape, 8 * (size_t)rank);
+    shape[axis] = 0;
+    for (int i = 0; i < n; i++) {
+        for (int d = 0; d < rank; d++)
+            if (d != axis && xs[i]->shape[d] != xs[0]->shape[d])
+                return dlvm_rt_fail(ctx, DLVM_RT_ERR_TRAP, "concat operands differ in dim %d", d);
+        shape[axis] += xs[i]->shape[axis];
+    }
+    dlvm_val tmp = {0};
+    if (dlvm_rt_alloc(ctx, &tmp, xs[0]->dtype, rank, shape)) return 1;
+    size_t item = dlvm_rt_itemsize(xs[0]->dtype);
+    int64_t outer = numel_of((int)axis, shape), inner = numel_of(rank - (int)axis - 1, shape + axis + 1);
+    char *dst = tmp.data;
+    for (int64_t o = 0; o < outer; o++)
+        for (int i = 0; i < n; i++) {
+            size_t bytes = (size_t)(xs[i]->shape[axis] * inner) * item;
+            memcpy(dst, (const char *)xs[i]->data + (size_t)o * bytes, bytes);
+            dst += bytes;
+        }
+    dlvm_rt_release(out);
+    *out = tmp;
+    return 0;
+}
+
+static void slice_range(int64_t start, int64_t end, int64_t step, int64_t size, int64_t *first,
+                        int64_t *count) {
+    if (start < 0) start += size;
+    if (end < 0) end += size;
+    if (step > 0) {
+        start = start < 0 ? 0 : start > size ? size : start;
+        end = end < 0 ? 0 : end > size ? size : end;
+        *count = end > start ? (end - start + step - 1) / step : 0;
+    } else {
+        start = start < -1 ? -1 : start > size - 1 ? size - 1 : start;
+        end = end < -1 ? -1 : end > size - 1 ? size - 1 : end;
+        *count = start > end ? (start - end + (-step) - 1) / (-step) : 0;
+    }
+    *first = start;
+}
+
+/* starts/stops/steps per axis of x (the generated code fills unsliced axes with 0, max, 1) */
+HIDDEN int dlvm_rt_slice(dlvm_ctx *ctx, const dlvm_val *x, const int64_t *starts,
+                         const int64_t *stops, const int64_t *steps, dlvm_val *out) {
+    int64_t shape[DLVM_MAX_RANK], st[DLVM_MAX_RANK], src[DLVM_MAX_RANK], offset = 0;
+    contiguous_strides(x->rank, x->shape, src);
+    for (int d = 0; d < x->rank; d++) {
+        int64_t first, count;
+        slice_range(starts[d], stops[d], steps[d], x->shape[d], &first, &count);
+        shape[d] = count;
+        st[d] = src[d] * steps[d];
+        if (count) offset += first * src[d];
+    }
+    dlvm_val tmp = {0};
+    if (dlvm_rt_alloc(ctx, &tmp, x->dtype, x->rank, shape)) return 1;
+    strided_copy(tmp.data, x->data, dlvm_rt_itemsize(x->dtype), x->rank, shape, st, offset);
+    dlvm_rt_release(out);
+    *out = tmp;
+    return 0;
+}
+
+HIDDEN int dlvm_rt_gather(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *idx, int64_t axis,
+                          dlvm_val *out) {
+    int rank = x->rank;
+    if (axis < 0) axis += rank;
+    int64_t size = x->shape[axis], n_idx = dlvm_rt_numel(idx);
+    int64_t shape[DLVM_MAX_RANK];
+    int r = 0;
+    for (int d = 0; d < axis; d++) shape[r++] = x->shape[d];
+    for (int d = 0; d < idx->rank; d++) shape[r++] = idx->shape[d];
+    for (int d = (int)axis + 1; d < rank; d++) shape[r++] = x->shape[d];
+    if (r > DLVM_MAX_RANK)
+        return dlvm_rt_fail(ctx, DLVM_RT_ERR_GUARD, "gather result of rank %d", r);
+    for (int64_t i = 0; i < n_idx; i++) {
+        int64_t j = idx->dtype == DT_I32 ? ((const int32_t *)idx->data)[i] : ((const int64_t *)idx->data)[i];
+        if (j < -size || j >= size)
+            return dlvm_rt_fail(ctx, DLVM_RT_ERR_TRAP, "gather index %lld is out of range for axis "
+                                "%lld of size %lld", (long long)j, (long long)axis, (long long)size);
+    }
+    dlvm_val tmp = {0};
+    if (dlvm_rt_alloc(ctx, &tmp, x->dtype, r, shape)) return 1;
+    size_t item = dlvm_rt_itemsize(x->dtype);
+    int64_t outer = numel_of((int)axis, x->shape), inner = numel_of(rank - (int)axis - 1, x->shape + axis + 1);
+    size_t row = (size_t)inner * item;
+    char *dst = tmp.data;
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t i = 0; i < n_idx; i++) {
+            int64_t j = idx->dtype == DT_I32 ? ((const int32_t *)idx->data)[i] : ((const int64_t *)idx->data)[i];
+            if (j < 0) j += size;
+            memcpy(dst, (const char *)x->data + (size_t)(o * size + j) * row, row);
+            dst += row;
+        }
+    dlvm_rt_release(out);
+    *out = tmp;
+    return 0;
+}

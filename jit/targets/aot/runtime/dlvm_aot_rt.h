@@ -1,0 +1,127 @@
+/* dlvm AOT runtime: what generated programs use inside the library (not part of the public ABI).
+ *
+ * Values are tensors with a shape and a reference-counted buffer: registers that `mov` a value
+ * share its buffer; constants point into the library's read-only data (no buffer, never freed).
+ * Every operation reports failure through the context's status and returns nonzero; the
+ * generated code then releases what it holds and returns the status code to the caller.
+ */
+#ifndef DLVM_AOT_RT_H
+#define DLVM_AOT_RT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define DLVM_MAX_RANK 8
+
+/* error codes: the same as the public header's */
+enum { DLVM_RT_OK = 0, DLVM_RT_ERR_ARGUMENT = 1, DLVM_RT_ERR_TRAP = 2, DLVM_RT_ERR_RESOURCE = 3,
+       DLVM_RT_ERR_GUARD = 4 };
+
+/* element types: codes are dlvm's bytecode dtype codes (isa/dtypes.py) */
+enum { DT_BOOL = 0, DT_I8 = 1, DT_I16 = 2, DT_I32 = 3, DT_I64 = 4, DT_U8 = 5, DT_F16 = 6,
+       DT_F32 = 7, DT_F64 = 8, DT_U16 = 9, DT_U32 = 10, DT_U64 = 11 };
+
+typedef struct dlvm_rt_buf {
+    int64_t refs;
+    void *data;
+} dlvm_rt_buf;
+
+typedef struct dlvm_val {
+    dlvm_rt_buf *buf;          /* NULL: not owned (a constant, or a caller's input) */
+    void *data;
+    int64_t shape[DLVM_MAX_RANK];
+    int32_t rank;
+    int32_t dtype;
+} dlvm_val;
+
+typedef struct dlvm_rt_status {
+    int32_t code;
+    char message[480];
+} dlvm_rt_status;
+
+typedef struct dlvm_ctx {
+    dlvm_rt_status *status;
+    int depth;
+    const char *where;         /* "@func block b instr i: op" of the running instruction */
+} dlvm_ctx;
+
+/* a compiled region kernel and what the runtime needs to call it (see region.c's comment) */
+typedef int32_t (*dlvm_kernel_fn)(int64_t start, int64_t stop, const int64_t *dims, void *scratch, ...);
+
+typedef struct dlvm_rt_kernel {
+    const char *name;
+    void *fn;                  /* the kernel: i32 (i64 start, i64 stop, i64* dims, void* scratch, in..., out...) */
+    int32_t n_in, n_out, n_nodes;
+    int32_t domain_rank;       /* n: rank of the broadcast domain before merging */
+    int32_t inner;             /* m: trailing domain axes every reduction folds */
+    int32_t n_axes;            /* compiled (merged) axes */
+    int32_t outer;             /* of which outer */
+    const int32_t *axis_groups;   /* n_axes x (1 + DLVM_MAX_RANK): count, then domain axes */
+    const uint8_t *patterns;      /* (n_in + n_out) x n_axes: varies along the axis */
+    const int32_t *nodes;         /* n_nodes x 4: kind, a0, a1, a2 (see NODE_*) */
+    const int32_t *out_nodes;     /* n_out */
+    const int32_t *out_dtypes;    /* n_out */
+    int32_t slots;                /* scratch rows (of f64) per chunk */
+    double work_per_element;      /* for the thread split */
+} dlvm_rt_kernel;
+
+/* NODE_ROW: an elementwise node over keepdims=false reductions' values (one per row) */
+enum { NODE_LOAD = 0, NODE_CONST = 1, NODE_REDUCE_KEEP = 2, NODE_REDUCE_DROP = 3, NODE_OTHER = 4,
+       NODE_ROW = 5 };
+
+/* values */
+int dlvm_rt_alloc(dlvm_ctx *ctx, dlvm_val *v, int32_t dtype, int32_t rank, const int64_t *shape);
+void dlvm_rt_release(dlvm_val *v);
+void dlvm_rt_assign(dlvm_val *dst, const dlvm_val *src);
+void dlvm_rt_const(dlvm_val *v, const void *data, int32_t dtype, int32_t rank, const int64_t *shape);
+int64_t dlvm_rt_numel(const dlvm_val *v);
+size_t dlvm_rt_itemsize(int32_t dtype);
+int dlvm_rt_fail(dlvm_ctx *ctx, int32_t code, const char *fmt, ...);
+int dlvm_rt_fill(dlvm_ctx *ctx, dlvm_val *v, int32_t dtype, int32_t rank, const int64_t *shape,
+                 double value, int64_t ivalue);
+int dlvm_rt_truth(const dlvm_val *v);
+
+/* entry: bind named dims and check a caller's tensor against its declared type */
+int dlvm_rt_bind(dlvm_ctx *ctx, const char *param, const void *data, const int64_t *shape,
+                 int32_t rank, int32_t dtype, int32_t want_dtype, int32_t want_rank,
+                 const int64_t *want, const int32_t *named, int64_t *dims, dlvm_val *out);
+int dlvm_rt_check_result(dlvm_ctx *ctx, int index, const dlvm_val *v, int32_t want_dtype,
+                         int32_t want_rank, const int64_t *want, const int32_t *named,
+                         int64_t *dims);
+
+/* compiled regions and heads */
+int dlvm_rt_region(dlvm_ctx *ctx, const dlvm_rt_kernel *k, dlvm_val *const *ins, dlvm_val *outs);
+int dlvm_rt_matmul(dlvm_ctx *ctx, const dlvm_val *a, const dlvm_val *b, dlvm_val *out);
+
+/* A constant right operand, packed once for the GEMM kernel on first use (as the JIT prepacks
+ * weights): `packed` is published (atomically) after `padded` is set. */
+typedef struct dlvm_rt_packed {
+    float *packed;
+    int64_t padded;
+} dlvm_rt_packed;
+int dlvm_rt_matmul_const(dlvm_ctx *ctx, const dlvm_val *a, const dlvm_val *b, dlvm_rt_packed *pack,
+                         dlvm_val *out);
+int dlvm_rt_conv2d(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *w, const dlvm_val *bias,
+                   const int64_t *strides, const int64_t *pads, const int64_t *dilations,
+                   int64_t groups, dlvm_val *out);
+int dlvm_rt_maxpool2d(dlvm_ctx *ctx, const dlvm_val *x, const int64_t *kernel,
+                      const int64_t *strides, const int64_t *pads, const int64_t *dilations,
+                      int ceil_mode, dlvm_val *out);
+
+/* movement */
+int dlvm_rt_reshape(dlvm_ctx *ctx, const dlvm_val *x, int32_t rank, const int64_t *shape, dlvm_val *out);
+int dlvm_rt_transpose(dlvm_ctx *ctx, const dlvm_val *x, const int64_t *perm, dlvm_val *out);
+int dlvm_rt_broadcast_to(dlvm_ctx *ctx, const dlvm_val *x, int32_t rank, const int64_t *shape, dlvm_val *out);
+int dlvm_rt_concat(dlvm_ctx *ctx, dlvm_val *const *xs, int n, int64_t axis, dlvm_val *out);
+int dlvm_rt_slice(dlvm_ctx *ctx, const dlvm_val *x, const int64_t *starts, const int64_t *stops,
+                  const int64_t *steps, dlvm_val *out);
+int dlvm_rt_gather(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *idx, int64_t axis, dlvm_val *out);
+
+/* threads */
+void dlvm_rt_set_threads(int n);
+int dlvm_rt_threads(void);
+/* runs rows [lo, hi) as part `part` (< the `parts` asked for: its own scratch) */
+typedef void (*dlvm_rt_task)(void *arg, int64_t lo, int64_t hi, int64_t part);
+void dlvm_rt_parallel(dlvm_rt_task task, void *arg, int64_t n, int64_t parts);
+
+#endif

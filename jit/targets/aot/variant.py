@@ -1,0 +1,62 @@
+"""The one variant of each region kernel a library carries, and what its run time needs to call it.
+
+The JIT compiles a variant per broadcast pattern it meets (jit/plan.py: make_plan). A library is
+compiled before any shape is seen, so it takes the variant the static types imply: named and
+unknown dims stand for sizes above 1 (only 1 against more changes a variant). make_plan merges the
+broadcast domain's axes into groups; the library's runtime (dlvm_aot_rt.c: dlvm_rt_region) needs
+to know which domain axes each group holds, to size the groups and stride the tensors from the
+actual shapes, and checks there that no tensor is broadcast where the types said it varies.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from jit.kernel_ir import Kernel
+from jit.plan import Spec, domain_shapes, make_plan
+
+MAX_RANK = 8
+
+
+@dataclass
+class Variant:
+    spec: Spec
+    domain_rank: int
+    groups: list[list[int]]         # per compiled axis: the domain axes it merges
+
+
+def representative(shape) -> tuple[int, ...]:
+    """A static shape for the variant: named and unknown dims become 2 (any size above 1)."""
+    return tuple(d if isinstance(d, int) else 2 for d in shape)
+
+
+def variant_for(kernel: Kernel, in_shapes: list[tuple[int, ...]]) -> Variant:
+    """make_plan's variant for these shapes, with the domain axes of each merged axis."""
+    plan = make_plan(kernel, in_shapes)
+    m = kernel.inner
+    shapes = domain_shapes(kernel, in_shapes)     # as make_plan aligns them
+    domain = np.broadcast_shapes(*shapes)
+    n = len(domain)
+    if n > MAX_RANK:
+        raise ValueError(f"a region of rank {n} (the library supports {MAX_RANK})")
+    aligned = [(1,) * (n - len(s)) + tuple(s) for s in in_shapes]
+    for o in kernel.outputs:
+        s = shapes[o.node]
+        aligned.append((1,) * (n - len(s)) + tuple(s))
+    # the same grouping as make_plan: size-1 axes vanish, alike neighbours merge
+    groups: list[tuple[int, tuple[bool, ...], list[int]]] = []
+    for ax in range(n):
+        if domain[ax] == 1:
+            continue
+        group = 0 if ax < n - m else 1
+        bits = tuple(a[ax] != 1 for a in aligned)
+        if groups and groups[-1][0] == group and groups[-1][1] == bits:
+            groups[-1][2].append(ax)
+        else:
+            groups.append((group, bits, [ax]))
+    if not any(g == 0 for g, _, _ in groups):
+        groups.insert(0, (0, tuple(False for _ in aligned), []))
+    axes = [g[2] for g in groups]
+    assert len(axes) == plan.spec.rank, (axes, plan.spec)
+    return Variant(plan.spec, n, axes)

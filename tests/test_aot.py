@@ -1,0 +1,260 @@
+"""`dlvm aot`: programs compiled to shared libraries, called from C and through ctypes, against
+the interpreter. Skipped cleanly where there is no C compiler."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+import threading
+
+import numpy as np
+import pytest
+from shared_paths import SHARED_EXAMPLES, example_programs
+
+import assembler
+import dlvmrt
+from cli import main as cli_main
+from dlvmrt import aot
+from isa.builder import ModuleBuilder
+from isa.errors import Trap
+from jit.targets.aot import AotError, compile_library, find_cc
+
+pytestmark = pytest.mark.skipif(find_cc() is None, reason="no C compiler (cc)")
+
+GATHER = """module gath
+func @main(%x: f32[N, 4], %i: i64[K]) -> f32[K, 4] {
+entry:
+  %y = gather %x, %i {axis = 0}
+  %z = mul %y, 2.0
+  ret %z
+}
+"""
+
+CALLS = """module callee
+func @scale(%v: f32[M], %s: f32[]) -> f32[M] {
+entry:
+  %r = mul %v, %s
+  ret %r
+}
+func @main(%a: f32[N], %b: f32[3]) -> (f32[N], f32[3], f32[]) {
+entry:
+  %two = const 2.0 : f32[]
+  %half = const 0.5 : f32[]
+  %x = call @scale(%a, %two)
+  %y = call @scale(%b, %half)
+  %t = reduce_sum %x
+  ret %x, %y, %t
+}
+"""
+
+
+def build(tmp_path_factory, module, name: str):
+    out = tmp_path_factory.mktemp(name)
+    compile_library(module, out)
+    return aot.load(out), out
+
+
+def close(got, want, tol=2e-6):
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert g.shape == w.shape and g.dtype == w.dtype
+        if w.dtype.kind == "f":
+            np.testing.assert_allclose(g, w, rtol=tol, atol=tol)
+        else:
+            np.testing.assert_array_equal(g, w)
+
+
+@pytest.mark.parametrize("program", example_programs(), ids=lambda p: p.stem)
+def test_shared_examples_match_expected(program, tmp_path):
+    module = assembler.assemble_file(program)
+    compile_library(module, tmp_path)
+    lib = aot.load(tmp_path)
+    with np.load(program.with_suffix(".inputs.npz")) as z:
+        inputs = {k: z[k] for k in z.files}
+    with np.load(program.with_suffix(".expect.npz")) as z:
+        want = [z[f"out{i}"] for i in range(len(z.files))]
+    close(lib.run("main", **inputs), want, 1e-5)
+
+
+def mlp_module(rng, sizes=(64, 48, 32, 10)):
+    mb = ModuleBuilder("mlp")
+    f = mb.function("main", [("x", f"f32[N, {sizes[0]}]")], [f"f32[N, {sizes[-1]}]"])
+    h = f.arg("x")
+    for i, (a, b) in enumerate(zip(sizes, sizes[1:])):
+        w = (rng.standard_normal((a, b)) / np.sqrt(a)).astype(np.float32)
+        h = f.add(f.matmul(h, mb.constant(f"w{i}", w)),
+                  mb.constant(f"b{i}", rng.standard_normal(b).astype(np.float32)))
+        if i < len(sizes) - 2:
+            h = f.relu(h)
+    f.ret(f.softmax(h))
+    return mb.finish()
+
+
+def cnn_module(rng):
+    mb = ModuleBuilder("cnn")
+    f = mb.function("main", [("x", "f32[N, 3, 12, 12]")], ["f32[N, 5]"])
+    k1 = mb.constant("k1", (rng.standard_normal((8, 3, 3, 3)) * 0.3).astype(np.float32))
+    b1 = mb.constant("b1", rng.standard_normal(8).astype(np.float32) * 0.1)
+    k2 = mb.constant("k2", (rng.standard_normal((6, 8, 3, 3)) * 0.2).astype(np.float32))
+    w = mb.constant("w", (rng.standard_normal((6 * 3 * 3, 5)) * 0.2).astype(np.float32))
+    h = f.relu(f.conv2d(f.arg("x"), k1, b1, pads=[1, 1, 1, 1]))
+    h = f.maxpool2d(h, kernel=[2, 2], strides=[2, 2])
+    h = f.relu(f.conv2d(h, k2, strides=[2, 2], pads=[1, 1, 1, 1]))
+    h = f.reshape(h, shape=[-1, 6 * 3 * 3])
+    f.ret(f.matmul(h, w))
+    return mb.finish()
+
+
+@pytest.fixture(scope="module")
+def mlp(tmp_path_factory):
+    module = mlp_module(np.random.default_rng(0))
+    lib, out = build(tmp_path_factory, module, "mlp")
+    return module, lib, out
+
+
+@pytest.mark.parametrize("batch", [1, 3, 17, 64])
+def test_mlp_named_dim_any_batch(mlp, batch):
+    module, lib, _ = mlp
+    x = np.random.default_rng(batch).standard_normal((batch, 64)).astype(np.float32)
+    close(lib.run("main", x), dlvmrt.VM(module, jit="off").run("main", x))
+
+
+def test_cnn_matches_the_interpreter(tmp_path_factory):
+    module = cnn_module(np.random.default_rng(1))
+    lib, _ = build(tmp_path_factory, module, "cnn")
+    for n in (1, 4):
+        x = np.random.default_rng(n).standard_normal((n, 3, 12, 12)).astype(np.float32)
+        close(lib.run("main", x), dlvmrt.VM(module, jit="off").run("main", x), 1e-5)
+
+
+def test_calls_bind_named_dims_afresh(tmp_path_factory):
+    module = assembler.parse(CALLS)
+    lib, _ = build(tmp_path_factory, module, "calls")
+    a = np.arange(5, dtype=np.float32)
+    b = np.array([1, 2, 3], np.float32)
+    close(lib.run("main", a, b), dlvmrt.VM(module, jit="off").run("main", a, b))
+
+
+def test_traps_and_bad_arguments_are_error_codes(tmp_path_factory):
+    module = assembler.parse(GATHER)
+    lib, _ = build(tmp_path_factory, module, "gath")
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    close(lib.run("main", x, np.array([2, -1, 0])),
+          dlvmrt.VM(module, jit="off").run("main", x, np.array([2, -1, 0])))
+    with pytest.raises(Trap, match=r"gather index 3 is out of range for axis 0 of size 3"):
+        lib.run("main", x, np.array([0, 3]))
+    with pytest.raises(Trap, match=r"argument %x must be f32"):
+        lib.run("main", x.astype(np.float64), np.array([0]))
+    with pytest.raises(Trap, match=r"dim 1 must be 4"):
+        lib.run("main", x[:, :3].copy(), np.array([0]))
+    with pytest.raises(Trap, match=r"no function @nope"):
+        lib.run("nope", x)
+
+
+def test_threads_share_one_library(mlp):
+    module, lib, _ = mlp
+    vm = dlvmrt.VM(module, jit="off")
+    xs = [np.random.default_rng(i).standard_normal((32, 64)).astype(np.float32) for i in range(8)]
+    want = [vm.run("main", x)[0] for x in xs]
+    errors = []
+
+    def work(t):
+        for i in range(30):
+            j = (t + i) % len(xs)
+            (got,) = lib.run("main", xs[j])
+            if not np.allclose(got, want[j], rtol=2e-6, atol=2e-6):
+                errors.append((t, i))
+
+    lib.set_threads(2)
+    threads = [threading.Thread(target=work, args=(t,)) for t in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+
+
+def test_unsupported_ops_are_listed_at_once(tmp_path):
+    module = assembler.parse("""module odd
+func @main(%x: f32[4]) -> (i64[], f32[6]) {
+entry:
+  %a = argmax %x {axis = 0}
+  %b = pad %x {pads = [1, 1]}
+  ret %a, %b
+}
+""")
+    with pytest.raises(AotError) as e:
+        compile_library(module, tmp_path)
+    text = str(e.value)
+    assert "2 instructions" in text and "argmax" in text and "pad" in text
+
+
+C_DRIVER = r"""
+#include <stdio.h>
+#include <stdlib.h>
+#include "gath.h"
+int main(void) {
+    float x[12];
+    for (int i = 0; i < 12; i++) x[i] = (float)i;
+    int64_t good[2] = {2, -3}, bad[2] = {0, 7};
+    dlvm_tensor in[2] = {{x, {3, 4}, 2, DLVM_F32}, {good, {2}, 1, DLVM_I64}};
+    dlvm_tensor out[1];
+    dlvm_status st;
+    int rc = gath_main(in, out, &st);
+    if (rc != DLVM_OK) { printf("unexpected %d %s\n", rc, st.message); return 1; }
+    float *y = out[0].data;
+    printf("%lld %lld %g %g %g\n", (long long)out[0].shape[0], (long long)out[0].shape[1],
+           y[0], y[4], y[7]);
+    gath_free(out[0].data);
+    in[1].data = bad;
+    rc = gath_main(in, out, &st);
+    printf("%d %s\n", rc, st.message);
+    return rc == DLVM_ERR_TRAP ? 0 : 1;
+}
+"""
+
+
+def test_c_program_from_the_header_alone(tmp_path_factory):
+    module = assembler.parse(GATHER)
+    _, out = build(tmp_path_factory, module, "gathc")
+    src = out / "driver.c"
+    src.write_text(C_DRIVER)
+    cc = find_cc()
+    for kind, link in (("shared", [f"-L{out}", "-lgath", f"-Wl,-rpath,{out}"]),
+                       ("static", [str(out / "libgath.a"), "-lm", "-lpthread"])):
+        exe = out / f"driver_{kind}"
+        subprocess.run([cc, str(src), f"-I{out}", "-o", str(exe), *link], check=True)
+        done = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stdout + done.stderr
+        first, second = done.stdout.splitlines()
+        assert first == "2 4 16 0 6"     # rows 2 and -3 (= 0) of x, times 2
+        assert second.startswith("2 ") and "gather index 7 is out of range" in second
+
+
+def test_needs_only_libc_libm_pthreads(mlp):
+    _, _, out = mlp
+    if shutil.which("ldd") is None:
+        pytest.skip("no ldd")
+    deps = subprocess.run(["ldd", str(out / "libmlp.so")], capture_output=True, text=True).stdout
+    names = {line.split()[0] for line in deps.splitlines() if line.strip()}
+    allowed = ("linux-vdso", "libc.so", "libm.so", "libpthread.so", "ld-linux", "/lib64/ld-linux")
+    assert all(n.startswith(allowed) for n in names), names
+
+
+def test_cli_aot_and_run(tmp_path, capsys):
+    prog = SHARED_EXAMPLES / "mlp.dlasm"
+    if not prog.exists():
+        pytest.skip("no shared examples")
+    assert cli_main(["aot", str(prog), "-o", str(tmp_path / "lib")]) == 0
+    assert "libmlp.so" in capsys.readouterr().err
+    inputs = prog.with_suffix(".inputs.npz")
+    assert cli_main(["run", str(tmp_path / "lib"), "--inputs", str(inputs), "--out",
+                     str(tmp_path / "o.npz")]) == 0
+    got = np.load(tmp_path / "o.npz")["out0"]
+    np.testing.assert_allclose(got, np.load(prog.with_suffix(".expect.npz"))["out0"], rtol=1e-5,
+                               atol=1e-6)
+    bad = tmp_path / "bad.dlasm"
+    bad.write_text("module bad\nfunc @main(%x: f32[4]) -> i64[] {\nentry:\n"
+                   "  %a = argmax %x {axis = 0}\n  ret %a\n}\n")
+    assert cli_main(["aot", str(bad), "-o", str(tmp_path / "b")]) == 1
+    err = capsys.readouterr().err
+    assert "argmax" in err and "bad.dlasm:4" in err and "Traceback" not in err

@@ -1,0 +1,95 @@
+"""Running out of memory anywhere is a clean trap (ResourceExhausted, exit 1) naming the
+instruction, never an internal error: constants, fills, results of interpreted ops, JIT region
+outputs, products, and calls too deep."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import assembler
+import dlvmrt
+from cli import main as cli_main
+from isa.errors import ResourceExhausted
+
+HUGE_CONST = """module big
+func @main(%x: f32[4]) -> f32[4] {
+entry:
+  %y = const 0 : f32[1000000, 1000000]
+  ret %x
+}
+"""
+
+NAMED_FILL = """module fill
+func @main(%x: f32[N]) -> f32[N, N] {
+entry:
+  %y = const 1.5 : f32[N, N]
+  ret %y
+}
+"""
+
+OUTER = """module outer
+func @main(%a: f32[N, 1], %b: f32[1, N]) -> f32[N, N] {
+entry:
+  %s = add %a, %b
+  %t = mul %s, 2.0
+  ret %t
+}
+"""
+
+PRODUCT = """module prod
+func @main(%a: f32[N, 1], %b: f32[1, N]) -> f32[N, N] {
+entry:
+  %p = matmul %a, %b
+  ret %p
+}
+"""
+
+MOVE = """module move
+func @main(%x: f32[N]) -> f32[N, N] {
+entry:
+  %y = broadcast_to %x {shape = [N, N]}
+  ret %y
+}
+"""
+
+N = 3_000_000      # N x N f32 is 36 TB: no machine holds it
+
+
+@pytest.mark.parametrize("mode", ["off", "always"])
+@pytest.mark.parametrize("text,args,op", [
+    (HUGE_CONST, lambda: [np.zeros(4, np.float32)], "const"),
+    (NAMED_FILL, lambda: [np.zeros(N, np.float32)], "const"),
+    (OUTER, lambda: [np.zeros((N, 1), np.float32), np.zeros((1, N), np.float32)], "add"),
+    (PRODUCT, lambda: [np.zeros((N, 1), np.float32), np.zeros((1, N), np.float32)], "matmul"),
+    (MOVE, lambda: [np.zeros(N, np.float32)], "broadcast_to"),
+], ids=["const", "named-fill", "jit-region-output", "product", "movement"])
+def test_out_of_memory_is_a_trap_at_the_instruction(text, args, op, mode):
+    vm = dlvmrt.VM(assembler.parse(text), jit=mode)
+    with pytest.raises(ResourceExhausted, match="out of memory") as e:
+        vm.run("main", *args())
+    assert f"({op})" in str(e.value.format())
+
+
+def test_cli_exit_status_1(tmp_path, capsys):
+    prog = tmp_path / "big.dlasm"
+    prog.write_text(HUGE_CONST)
+    assert cli_main(["run", str(prog)]) == 1
+    err = capsys.readouterr().err
+    assert "out of memory in const" in err and "internal error" not in err
+
+
+def test_calls_too_deep():
+    rec = assembler.parse("""module rec
+func @f(%x: i64[]) -> i64[] {
+entry:
+  %y = call @f(%x)
+  ret %y
+}
+func @main(%x: i64[]) -> i64[] {
+entry:
+  %y = call @f(%x)
+  ret %y
+}
+""")
+    with pytest.raises(ResourceExhausted, match="call depth"):
+        dlvmrt.VM(rec, jit="off").run("main", np.int64(1))
