@@ -9,6 +9,17 @@ on its first execution (jit="always"), the JIT's regions inside it are replaced 
 runners. A runner that cannot run some arguments (guard mismatch, too many variants) returns None
 and the block's original interpreted steps run instead, so the interpreter is always the fallback.
 
+The default mode is the tiered "auto" ($DLVM_JIT overrides it), and it never waits for LLVM:
+forming a hot block's regions and compiling their kernels happen on the process's background
+compiler thread (jit/background.py) while the interpreter keeps running the block; each compiled
+kernel is swapped in when it is ready, and results are the same either way. A kernel that fails
+to compile leaves its region on the interpreter, quietly (`vm.jit_errors`, the runner's
+`compile_errors` and the profile report it). `vm.wait_compiled()` waits for the compiles in
+flight, for tests and benchmarks that want the compiled code from a known call on;
+jit="always" compiles before the first run, on the calling thread; background=False makes
+"auto" compile on the calling thread too. A process exits promptly with a compile in flight, and
+a forked child starts with a compiler of its own.
+
 Optimization: with tier-up (jit "auto" or "always") the VM runs the program after the
 whole-program pipeline (`Program.optimized()`: folding, simplification, CSE, dead code; computed
 once and kept with the Program), so interpreted steps and regions see no exporter leftovers.
@@ -20,13 +31,15 @@ results. Each call has its own frame, step budget and call depth (RunState, per 
 block tiers up once, under the VM's lock, and its step list is replaced, never changed in place;
 a compiled region runs one call at a time (RegionRunner's lock: it reuses output buffers and
 prepared jobs between calls), so threads overlap in different regions and kernels release the
-GIL. Profile counters are not synchronized: under concurrency they are approximate.
+GIL. Profile counters are not synchronized: under concurrency they are approximate. Kernels are
+shared by every VM of the process (the in-memory and on-disk code caches).
 """
 from __future__ import annotations
 
 import os
 import threading
 import warnings
+import weakref
 from typing import Any
 
 import numpy as np
@@ -40,6 +53,7 @@ from .loader import ProgramSource, load
 from .profiler import Profiler
 
 JIT_MODES = ("off", "auto", "always")
+DEFAULT_JIT = "auto"
 
 
 class RunState:
@@ -82,8 +96,8 @@ class VM:
                  hot_threshold: int | None = None, max_steps: int | None = None,
                  max_call_depth: int = DEFAULT_MAX_CALL_DEPTH, profile: bool = False,
                  trace: bool = False, jit_options: dict[str, Any] | None = None,
-                 optimize: bool | None = None):
-        jit = jit or os.environ.get("DLVM_JIT", "off")
+                 background: bool | None = None, optimize: bool | None = None):
+        jit = jit or os.environ.get("DLVM_JIT") or DEFAULT_JIT
         if jit not in JIT_MODES:
             raise ValueError(f"jit must be one of {', '.join(JIT_MODES)}, got {jit!r}")
         # the program as given (what the REPL and the debugger show) and the one that runs:
@@ -95,6 +109,12 @@ class VM:
         self.device, self.scheduler = _devices(device, gpus)
         threshold = hot_threshold or _env_int("DLVM_JIT_THRESHOLD", DEFAULT_HOT_THRESHOLD)
         self.hot_threshold = {"off": -1, "auto": max(threshold, 1), "always": 1}[jit]
+        if background is None:
+            background = os.environ.get("DLVM_JIT_BACKGROUND", "1") != "0"
+        # compiles in the background: the tiered mode, on the CPU (device placement decides
+        # with the compiled runner in hand, so it tiers up on the calling thread)
+        self.background = bool(background) and jit == "auto" and self.scheduler is None
+        self.jit_errors: list[str] = []     # blocks the JIT failed on (they stay interpreted)
         self.max_steps = (max_steps if max_steps is not None
                           else _env_int("DLVM_MAX_STEPS", DEFAULT_MAX_STEPS))
         if self.max_steps <= 0:
@@ -113,6 +133,7 @@ class VM:
         self._jit_options = jit_options or {}
         self._regions: dict[str, list] = {}
         self.runners: list = []          # every installed region runner, for profile / REPL
+        self._queued: set = set()        # (code, block) whose tier-up waits on the compiler
 
     @property
     def module(self):
@@ -205,11 +226,41 @@ class VM:
         """Replace the JIT regions of a hot block by compiled runners (with fallback).
 
         Once per block, whichever thread gets there first; other threads keep running the
-        block's steps they hold (the list is replaced, never changed in place)."""
+        block's steps they hold (the list is replaced, never changed in place). In the
+        background mode the work is queued on the background compiler and this returns at once."""
         with self._lock:
             if blk.tiered:
                 return
-            self._tier_up(fcode, blk)
+            if not self.background:
+                self._tier_up(fcode, blk)
+                return
+            blk.tiered = True      # queued once; the interpreter keeps running the block
+            self._queued.add((fcode, blk))
+        from jit import background as bg
+        _watch_forks(self, bg)
+
+        def install() -> None:
+            with self._lock:
+                if (fcode, blk) in self._queued:
+                    self._queued.discard((fcode, blk))
+                    self._tier_up(fcode, blk)
+        bg.compiler().submit(("tier-up", id(self), id(blk)), install)
+
+    def _rearm_after_fork(self) -> None:
+        """In a forked child: tier-ups queued in the parent never run here; their blocks tier
+        up again when next hot, on the child's own compiler."""
+        for _, blk in self._queued:
+            blk.tiered = False
+        self._queued.clear()
+
+    def wait_compiled(self, timeout: float | None = None) -> bool:
+        """Wait until the background compiler has nothing queued or running (this VM's tier-ups
+        and kernels, and those of any other VM of the process); False if `timeout` seconds
+        passed first. Calls after it run the compiled code for every shape seen so far."""
+        if not self.background:
+            return True
+        from jit import background as bg
+        return bg.compiler().wait(timeout)
 
     def _tier_up(self, fcode: FunctionCode, blk: BlockCode) -> None:
         if self.jit_mode == "off":
@@ -219,6 +270,9 @@ class VM:
             self._install_regions(fcode, blk)
         except Exception as e:  # noqa: BLE001 - a JIT bug must not cost the user the run
             blk.steps = list(blk.interp_steps)
+            self.jit_errors.append(f"@{fcode.func.name} block {blk.label}: {type(e).__name__}: {e}")
+            if self.background:     # quietly: the profile reports it
+                return
             warnings.warn(f"JIT disabled for @{fcode.func.name} block {blk.label}, which keeps "
                           f"running on the interpreter: {type(e).__name__}: {e}", JitWarning,
                           stacklevel=2)
@@ -231,7 +285,8 @@ class VM:
         for region in sorted(regions, key=lambda r: -r.start):
             if not _annotations_survive(fcode, blk, region):
                 continue
-            runner = self.jit.runner(self.module, region)
+            runner = (self.jit.runner(self.module, region, background=True) if self.background
+                      else self.jit.runner(self.module, region))
             if self.scheduler is not None:
                 from .placement import PlacedRegion, read_outside_regions
                 if outside is None:
@@ -241,6 +296,20 @@ class VM:
             self.runners.append((fcode.func.name, blk.label, region, runner))
             blk.steps = _splice_region(fcode, blk, region, runner, self.profiler,
                                        on_devices=self.scheduler is not None)
+
+
+_background_vms: weakref.WeakSet = weakref.WeakSet()   # VMs that queued a background tier-up
+
+
+def _watch_forks(vm: VM, bg) -> None:
+    if not _background_vms and _rearm_all not in bg.child_hooks:
+        bg.child_hooks.append(_rearm_all)
+    _background_vms.add(vm)
+
+
+def _rearm_all() -> None:
+    for vm in list(_background_vms):
+        vm._rearm_after_fork()
 
 
 def _annotations_survive(fcode: FunctionCode, blk: BlockCode, region) -> bool:
@@ -278,19 +347,13 @@ def _splice_region(fcode: FunctionCode, blk: BlockCode, region, runner, profiler
             for s, v in zip(out_slots, outs):
                 r[s] = v
 
-    unspecified = _casts_float_to_int(fcode, blk, region)
-
     def checked(r):
-        # DLVM_JIT_CHECK: run the interpreter beside every compiled call and compare; integer
-        # results of a region with a float-to-integer cast may differ where the cast's input was
-        # NaN or out of range (unspecified in specs/semantics.md), so those are not compared
+        # DLVM_JIT_CHECK: run the interpreter beside every compiled call and compare
         before = list(r)
         fused(r)
         ref = list(before)
         interpret(ref)
         for name, s in zip(region.outputs, out_slots):
-            if unspecified and np.asarray(ref[s]).dtype.kind in "iub":
-                continue
             _check_same(fcode, blk, region, name, r[s], ref[s])
     run_region = checked if os.environ.get("DLVM_JIT_CHECK") else fused
     run_region.where = (blk.index, region.start)
@@ -321,14 +384,6 @@ def _devices(device: str | Device, gpus: list[Device] | None):
         return "cpu", None
     gpu = get_device("cuda:0" if name in ("auto", "cuda") else name)
     return name, Scheduler([gpu], hint=None if name == "auto" else name)
-
-
-def _casts_float_to_int(fcode: FunctionCode, blk: BlockCode, region) -> bool:
-    rows = fcode.types[blk.index]
-    return any(ins.op == "cast" and rows[i].operands[0].dtype.is_float and
-               not ins.attrs["to"].is_float
-               for i, ins in enumerate(fcode.func.blocks[blk.index].instrs[region.start:region.end],
-                                       region.start))
 
 
 def _check_same(fcode, blk, region, name: str, got, want) -> None:

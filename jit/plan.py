@@ -80,21 +80,61 @@ def node_shapes(kernel: Kernel, in_shapes: list[tuple[int, ...]]) -> list[tuple[
     return shapes
 
 
+def domain_shapes(kernel: Kernel, in_shapes: list[tuple[int, ...]]) -> list[tuple[int, ...]]:
+    """Each node's shape in the coordinates of the iteration domain: like `node_shapes`, but a
+    keepdims=false reduction keeps its reduced axes as size 1, so that it and the values computed
+    from it (reduce_mean's division by the count) line up with the outer axes of the domain, not
+    with its trailing axes as NumPy broadcasting of the dropped shape would."""
+    m = kernel.inner
+    shapes: list[tuple[int, ...]] = []
+    for n in kernel.nodes:
+        if n.op == "load":
+            shapes.append(tuple(in_shapes[n.attr]))
+        elif not n.args:
+            shapes.append(())
+        elif n.op in REDUCE_KINDS:
+            s = shapes[n.args[0]]
+            shapes.append(s[:len(s) - m] + (1,) * m)
+        else:
+            try:
+                shapes.append(np.broadcast_shapes(*(shapes[a] for a in n.args)))
+            except ValueError:
+                raise Decline(f"{n.op}: shapes {[list(shapes[a]) for a in n.args]} do not "
+                              f"broadcast") from None
+    return shapes
+
+
+def _check_dropped_alignment(kernel: Kernel, shapes: list[tuple[int, ...]],
+                             dshapes: list[tuple[int, ...]], n: int) -> None:
+    """Values computed from a keepdims=false reduction must mean the same in both coordinate
+    systems (the region former ends a region after such a reduction, so only its own
+    decomposition follows it); decline anything else rather than compute it wrongly."""
+    m = kernel.inner
+    derived: set[int] = set()
+    for i, nd in enumerate(kernel.nodes):
+        if (nd.op in REDUCE_KINDS and not nd.attr) or any(a in derived for a in nd.args):
+            derived.add(i)
+            if _pad(shapes[i], n - m) != _pad(dshapes[i], n)[:n - m]:
+                raise Decline(f"{nd.op} mixes a keepdims=false reduction with values over the "
+                              f"reduced axes")
+
+
 def make_plan(kernel: Kernel, in_shapes: list[tuple[int, ...]], inplace: tuple[int, ...] = ()) -> Plan:
     """Plan a call of `kernel` on inputs of `in_shapes`; raise Decline when it cannot run."""
     m = kernel.inner
     shapes = node_shapes(kernel, in_shapes)
-    dropped = {i for i, nd in enumerate(kernel.nodes) if nd.op in REDUCE_KINDS and not nd.attr}
+    dshapes = domain_shapes(kernel, in_shapes)
     try:
-        domain = np.broadcast_shapes(*(s for i, s in enumerate(shapes) if i not in dropped))
+        domain = np.broadcast_shapes(*dshapes)
     except ValueError:
         raise Decline("values of the region do not share one broadcast domain") from None
     n = len(domain)
     if m > n:
         raise Decline("a reduction reduces more axes than the domain has")
+    _check_dropped_alignment(kernel, shapes, dshapes, n)
     for nd in kernel.nodes:
         if nd.op in REDUCE_KINDS:
-            arg = _pad(shapes[nd.args[0]], n)
+            arg = _pad(dshapes[nd.args[0]], n)
             if arg[n - m:] != domain[n - m:]:
                 raise Decline(f"{nd.op} operand of shape {list(shapes[nd.args[0]])} is broadcast "
                               f"along the reduced axes of {list(domain)}")
@@ -105,13 +145,8 @@ def make_plan(kernel: Kernel, in_shapes: list[tuple[int, ...]], inplace: tuple[i
     aligned: list[tuple[int, ...]] = [_pad(s, n) for s in in_shapes]
     out_shapes: list[tuple[int, ...]] = []
     for o in kernel.outputs:
-        s = shapes[o.node]
-        out_shapes.append(s)
-        if o.node in dropped:
-            arg = _pad(shapes[kernel.nodes[o.node].args[0]], n)
-            aligned.append(arg[:n - m] + (1,) * m)
-        else:
-            aligned.append(_pad(s, n))
+        out_shapes.append(shapes[o.node])
+        aligned.append(_pad(dshapes[o.node], n))
     # axes: (size, group, per-endpoint varies); size-1 axes vanish, alike neighbours merge
     axes: list[tuple[int, int, tuple[bool, ...]]] = []
     for ax in range(n):

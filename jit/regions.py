@@ -32,6 +32,7 @@ from isa.verify import FunctionTypes
 from .flatten import Prim, flat_prims
 from .kernel_ir import Node
 from .liveness import Liveness
+from .passes.effects import removable_if_unused
 
 REDUCE_OPS = ("reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod")
 # ops run outside the kernel (BLAS or their reference) whose result an epilogue kernel finishes
@@ -168,6 +169,30 @@ def _region_io(func, bi: int, start: int, end: int, live: Liveness) -> tuple[lis
     return inputs, [r for r in written if r in after]
 
 
+def unread_traps(func, bi: int, rows, live: Liveness) -> set[int]:
+    """Instructions of block `bi` that may trap but whose results nothing observable reads.
+
+    A trap is an observable effect (specs/semantics.md): such an instruction must still run.
+    A kernel computes only what its outputs need, so it would skip it; it stays interpreted.
+    "Observable" is judged as dead-code elimination would: a read by an instruction that is
+    itself removable and unread does not count."""
+    instrs = func.blocks[bi].instrs
+    needed = set(live.live_out[bi])
+    found: set[int] = set()
+    for ii in reversed(range(len(instrs))):
+        ins = instrs[ii]
+        t = rows[ii] if ii < len(rows) else None
+        read = any(r in needed for r in ins.results)
+        if not read and not removable_if_unused(ins, t):
+            if t is not None and OPS[ins.op].family is not Family.CONTROL:
+                found.add(ii)
+            read = True
+        if read:
+            needed.difference_update(ins.results)
+            needed.update(o.name for o in ins.operands if isinstance(o, Reg))
+    return found
+
+
 def form_regions(module: Module, func_name: str, types: FunctionTypes) -> list[Region]:
     """The regions of one function, in block and instruction order (non-overlapping).
 
@@ -195,6 +220,7 @@ def form_regions(module: Module, func_name: str, types: FunctionTypes) -> list[R
                 regions.append(Region(func_name, bi, run.start, run.end, ins_, outs, kind))
 
         rows = types[bi] if bi < len(types) else []
+        unread = unread_traps(func, bi, rows, live)
         for ii, ins in enumerate(block.instrs):
             if ii >= len(rows):
                 break
@@ -204,7 +230,8 @@ def form_regions(module: Module, func_name: str, types: FunctionTypes) -> list[R
                 run = _Run(ii, head)
                 run.end = ii + 1
                 continue
-            shape = classify_instr(module, ins, rows[ii])
+            shape = (classify_instr(module, ins, rows[ii]) if ii not in unread else
+                     _Shape(False, reason="an unread instruction that may trap stays interpreted"))
             # a matmul epilogue is elementwise only: a reduction (softmax, layer_norm after the
             # bias and residual adds) ends it and starts a region of its own
             in_epilogue = run is not None and run.kind in EPILOGUE_KINDS

@@ -82,15 +82,18 @@ def test_dtypes_without_kernels_decline_to_the_interpreter():
     assert y.dtype == np.uint32 and y.tolist() == [1, 2, 5, 10, 17]
 
 
-def test_check_mode_ignores_unspecified_float_to_int_casts(monkeypatch):
-    # NaN or out-of-range values cast to an integer are unspecified: the JIT and NumPy may differ
+def test_float_to_int_casts_saturate_in_both_tiers(monkeypatch):
+    # NaN gives 0 and out-of-range values the nearest end of the range, compiled or not (the
+    # interpreter gave NumPy's INT_MIN, the JIT LLVM's saturated value); check mode compares all
     monkeypatch.setenv("DLVM_JIT_CHECK", "1")
     mb = ModuleBuilder("c")
     f = mb.function("main", [("x", "f32[N]")], ["i8[N]"])
     f.ret(f.cast(f.mul(f.arg("x"), 100.0), to="i8"))
-    x = np.array([np.nan, 1e6, -1e6, 0.5], np.float32)
-    (y,) = dlvmrt.VM(mb.finish(), jit="always").run("main", x)
-    assert y.dtype == np.int8 and y[3] == 50
+    x = np.array([np.nan, 1e6, -1e6, 0.5, np.inf, -np.inf, -0.013], np.float32)
+    want = [0, 127, -128, 50, 127, -128, -1]
+    for mode in ("always", "off"):
+        (y,) = dlvmrt.VM(mb.finish(), jit=mode).run("main", x)
+        assert y.dtype == np.int8 and y.tolist() == want
 
 
 def test_signed_zeros_follow_ieee_in_compiled_code(monkeypatch):

@@ -99,7 +99,8 @@ def test_padded_lanes_raise_no_trap(jit, cols):
     b = np.full((3, cols), 3, np.int32)
     out = run([a, b])
     assert out is not None, run.describe()
-    assert np.array_equal(out[0], np.trunc(a / 3).astype(np.int32) + 1)
+    # out[0] is the division: it may trap, so the region computes it though nothing reads it
+    assert np.array_equal(out[-1], np.trunc(a / 3).astype(np.int32) + 1)
     b[2, -1] = 0
     assert run([a, b]) is None and "trap" in run.describe()["last_fallback_reason"]
 

@@ -64,8 +64,7 @@ N = 3_000_000      # N x N f32 is 36 TB: no machine holds it
     (MOVE, lambda: [np.zeros(N, np.float32)], "broadcast_to"),
 ], ids=["const", "named-fill", "jit-region-output", "product", "movement"])
 def test_out_of_memory_is_a_trap_at_the_instruction(text, args, op, mode):
-    # as written (optimize=False): the optimizer drops an unused constant, allocation and all
-    vm = dlvmrt.VM(assembler.parse(text), jit=mode, optimize=False)
+    vm = dlvmrt.VM(assembler.parse(text), jit=mode)
     with pytest.raises(ResourceExhausted, match="out of memory") as e:
         vm.run("main", *args())
     assert f"({op})" in str(e.value.format())

@@ -127,9 +127,23 @@ def logical_not_ref(attrs, a):
 
 def cast_ref(attrs, a):
     to = attrs["to"].np
-    if a.dtype.kind == "f" and to.kind in "iub" and to.kind != "b":
-        a = np.trunc(a)   # toward zero; NaN/Inf/out-of-range give an unspecified value
+    if a.dtype.kind == "f" and to.kind in "iu":
+        return float_to_int_saturating(a, to)
     return a.astype(to)
+
+
+def float_to_int_saturating(a: np.ndarray, to: np.dtype) -> np.ndarray:
+    """Truncate toward zero, saturate to the range of `to`, NaN to 0: WebAssembly's `trunc_sat`
+    and LLVM's `fptosi.sat` / `fptoui.sat`, so every tier gives the same answer. NumPy's own
+    conversion of NaN and out-of-range values is undefined behaviour in C (INT_MIN on x86)."""
+    info = np.iinfo(to)
+    t = np.trunc(np.asarray(a, dtype=np.float64))     # exact for f16, f32 and f64 values
+    # powers of two are exact in f64: the range test is exact at both ends
+    big = 2.0 ** (info.bits - 1 if info.min < 0 else info.bits)
+    over = t >= big
+    under = t < (-big if info.min < 0 else 0.0)
+    inside = np.where(np.isnan(t) | over | under, 0.0, t).astype(to)
+    return np.where(over, to.type(info.max), np.where(under, to.type(info.min), inside)).astype(to)
 
 
 def _u(name, code, ref, doc, ok=None, what="", result=None, expand=None, attrs=(), check=None):
@@ -225,8 +239,9 @@ OPS = [
           "r := c ? a : b elementwise, the three broadcast together", dtypes="c: bool; a, b: any",
           extra={"operands": ("c", "a", "b")}),  # named as in the doc line, for specs/ops.md
     OpDef("cast", 57, Family.CAST, (1, 1), cast_rule, cast_ref,
-          "r := a converted to dtype `to`; float to integer truncates toward zero (NaN, Inf and "
-          "out-of-range values give an unspecified value); to bool is a != 0",
+          "r := a converted to dtype `to`; float to integer truncates toward zero and saturates "
+          "(out-of-range values and infinities give the nearest integer of the range, NaN gives "
+          "0); to bool is a != 0",
           attrs=(AttrSpec("to", AttrKind.DTYPE, doc="the result dtype"),), dtypes="any"),
 ]
 

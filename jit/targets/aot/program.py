@@ -38,6 +38,16 @@ class Unsupported(Exception):
     pass
 
 
+def _row_nodes(kernel: Kernel) -> set[int]:
+    """keepdims=false reductions and the nodes computed from them: one value per row, lined up
+    with the domain's outer axes (as jit/plan.py: domain_shapes keeps them)."""
+    rows: set[int] = set()
+    for i, nd in enumerate(kernel.nodes):
+        if (nd.op in REDUCE_KINDS and not nd.attr) or any(a in rows for a in nd.args):
+            rows.add(i)
+    return rows
+
+
 @dataclass
 class RegionKernel:
     cname: str                  # the C name of its dlvm_rt_kernel table (+ "_fn": the kernel)
@@ -46,6 +56,7 @@ class RegionKernel:
     where: str
     llvm_ir: str                # the kernel's LLVM module, unoptimized
     slots: int                  # scratch rows per chunk
+    rows: set[int] = field(default_factory=set)     # nodes with one value per row (_row_nodes)
 
 
 @dataclass
@@ -277,9 +288,11 @@ class ProgramCompiler:
             else:
                 shapes.append(representative(self._input_type(region, rows, t.source).shape))
         variant = variant_for(k, shapes)
+        rows_of = _row_nodes(k)
         cname = f"dlvm_{ident(self.prefix)}_k{len(self.out.kernels)}"
         ir_module, slots = lower_kernel(k, variant.spec, cname + "_fn")
-        self.out.kernels.append(RegionKernel(cname, k, variant, where, str(ir_module), slots))
+        self.out.kernels.append(RegionKernel(cname, k, variant, where, str(ir_module), slots,
+                                             rows_of))
         ins = []
         for t in k.inputs:
             if t.source < 0:
@@ -323,7 +336,7 @@ class ProgramCompiler:
                 args = list(n.args)[:3] + [-1] * (3 - min(len(n.args), 3))
                 if len(n.args) > 3:
                     raise Unsupported(f"a kernel node {n.op} of {len(n.args)} operands")
-                nodes += [4] + args
+                nodes += [5 if len(nodes) // 4 in rk.rows else 4] + args
         math_ops = sum(1 for n in k.nodes if n.op in ("exp", "log", "tanh", "sin", "cos", "erf",
                                                       "pow", "sigmoid", "gelu"))
         nbytes = sum(t.dtype.itemsize for t in k.inputs) + sum(o.dtype.itemsize for o in k.outputs)

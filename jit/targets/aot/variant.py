@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from jit.kernel_ir import REDUCE_KINDS, Kernel
-from jit.plan import Spec, make_plan, node_shapes
+from jit.kernel_ir import Kernel
+from jit.plan import Spec, domain_shapes, make_plan
 
 MAX_RANK = 8
 
@@ -35,21 +35,15 @@ def variant_for(kernel: Kernel, in_shapes: list[tuple[int, ...]]) -> Variant:
     """make_plan's variant for these shapes, with the domain axes of each merged axis."""
     plan = make_plan(kernel, in_shapes)
     m = kernel.inner
-    shapes = node_shapes(kernel, in_shapes)
-    dropped = {i for i, nd in enumerate(kernel.nodes) if nd.op in REDUCE_KINDS and not nd.attr}
-    domain = np.broadcast_shapes(*(s for i, s in enumerate(shapes) if i not in dropped))
+    shapes = domain_shapes(kernel, in_shapes)     # as make_plan aligns them
+    domain = np.broadcast_shapes(*shapes)
     n = len(domain)
     if n > MAX_RANK:
         raise ValueError(f"a region of rank {n} (the library supports {MAX_RANK})")
     aligned = [(1,) * (n - len(s)) + tuple(s) for s in in_shapes]
     for o in kernel.outputs:
         s = shapes[o.node]
-        if o.node in dropped:
-            arg = shapes[kernel.nodes[o.node].args[0]]
-            arg = (1,) * (n - len(arg)) + tuple(arg)
-            aligned.append(arg[:n - m] + (1,) * m)
-        else:
-            aligned.append((1,) * (n - len(s)) + tuple(s))
+        aligned.append((1,) * (n - len(s)) + tuple(s))
     # the same grouping as make_plan: size-1 axes vanish, alike neighbours merge
     groups: list[tuple[int, tuple[bool, ...], list[int]]] = []
     for ax in range(n):

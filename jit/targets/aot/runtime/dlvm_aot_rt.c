@@ -431,7 +431,7 @@ HIDDEN int dlvm_rt_region(dlvm_ctx *ctx, const dlvm_rt_kernel *k, dlvm_val *cons
     int64_t domain[DLVM_MAX_RANK];
     for (int d = 0; d < n; d++) domain[d] = 1;
     for (int i = 0; i < n_nodes; i++) {
-        if (k->nodes[4 * i] == NODE_REDUCE_DROP) continue;
+        if (k->nodes[4 * i] == NODE_REDUCE_DROP || k->nodes[4 * i] == NODE_ROW) continue;
         for (int d = 0; d < ranks[i]; d++) {
             int64_t s = shapes[i][d];
             int dd = d + n - ranks[i];
@@ -449,10 +449,14 @@ HIDDEN int dlvm_rt_region(dlvm_ctx *ctx, const dlvm_rt_kernel *k, dlvm_val *cons
         if (node < 0) {
             s = ins[e]->shape;
             r = ins[e]->rank;
-        } else if (k->nodes[4 * node] == NODE_REDUCE_DROP) {
-            int a = k->nodes[4 * node + 1];
-            r = ranks[a];
-            for (int d = 0; d < r; d++) tmp[d] = d < r - m ? shapes[a][d] : 1;
+        } else if (k->nodes[4 * node] == NODE_REDUCE_DROP || k->nodes[4 * node] == NODE_ROW) {
+            /* a row value lines up with the domain's outer axes (from the left), then the
+             * reduced axes are 1 */
+            r = n;
+            for (int d = 0; d < n; d++) {
+                int off = d - (n - m - ranks[node]);
+                tmp[d] = d >= n - m ? 1 : off >= 0 ? shapes[node][off] : 1;
+            }
             s = tmp;
         } else {
             s = shapes[node];

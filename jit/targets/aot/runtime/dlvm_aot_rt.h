@@ -65,7 +65,9 @@ typedef struct dlvm_rt_kernel {
     double work_per_element;      /* for the thread split */
 } dlvm_rt_kernel;
 
-enum { NODE_LOAD = 0, NODE_CONST = 1, NODE_REDUCE_KEEP = 2, NODE_REDUCE_DROP = 3, NODE_OTHER = 4 };
+/* NODE_ROW: an elementwise node over keepdims=false reductions' values (one per row) */
+enum { NODE_LOAD = 0, NODE_CONST = 1, NODE_REDUCE_KEEP = 2, NODE_REDUCE_DROP = 3, NODE_OTHER = 4,
+       NODE_ROW = 5 };
 
 /* values */
 int dlvm_rt_alloc(dlvm_ctx *ctx, dlvm_val *v, int32_t dtype, int32_t rank, const int64_t *shape);
