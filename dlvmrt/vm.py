@@ -176,7 +176,12 @@ class VM:
 
     def run(self, entry: str = "main", *args: Any, **named: Any) -> tuple[np.ndarray, ...]:
         """Run function `entry` on positional and/or named arguments (parameter names without
-        %); returns its results as a tuple of NumPy arrays in return order."""
+        %); returns its results as a tuple of NumPy arrays in return order.
+
+        The entry name may be left out: `vm.run(x)` runs `main`."""
+        if not isinstance(entry, str):
+            args = (entry, *args)
+            entry = "main"
         func = self.module.functions.get(entry)
         if func is None:
             known = ", ".join("@" + f for f in self.module.functions) or "none"
