@@ -108,6 +108,10 @@ CASES = {
     "sdpa_causal": (lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True),
                     [r(1, 2, 5, 8), r(1, 2, 5, 8), r(1, 2, 5, 8)]),
     "scalar_tensor": (lambda a: a * torch.tensor(2.0), [r(3)]),
+    "flip_cumsum": (lambda a: a.flip(0, 1) + a.cumsum(1), [r(3, 4)]),
+    "upsample_nearest": (torch.nn.Upsample(scale_factor=2), [r(1, 2, 3, 3)]),
+    "adaptive_max": (torch.nn.AdaptiveMaxPool2d(1), [r(2, 3, 4, 4)]),
+    "instance_norm": (torch.nn.InstanceNorm2d(3, affine=True), [r(2, 3, 4, 4)]),
 }
 
 
