@@ -134,3 +134,37 @@ func @main(%x: {dtype}[3]) -> ({dtype}[3], {dtype}[3]) {{
 }}"""
     (r, q) = run_both(src, [np.array([1.5, -2.0, 0.0], np.float32 if dtype == "f32" else np.float64)])
     assert r[0] == -np.inf and r[1] == np.inf
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f64"])
+def test_pow_of_negative_infinity_and_zero_is_c99_in_every_tier(dtype):
+    # fuzz seed 4281: the reference gave NaN for pow(-inf, 0.5) with an immediate exponent
+    # (NumPy's loop takes sqrt for a broadcast 0.5) and +inf with a tensor one; the JIT gives
+    # C99's +inf. Now the reference is C99's pow for every operand shape.
+    src = f"""module t
+func @main(%x: {dtype}[4], %y: {dtype}[4]) -> ({dtype}[4], {dtype}[4]) {{
+  %c = ceil %x
+  %a = pow %c, 0.5
+  %a = sigmoid %a
+  %b = pow %x, %y
+  ret %a, %b
+}}"""
+    t = np.float32 if dtype == "f32" else np.float64
+    x = np.array([-np.inf, -0.0, 4.0, -4.0], t)
+    a, b = run_both(src, [x, np.full(4, 0.5, t)])
+    assert a[0] == 1.0 and b[0] == np.inf and b[1] == 0 and not np.signbit(b[1])
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f64"])
+def test_sign_of_negative_zero_is_positive_zero(dtype):
+    # fuzz seeds 8801 and 9240: sign's expansion kept -0 where np.sign (the reference) gives
+    # +0, so rsqrt / reciprocal of it was -inf compiled and +inf interpreted
+    src = f"""module t
+func @main(%x: {dtype}[4]) -> ({dtype}[4], {dtype}[4]) {{
+  %s = sign %x
+  %r = reciprocal %s
+  %q = mul %s, 1.0
+  ret %r, %q
+}}"""
+    r, q = run_both(src, [np.array([-0.0, 0.0, np.nan, -3.0], np.float32 if dtype == "f32" else np.float64)])
+    assert r[0] == np.inf and not np.signbit(q[0])

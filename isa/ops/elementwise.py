@@ -91,6 +91,12 @@ def mod_ref(attrs, a, b):
 def pow_ref(attrs, a, b):
     if a.dtype.kind in "iu" and np.any(np.asarray(b) < 0):
         raise Trap("integer pow with a negative exponent")
+    if np.asarray(a).dtype.kind == "f":
+        # C99 / IEEE 754 pow everywhere (pow(-inf, 0.5) = +inf, pow(-0, 0.5) = +0), as the JIT
+        # computes it: NumPy's loop takes sqrt for a broadcast exponent of 0.5, so the same
+        # program gave NaN for an immediate exponent and +inf for a tensor one (fuzzer)
+        shape = np.broadcast_shapes(np.shape(a), np.shape(b))
+        a, b = np.array(np.broadcast_to(a, shape)), np.array(np.broadcast_to(b, shape))
     return np.power(a, b)
 
 
@@ -117,7 +123,10 @@ def check_gelu_attrs(attrs) -> None:
 
 def sign_expand(s, attrs, x):
     zero = s.const(0, x)
-    neg = s.select(s.lt(x, zero), s.const(-1, x), x)     # keeps 0, -0 and NaN as they are
+    # -0 gives +0 as np.sign does (keeping x there gave -0, and 1 / sign(-0) was -inf compiled
+    # and +inf interpreted: found by the fuzzer); NaN stays NaN (equal to nothing)
+    rest = s.select(s.eq(x, zero), zero, x)
+    neg = s.select(s.lt(x, zero), s.const(-1, x), rest)
     return s.select(s.gt(x, zero), s.const(1, x), neg)
 
 

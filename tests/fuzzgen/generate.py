@@ -277,6 +277,12 @@ class Gen:
                 return None                # traps in both tiers: now and then
         if op == "reduce_prod" and v.dtype in FLOATS:
             v = self.tame(v)
+        count = int(np.prod([v.shape[i % v.rank] for i in range(v.rank)], dtype=np.int64))
+        if op == "reduce_prod" and v.dtype in FLOATS and \
+                count * np.log(max(v.bound, 1.0)) > (60.0 if v.dtype == "f32" else 600.0):
+            # whether a long product overflows (inf * 0 = NaN) depends on the order and the
+            # precision of the accumulator: a maximum instead
+            op = "reduce_max"
         if v.dtype in FLOATS and not v.exact and op in ("reduce_sum", "reduce_prod"):
             # a sum of many values one ulp apart in the two tiers cancels to an absolute error
             # beyond the tolerance of a small result: inexact rows are averaged instead
