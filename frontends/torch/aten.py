@@ -60,6 +60,12 @@ class Lowerer:
                 where = source_line(node)
                 raise TorchImportError(f"{op_name(node.target)} ('{node.name}'"
                                        f"{', at ' + where if where else ''}): {err}") from None
+            except Exception as err:  # noqa: BLE001 - a lowering's own bug, named with its node
+                where = source_line(node)
+                raise TorchImportError(f"{op_name(node.target)} ('{node.name}'"
+                                       f"{', at ' + where if where else ''}): the lowering "
+                                       f"failed ({type(err).__name__}: {err}); an importer bug"
+                                       ) from err
         return outs
 
     def arg(self, a: Any) -> Any:
