@@ -60,6 +60,12 @@ class Lowerer:
                 where = source_line(node)
                 raise TorchImportError(f"{op_name(node.target)} ('{node.name}'"
                                        f"{', at ' + where if where else ''}): {err}") from None
+            except Exception as err:  # noqa: BLE001 - a lowering's own bug, named with its node
+                where = source_line(node)
+                raise TorchImportError(f"{op_name(node.target)} ('{node.name}'"
+                                       f"{', at ' + where if where else ''}): the lowering "
+                                       f"failed ({type(err).__name__}: {err}); an importer bug"
+                                       ) from err
         return outs
 
     def arg(self, a: Any) -> Any:
@@ -679,3 +685,75 @@ def _group_norm(lo: Lowerer, x: Value, w: Value | None, b: Value | None, n: Any,
         r = lo.emit("add", [r, lo.emit("reshape", [b], shape=shape)])
     out = lo.out_type(0)
     return (Value(out, r.operand, r.const), None, None)
+
+
+@lowers("aten.flip.default")
+def _flip(lo: Lowerer, x: Value, dims: list) -> Value:
+    axes = [_axis(d, x.rank) for d in dims]
+    return lo.emit("slice", [x], starts=[-1] * len(axes), ends=[-(1 << 62)] * len(axes),
+                   axes=axes, steps=[-1] * len(axes))
+
+
+@lowers("aten.cumsum.default")
+def _cumsum(lo: Lowerer, x: Value, dim: int, dtype: Any = None) -> Value:
+    x = lo.cast(x, lo.out_dtype())
+    return lo.emit("cumsum", [x, known(np.array(_axis(dim, x.rank), np.int64))])
+
+
+@lowers("aten.upsample_nearest2d.vec", "aten.upsample_nearest2d.default")
+def _upsample_nearest(lo: Lowerer, x: Value, size: Any, scales: Any = None, *_: Any) -> Value:
+    t = lo.out_type()
+    h, w = x.shape[2], x.shape[3]
+    oh, ow = t.shape[2], t.shape[3]
+    if not all(isinstance(d, int) for d in (h, w, oh, ow)) or oh % h or ow % w:
+        raise TorchImportError("nearest upsampling by a non-integer or symbolic factor is not "
+                               "supported")
+    sh, sw = oh // h, ow // w
+    y = lo.emit("expand_dims", [x], axes=[3, 5])
+    shape = [x.shape[0], x.shape[1], h, sh, w, sw]
+    y = lo.emit("broadcast_to", [y], shape=shape)
+    v = lo.emit("reshape", [y], shape=[-1 if not isinstance(x.shape[0], int) else x.shape[0],
+                                       x.shape[1], oh, ow])
+    return Value(t, v.operand, v.const)
+
+
+@lowers("aten.adaptive_max_pool2d.default")
+def _adaptive_max(lo: Lowerer, x: Value, size: list) -> tuple:
+    if list(size) != [1, 1]:
+        raise TorchImportError("adaptive max pooling to a size other than 1x1 is not supported")
+    for user in lo.node.users:
+        if user.target is operator.getitem and user.args[1] != 0:
+            raise TorchImportError("adaptive max pool indices are not supported")
+    return (lo.emit("reduce_max", [x], axes=[2, 3], keepdims=True), None)
+
+
+@lowers("aten._native_batch_norm_legit.no_stats", "aten._native_batch_norm_legit.default",
+        "aten._native_batch_norm_legit_functional.default")
+def _bn_batch_stats(lo: Lowerer, x: Value, w: Value | None, b: Value | None, *rest: Any) -> tuple:
+    """Batch norm with the batch's own statistics (InstanceNorm, BatchNorm in training mode):
+    the result only; the running statistics torch would update are not."""
+    eps = float(rest[-1])
+    axes = [a for a in range(x.rank) if a != 1]
+    mean = lo.emit("reduce_mean", [x], axes=axes, keepdims=True)
+    d = lo.emit("sub", [x, mean])
+    var = lo.emit("reduce_mean", [lo.emit("mul", [d, d])], axes=axes, keepdims=True)
+    r = lo.emit("mul", [d, lo.emit("rsqrt", [lo.emit("add", [var, lo.tensor(eps, x.dtype)])])])
+    shape = [x.shape[1]] + [1] * (x.rank - 2)
+    if w is not None:
+        r = lo.emit("mul", [r, lo.emit("reshape", [w], shape=shape)])
+    if b is not None:
+        r = lo.emit("add", [r, lo.emit("reshape", [b], shape=shape)])
+    return (r,) + (None,) * (len(lo.node.meta["val"]) - 1)
+
+
+@lowers("aten.repeat.default")
+def _repeat(lo: Lowerer, x: Value, reps: list) -> Value:
+    if not all(isinstance(r, int) for r in reps):
+        raise TorchImportError("repeat by a symbolic count is not supported")
+    lead = len(reps) - x.rank
+    if lead:
+        x = lo.emit("reshape", [x], shape=[1] * lead + [d if isinstance(d, int) else -1
+                                                        for d in x.shape])
+    v = lo.emit("tile_dyn", [x, known(np.array(reps, np.int64))])
+    t = lo.out_type()
+    return Value(t, v.operand, v.const) if v.const is None else v

@@ -151,7 +151,7 @@ def source_line(node: Any) -> str:
     global _LIBRARY_DIRS
     _LIBRARY_DIRS = _LIBRARY_DIRS or _library_dirs()
     st = node.meta.get("stack_trace") or ""
-    last = ""
+    last = user = ""
     for line in st.splitlines():
         line = line.strip()
         if line.startswith('File "'):
@@ -160,9 +160,12 @@ def source_line(node: Any) -> str:
             except ValueError:
                 continue
             where = f"{os.path.basename(f)}:{rest.split(',')[0]}"
-            if not f.startswith(_LIBRARY_DIRS) or not last:
-                last = where
-    return last
+            if f.startswith(_LIBRARY_DIRS[1]):
+                continue                   # dlvm's own frames (the call of import_torch)
+            if not f.startswith(_LIBRARY_DIRS[0]):
+                user = where
+            last = where
+    return user or last         # a torch.nn module's own line when no user frame made it
 
 
 def op_name(target: Any) -> str:
