@@ -20,6 +20,12 @@ jit="always" compiles before the first run, on the calling thread; background=Fa
 "auto" compile on the calling thread too. A process exits promptly with a compile in flight, and
 a forked child starts with a compiler of its own.
 
+Optimization: with tier-up (jit "auto" or "always") the VM runs the program after the
+whole-program pipeline (`Program.optimized()`: folding, simplification, CSE, dead code; computed
+once and kept with the Program), so interpreted steps and regions see no exporter leftovers.
+jit="off" runs the instructions as written; `optimize=` or $DLVM_OPTIMIZE=0/1 overrides either.
+`vm.source_program` is the program as given, `vm.program` the one that runs.
+
 Threads: one VM may be called from many threads at once and gives each the interpreter's
 results. Each call has its own frame, step budget and call depth (RunState, per thread); a
 block tiers up once, under the VM's lock, and its step list is replaced, never changed in place;
@@ -73,17 +79,32 @@ def _env_int(name: str, default: int) -> int:
         return default
 
 
+def _optimize_wanted(optimize: bool | None, jit: str) -> bool:
+    """VM(optimize=...), else $DLVM_OPTIMIZE (0 or 1), else on where the JIT may tier up: the
+    reference interpreter (jit="off") runs the instructions as written."""
+    if optimize is not None:
+        return bool(optimize)
+    env = os.environ.get("DLVM_OPTIMIZE", "")
+    if env in ("0", "1"):
+        return env == "1"
+    return jit != "off"
+
+
 class VM:
     def __init__(self, program: ProgramSource, jit: str | None = None,
                  device: str | Device = "auto", *, gpus: list[Device] | None = None,
                  hot_threshold: int | None = None, max_steps: int | None = None,
                  max_call_depth: int = DEFAULT_MAX_CALL_DEPTH, profile: bool = False,
                  trace: bool = False, jit_options: dict[str, Any] | None = None,
-                 background: bool | None = None):
-        self.program = load(program)
+                 background: bool | None = None, optimize: bool | None = None):
         jit = jit or os.environ.get("DLVM_JIT") or DEFAULT_JIT
         if jit not in JIT_MODES:
             raise ValueError(f"jit must be one of {', '.join(JIT_MODES)}, got {jit!r}")
+        # the program as given (what the REPL and the debugger show) and the one that runs:
+        # with tier-up, the whole-program pipeline's (Program.optimized, kept with the program)
+        self.source_program = load(program)
+        self.optimized = _optimize_wanted(optimize, jit)
+        self.program = self.source_program.optimized() if self.optimized else self.source_program
         self.jit_mode = jit
         self.device, self.scheduler = _devices(device, gpus)
         threshold = hot_threshold or _env_int("DLVM_JIT_THRESHOLD", DEFAULT_HOT_THRESHOLD)
@@ -155,7 +176,12 @@ class VM:
 
     def run(self, entry: str = "main", *args: Any, **named: Any) -> tuple[np.ndarray, ...]:
         """Run function `entry` on positional and/or named arguments (parameter names without
-        %); returns its results as a tuple of NumPy arrays in return order."""
+        %); returns its results as a tuple of NumPy arrays in return order.
+
+        The entry name may be left out: `vm.run(x)` runs `main`."""
+        if not isinstance(entry, str):
+            args = (entry, *args)
+            entry = "main"
         func = self.module.functions.get(entry)
         if func is None:
             known = ", ".join("@" + f for f in self.module.functions) or "none"

@@ -132,9 +132,11 @@ def compiler() -> BackgroundCompiler:
 
 
 def _llvm_lock():
-    """LLVM's lock (jit/llvm/target.py), where llvmlite is loaded at all."""
-    target = sys.modules.get("jit.llvm.target")
-    return None if target is None else target._lock
+    """LLVM's lock (jit/llvm/target.py), where llvmlite is loaded or being loaded at all."""
+    if "jit.llvm.target" not in sys.modules:
+        return None
+    from .llvm import target  # (waits for an import in progress on the compiler thread)
+    return target._lock
 
 
 _held_over_fork: list = []
