@@ -77,10 +77,7 @@ def run(a) -> int:
         if not a.quiet:
             _describe_generated(inputs, known_dims, dims, a.seed)
     if a.save_inputs:
-        try:
-            np.savez(a.save_inputs, **inputs)
-        except OSError as e:
-            raise UsageError(f"cannot write {a.save_inputs}: {e.strerror or e}") from None
+        save_npz(a.save_inputs, inputs)
     if a.max_steps is not None and a.max_steps <= 0:
         raise UsageError(f"--max-steps must be a positive number of blocks, got {a.max_steps}")
     vm = VM(program, jit=a.jit, device=a.device, profile=a.profile or bool(a.trace),
@@ -89,10 +86,7 @@ def run(a) -> int:
     for _ in range(max(a.repeat, 1)):
         outs = vm.run(a.entry, **inputs)
     if a.out:
-        try:
-            np.savez(a.out, **{f"out{i}": o for i, o in enumerate(outs)})
-        except OSError as e:
-            raise UsageError(f"cannot write {a.out}: {e.strerror or e}") from None
+        save_npz(a.out, {f"out{i}": o for i, o in enumerate(outs)})
     if not a.quiet and not a.out:
         _print_results(outs)
     if a.profile:
@@ -132,10 +126,7 @@ def _run_library(a) -> int:
     for _ in range(max(a.repeat, 1)):
         outs = lib.run(a.entry, **inputs)
     if a.out:
-        try:
-            np.savez(a.out, **{f"out{i}": o for i, o in enumerate(outs)})
-        except OSError as e:
-            raise UsageError(f"cannot write {a.out}: {e.strerror or e}") from None
+        save_npz(a.out, {f"out{i}": o for i, o in enumerate(outs)})
     elif not a.quiet:
         _print_results(outs)
     return 0
@@ -154,6 +145,13 @@ def _describe_generated(inputs: dict, known_dims: list[str], dims: dict, seed: i
         for name, v in inputs.items():
             preview = np.array2string(np.asarray(v)).replace("\n", " ")
             print(f"  %{name}: {describe(v)} {preview}", file=sys.stderr)
+
+
+def save_npz(path: str, arrays: dict) -> None:
+    try:
+        np.savez(path, **arrays)
+    except OSError as e:
+        raise UsageError(f"cannot write {path}: {e.strerror or e}") from None
 
 
 def _print_results(outs) -> None:

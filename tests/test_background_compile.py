@@ -251,3 +251,28 @@ print("in llvm", target._lock.locked(), flush=True)
 """, timeout=120)
     assert p.returncode == 0, (p.returncode, p.stderr[-2000:])
     assert "in llvm True" in p.stdout
+
+
+@pytest.mark.slow
+def test_soak_threads_shapes_and_fresh_vms_while_compiling():
+    # fresh VMs (their tier-ups and kernels queued while 4 threads call them with changing
+    # batch sizes), each result against the interpreter's
+    xs = [x_of(n) for n in (1, 2, 3, 5, 8, 13, 32)]
+    for seed in range(10, 16):
+        vm = dlvmrt.VM(dense(seed), jit="auto")
+        ref = dlvmrt.VM(dense(seed), jit="off")
+        want = [ref.run("main", x)[0] for x in xs]
+        problems: list[str] = []
+
+        def work(t: int, vm=vm, want=want, problems=problems) -> None:
+            for i in range(150):
+                j = (t * 3 + i) % len(xs)
+                if not np.allclose(vm.run("main", xs[j])[0], want[j], rtol=2e-5, atol=1e-6):
+                    problems.append(f"thread {t} call {i} rows {len(xs[j])}")
+        ts = [threading.Thread(target=work, args=(t,)) for t in range(4)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        assert problems == []
+        assert vm.wait_compiled(120)

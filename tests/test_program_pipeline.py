@@ -134,3 +134,32 @@ def test_the_repl_debugger_steps_the_users_instructions(redundant):
     s.module, s.types = redundant.module, redundant.types
     vm = s.get_vm()
     assert not vm.optimized and vm.module is redundant.module
+
+
+PING_PONG = """
+module pingpong
+
+func @main(%x: f32[4]) -> f32[4] {
+entry:
+  %s = const 0.0 : f32[4]
+  %t = mov %s
+  %s = add %x, 1.0
+  %y = add %s, %t
+  ret %y
+}
+"""
+
+
+def test_the_pipeline_settles_instead_of_running_every_round(monkeypatch):
+    # fold used to turn `mov %s` (known zeros) into a literal and CSE the literal back into
+    # `mov %s`: every round changed something, and a VM paid MAX_ROUNDS rounds (LSTM: 0.7 s)
+    assembler = pytest.importorskip("assembler")
+    import jit.passes as passes
+    calls = []
+    fold = passes.PASSES["fold"]
+    monkeypatch.setitem(passes.PASSES, "fold", (lambda m: calls.append(1) or fold[0](m), fold[1]))
+    m = assembler.assemble(PING_PONG, "pingpong.dlasm")
+    out = passes.optimize(m)
+    assert len(calls) <= 3, f"{len(calls)} rounds"
+    x = np.arange(4, dtype=np.float32)
+    assert same_outcome(_run(dlvmrt.VM(out, jit="off"), x), _run(dlvmrt.VM(m, jit="off"), x))
