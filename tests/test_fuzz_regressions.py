@@ -168,3 +168,21 @@ func @main(%x: {dtype}[4]) -> ({dtype}[4], {dtype}[4]) {{
 }}"""
     r, q = run_both(src, [np.array([-0.0, 0.0, np.nan, -3.0], np.float32 if dtype == "f32" else np.float64)])
     assert r[0] == np.inf and not np.signbit(q[0])
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f64"])
+def test_max_min_order_signed_zeros_in_every_tier(dtype):
+    # fuzz seed 18085: np.minimum(-0, +0) is +0 (NumPy returns the second operand for equal
+    # zeros), llvm.minimum gives -0: 1 / min was +inf interpreted, -inf compiled
+    src = f"""module t
+func @main(%x: {dtype}[4], %y: {dtype}[4]) -> ({dtype}[4], {dtype}[4]) {{
+  %lo = min %x, %y
+  %hi = max %x, %y
+  %a = reciprocal %lo
+  %b = reciprocal %hi
+  ret %a, %b
+}}"""
+    t = np.float32 if dtype == "f32" else np.float64
+    a, b = run_both(src, [np.array([-0.0, 0.0, -0.0, 0.0], t), np.array([0.0, -0.0, -0.0, 0.0], t)])
+    assert a.tolist() == [-np.inf, -np.inf, -np.inf, np.inf]
+    assert b.tolist() == [np.inf, np.inf, -np.inf, np.inf]

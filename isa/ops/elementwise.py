@@ -176,6 +176,23 @@ def _np1(f):
     return ref
 
 
+def _signed_zero_extreme(f, negative_wins: bool):
+    """np.maximum / np.minimum with IEEE 754-2019's order of zeros (-0 < +0), as the compiled
+    tiers compute them (llvm.maximum / llvm.minimum): NumPy returns its second operand for two
+    equal zeros, so min(-0, +0) was +0 interpreted and -0 compiled (found by the fuzzer)."""
+    def ref(attrs, a, b):
+        r = f(a, b)
+        if r.dtype.kind != "f":
+            return r
+        both = (a == 0) & (b == 0)
+        if not np.any(both):
+            return r
+        sa, sb = np.signbit(a), np.signbit(b)
+        neg = (sa | sb) if negative_wins else (sa & sb)
+        return np.where(both, np.where(neg, r.dtype.type(-0.0), r.dtype.type(0.0)), r)
+    return ref
+
+
 def _np2(f):
     def ref(attrs, a, b):
         return f(a, b)
@@ -227,8 +244,10 @@ OPS = [
     _b("div", 35, div_ref, "r := a / b; integers truncate toward zero and trap on a zero divisor",
        *NUM),
     _b("pow", 36, pow_ref, "r := a ^ b; integers trap on a negative exponent", *NUM),
-    _b("max", 37, _np2(np.maximum), "r := the larger of a, b (NaN if either is NaN)"),
-    _b("min", 38, _np2(np.minimum), "r := the smaller of a, b (NaN if either is NaN)"),
+    _b("max", 37, _signed_zero_extreme(np.maximum, negative_wins=False),
+       "r := the larger of a, b (NaN if either is NaN; -0 < +0)"),
+    _b("min", 38, _signed_zero_extreme(np.minimum, negative_wins=True),
+       "r := the smaller of a, b (NaN if either is NaN; -0 < +0)"),
     _b("mod", 39, mod_ref, "r := a - floor(a / b) * b, the sign of b (NumPy); integers trap on "
        "a zero divisor", *NUM),
     _b("and", 40, _np2(np.bitwise_and), "r := a and b (logical for bool, bitwise for integers)",

@@ -146,6 +146,10 @@ class Gen:
     # ---- instructions ----------------------------------------------------------------------
 
     def squash(self, v: Val) -> Val:
+        if not v.exact and v.bound > 16:
+            # only the squashed value stays usable: sin of a large inexact value, or anything
+            # that subtracts two of them, would turn its relative error into any difference
+            self.pool = [w for w in self.pool if w is not v]
         op = self.pick(SQUASH_UNARY[:2])
         return self.emit(f"{op} %{v.name}", Val(self.fresh(), v.dtype, v.shape, False, 1.0))
 
@@ -194,8 +198,10 @@ class Gen:
         shape = v.shape if isinstance(w, str) else tuple(np.broadcast_shapes(v.shape, w.shape))
         wname = w if isinstance(w, str) else f"%{w.name}"
         exact = v.exact and wexact
-        if op in ("div", "mod") and not wexact:
-            op = "mul"              # an inexact divisor near 0 may change sign between the tiers
+        if (op == "div" and not wexact) or (op == "mod" and not exact):
+            # an inexact divisor near 0 may change sign between the tiers, and mod jumps by
+            # the divisor where an inexact dividend crosses a multiple of it
+            op = "mul"
         if op == "pow" and not (exact or isinstance(w, str)):
             # a negative base to an inexact power: NaN in one tier, a number in the other
             v = self.emit(f"abs %{v.name}", Val(self.fresh(), v.dtype, v.shape, False, v.bound))
