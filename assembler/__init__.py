@@ -61,7 +61,8 @@ def assemble_file(path: str | Path) -> Module:
     return assemble(text, filename, Path(path).parent)
 
 
-def disassemble(module: Module, debug: bool = True) -> str:
+def disassemble(module: Module, debug: bool = True, elide_above: int | None = None) -> str:
     """Canonical text of `module`. With `debug`, the `source` directive and `loc(L:C)` suffixes
-    make the locations of the reassembled module equal to this one's."""
-    return disassemble_module(module, debug)
+    make the locations of the reassembled module equal to this one's. With `elide_above`, larger
+    constants are left out (a summary instead): readable, but no longer assemblable."""
+    return disassemble_module(module, debug, elide_above)

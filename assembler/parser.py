@@ -94,6 +94,10 @@ class ModuleParser:
         if not t.is_static:
             raise cur.fail(f"constant {name_tok.text} must have a static type, got {t}", type_tok)
         cur.expect_punct("=", f" after the type of {name_tok.text}")
+        if cur.at_word("elided"):
+            raise cur.fail(f"the literal of {name_tok.text} was left out of this listing (it was "
+                           f"printed by `dlvm disasm` or `dlvm opt` without --weights, which "
+                           f"print every constant)")
         if cur.at_word("file") and cur.peek().kind == "STRING":
             cur.advance()
             value = self.load_npy(cur.advance(), name_tok.text, t)

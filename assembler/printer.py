@@ -61,10 +61,14 @@ def attr_text(spec: AttrSpec | None, v: Any) -> str:
     return repr(v)
 
 
+ELIDED = "elided"     # what stands for a left-out literal; the assembler refuses it by name
+
+
 class Printer:
-    def __init__(self, module: Module, debug: bool):
+    def __init__(self, module: Module, debug: bool, elide_above: int | None = None):
         self.module = module
         self.debug = debug
+        self.elide_above = elide_above
         self.lines: list[str] = []
 
     def emit(self, text: str, loc: SourceLoc | None = None, col: int = 1, before: str = "") -> None:
@@ -90,6 +94,10 @@ class Printer:
 
     def constant(self, c: Constant) -> None:
         fill = uniform_value(c.value)
+        if fill is None and self.elide_above is not None and c.value.size > self.elide_above:
+            self.emit(f"const {sigil_name('@', c.name)} : {c.type} = {ELIDED}", c.loc,
+                      before=f"  ; {summary(c.value)}")
+            return
         literal = array_text(fill if fill is not None else c.value)
         self.emit(f"const {sigil_name('@', c.name)} : {c.type} = {literal}", c.loc)
 
@@ -152,6 +160,21 @@ def instruction_text(ins: Instr) -> str:
     return Printer(Module("main"), debug=False).instruction(ins)
 
 
-def disassemble_module(module: Module, debug: bool = True) -> str:
-    """Canonical text of `module`; with `debug`, the source file and locations too."""
-    return Printer(module, debug).run()
+def summary(value: np.ndarray) -> str:
+    """What an elided constant holds: count, range, mean and a digest of its bytes."""
+    import hashlib
+    v = np.asarray(value)
+    digest = hashlib.sha256(np.ascontiguousarray(v).tobytes()).hexdigest()[:12]
+    if v.dtype.kind in "fiu" and v.size:
+        with np.errstate(all="ignore"):
+            rng = f", min {v.min():.4g}, max {v.max():.4g}, mean {float(v.mean()):.4g}"
+    else:
+        rng = ""
+    return f"{v.size} values{rng}, sha256 {digest}; `--weights` prints them"
+
+
+def disassemble_module(module: Module, debug: bool = True, elide_above: int | None = None) -> str:
+    """Canonical text of `module`; with `debug`, the source file and locations too. Constants
+    with more than `elide_above` elements (and not one value repeated) are printed as `elided`
+    with a summary: such text shows the code, and does not assemble."""
+    return Printer(module, debug, elide_above).run()

@@ -20,14 +20,29 @@ def register(sub) -> None:
     s.add_argument("--dim", action="append", metavar="N=SIZE", help="size of a named dim for "
                    "generated inputs")
     s.add_argument("--seed", type=int, default=0, help="seed of the generated inputs")
-    s.add_argument("--jit", choices=["off", "auto", "always"], default=None)
-    s.add_argument("--device", choices=list(DEVICES), default="auto")
+    s.add_argument("--save-inputs", metavar="FILE.npz",
+                   help="save the inputs the run used (generated or given), loadable by --inputs")
+    s.add_argument("--jit", choices=["off", "auto", "always"], default=None,
+                   help="off: interpreter only; auto (default): hot blocks compile in the "
+                   "background; always: compile before the first run")
+    s.add_argument("--device", choices=list(DEVICES), default="auto",
+                   help="where compiled regions run (auto: a GPU when one is usable)")
     s.add_argument("--profile", action="store_true", help="print a per-instruction/region table")
     s.add_argument("--trace", metavar="FILE.json", help="write Chrome trace events (Perfetto)")
     s.add_argument("--repeat", type=int, default=1, help="run N times (profiling, tier-up)")
     s.add_argument("--max-steps", type=int, default=None, help="block-execution budget")
-    s.add_argument("-q", "--quiet", action="store_true")
+    s.add_argument("-q", "--quiet", action="store_true", help="print no results or summary")
     s.set_defaults(fn=run)
+
+
+def program_dims(func) -> list[str]:
+    """The named dims of a function's parameters, in order of appearance."""
+    names: list[str] = []
+    for p in func.params:
+        for d in p.type.shape:
+            if isinstance(d, str) and d not in names:
+                names.append(d)
+    return names
 
 
 def run(a) -> int:
@@ -42,6 +57,11 @@ def run(a) -> int:
         known = ", ".join("@" + f for f in program.module.functions)
         raise UsageError(f"{a.prog} has no function @{a.entry} (it has: {known})")
     dims = parse_dims(a.dim)
+    known_dims = program_dims(func)
+    unknown = [d for d in dims if d not in known_dims]
+    if unknown:
+        raise UsageError(f"--dim {', '.join(unknown)}: @{a.entry} has no such named dim (its dims: "
+                         + (", ".join(known_dims) or "none") + ")")
     if a.inputs:
         given = read_inputs(a.inputs)
         missing = [p.name for p in func.params if p.name not in given]
@@ -54,6 +74,10 @@ def run(a) -> int:
         inputs = given
     else:
         inputs = make_inputs(func, dims, a.seed)
+        if not a.quiet:
+            _describe_generated(inputs, known_dims, dims, a.seed)
+    if a.save_inputs:
+        save_npz(a.save_inputs, inputs)
     if a.max_steps is not None and a.max_steps <= 0:
         raise UsageError(f"--max-steps must be a positive number of blocks, got {a.max_steps}")
     vm = VM(program, jit=a.jit, device=a.device, profile=a.profile or bool(a.trace),
@@ -62,10 +86,7 @@ def run(a) -> int:
     for _ in range(max(a.repeat, 1)):
         outs = vm.run(a.entry, **inputs)
     if a.out:
-        try:
-            np.savez(a.out, **{f"out{i}": o for i, o in enumerate(outs)})
-        except OSError as e:
-            raise UsageError(f"cannot write {a.out}: {e.strerror or e}") from None
+        save_npz(a.out, {f"out{i}": o for i, o in enumerate(outs)})
     if not a.quiet and not a.out:
         _print_results(outs)
     if a.profile:
@@ -105,13 +126,32 @@ def _run_library(a) -> int:
     for _ in range(max(a.repeat, 1)):
         outs = lib.run(a.entry, **inputs)
     if a.out:
-        try:
-            np.savez(a.out, **{f"out{i}": o for i, o in enumerate(outs)})
-        except OSError as e:
-            raise UsageError(f"cannot write {a.out}: {e.strerror or e}") from None
+        save_npz(a.out, {f"out{i}": o for i, o in enumerate(outs)})
     elif not a.quiet:
         _print_results(outs)
     return 0
+
+
+def _describe_generated(inputs: dict, known_dims: list[str], dims: dict, seed: int) -> None:
+    """The generated inputs on stderr: what the run used, so a user can see and reproduce it."""
+    from dlvmrt.binding import describe
+    from dlvmrt.inputs import DEFAULT_DIM
+    chosen = [f"{d}={dims.get(d, DEFAULT_DIM)}" + ("" if d in dims else " (default; --dim sets it)")
+              for d in known_dims]
+    print(f"inputs generated from the signature (seed {seed}"
+          + (f"; {', '.join(chosen)}" if chosen else "") + "; --save-inputs keeps them):",
+          file=sys.stderr)
+    with np.printoptions(threshold=6, edgeitems=2, precision=4, suppress=True):
+        for name, v in inputs.items():
+            preview = np.array2string(np.asarray(v)).replace("\n", " ")
+            print(f"  %{name}: {describe(v)} {preview}", file=sys.stderr)
+
+
+def save_npz(path: str, arrays: dict) -> None:
+    try:
+        np.savez(path, **arrays)
+    except OSError as e:
+        raise UsageError(f"cannot write {path}: {e.strerror or e}") from None
 
 
 def _print_results(outs) -> None:

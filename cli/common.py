@@ -6,6 +6,10 @@ from pathlib import Path
 
 import numpy as np
 
+# `dlvm disasm` and `dlvm opt` summarize constants larger than this (a 19 MB encoder printed
+# 68 MB of text); small ones, the examples' weights among them, stay in the listing
+ELIDE_ABOVE = 4096
+
 
 class UsageError(Exception):
     """A mistake in how the command was called: exit status 2."""

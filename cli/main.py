@@ -45,10 +45,19 @@ COMMANDS = [
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="dlvm", description="dlvm: a bytecode VM for deep learning")
+    p.add_argument("--version", action="version", version=f"dlvm {_version()}")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for command in COMMANDS:
         command.register(sub)
     return p
+
+
+def _version() -> str:
+    try:
+        from importlib.metadata import version
+        return version("dlvm")
+    except Exception:  # noqa: BLE001 - not installed: running from a source tree
+        return "(source tree)"
 
 
 def main(argv: list[str] | None = None) -> int:

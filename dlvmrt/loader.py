@@ -56,6 +56,9 @@ def load(source: ProgramSource, *, limits=None) -> Program:
             raise
     if path.suffix.lower() == ".onnx":
         return Program.from_module(_import_onnx(path, data))
+    if path.suffix == ".pt2":       # a saved torch.export program (the torch extra)
+        from frontends.torch import load_pt2
+        return Program.from_module(load_pt2(path))
     import assembler
     return Program.from_module(assembler.assemble_file(str(path)))
 

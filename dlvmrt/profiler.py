@@ -129,6 +129,15 @@ class Profiler:
                        f"{(r.ns / max(r.calls, 1)) / 1e3:>9.2f} {100 * r.ns / total:>5.1f}%"
                        + (f"  (+{r.compile_ns / 1e6:.1f} ms compiling)" if r.compile_ns else "")
                        + (f"  ({r.fallbacks} fell back)" if r.fallbacks else ""))
+        if vm is not None:       # compiles that failed: those regions stay interpreted
+            failed = list(getattr(vm, "jit_errors", []))
+            for func, label, region, runner in getattr(vm, "runners", []):
+                for err in sorted(set(getattr(runner, "compile_errors", {}).values())):
+                    failed.append(f"@{func} block {label} [{region.start}, {region.end}): {err}")
+            if failed:
+                out.append("")
+                out.append("interpreted after a JIT failure:")
+                out.extend("  " + f for f in failed)
         if vm is not None and getattr(vm, "scheduler", None) is not None:
             out.append("")
             out.extend(placement_report(vm.scheduler))

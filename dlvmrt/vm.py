@@ -9,18 +9,37 @@ on its first execution (jit="always"), the JIT's regions inside it are replaced 
 runners. A runner that cannot run some arguments (guard mismatch, too many variants) returns None
 and the block's original interpreted steps run instead, so the interpreter is always the fallback.
 
+The default mode is the tiered "auto" ($DLVM_JIT overrides it), and it never waits for LLVM:
+forming a hot block's regions and compiling their kernels happen on the process's background
+compiler thread (jit/background.py) while the interpreter keeps running the block; each compiled
+kernel is swapped in when it is ready, and results are the same either way. A kernel that fails
+to compile leaves its region on the interpreter, quietly (`vm.jit_errors`, the runner's
+`compile_errors` and the profile report it). `vm.wait_compiled()` waits for the compiles in
+flight, for tests and benchmarks that want the compiled code from a known call on;
+jit="always" compiles before the first run, on the calling thread; background=False makes
+"auto" compile on the calling thread too. A process exits promptly with a compile in flight, and
+a forked child starts with a compiler of its own.
+
+Optimization: with tier-up (jit "auto" or "always") the VM runs the program after the
+whole-program pipeline (`Program.optimized()`: folding, simplification, CSE, dead code; computed
+once and kept with the Program), so interpreted steps and regions see no exporter leftovers.
+jit="off" runs the instructions as written; `optimize=` or $DLVM_OPTIMIZE=0/1 overrides either.
+`vm.source_program` is the program as given, `vm.program` the one that runs.
+
 Threads: one VM may be called from many threads at once and gives each the interpreter's
 results. Each call has its own frame, step budget and call depth (RunState, per thread); a
 block tiers up once, under the VM's lock, and its step list is replaced, never changed in place;
 a compiled region runs one call at a time (RegionRunner's lock: it reuses output buffers and
 prepared jobs between calls), so threads overlap in different regions and kernels release the
-GIL. Profile counters are not synchronized: under concurrency they are approximate.
+GIL. Profile counters are not synchronized: under concurrency they are approximate. Kernels are
+shared by every VM of the process (the in-memory and on-disk code caches).
 """
 from __future__ import annotations
 
 import os
 import threading
 import warnings
+import weakref
 from typing import Any
 
 import numpy as np
@@ -34,6 +53,7 @@ from .loader import ProgramSource, load
 from .profiler import Profiler
 
 JIT_MODES = ("off", "auto", "always")
+DEFAULT_JIT = "auto"
 
 
 class RunState:
@@ -59,20 +79,42 @@ def _env_int(name: str, default: int) -> int:
         return default
 
 
+def _optimize_wanted(optimize: bool | None, jit: str) -> bool:
+    """VM(optimize=...), else $DLVM_OPTIMIZE (0 or 1), else on where the JIT may tier up: the
+    reference interpreter (jit="off") runs the instructions as written."""
+    if optimize is not None:
+        return bool(optimize)
+    env = os.environ.get("DLVM_OPTIMIZE", "")
+    if env in ("0", "1"):
+        return env == "1"
+    return jit != "off"
+
+
 class VM:
     def __init__(self, program: ProgramSource, jit: str | None = None,
                  device: str | Device = "auto", *, gpus: list[Device] | None = None,
                  hot_threshold: int | None = None, max_steps: int | None = None,
                  max_call_depth: int = DEFAULT_MAX_CALL_DEPTH, profile: bool = False,
-                 trace: bool = False, jit_options: dict[str, Any] | None = None):
-        self.program = load(program)
-        jit = jit or os.environ.get("DLVM_JIT", "off")
+                 trace: bool = False, jit_options: dict[str, Any] | None = None,
+                 background: bool | None = None, optimize: bool | None = None):
+        jit = jit or os.environ.get("DLVM_JIT") or DEFAULT_JIT
         if jit not in JIT_MODES:
             raise ValueError(f"jit must be one of {', '.join(JIT_MODES)}, got {jit!r}")
+        # the program as given (what the REPL and the debugger show) and the one that runs:
+        # with tier-up, the whole-program pipeline's (Program.optimized, kept with the program)
+        self.source_program = load(program)
+        self.optimized = _optimize_wanted(optimize, jit)
+        self.program = self.source_program.optimized() if self.optimized else self.source_program
         self.jit_mode = jit
         self.device, self.scheduler = _devices(device, gpus)
         threshold = hot_threshold or _env_int("DLVM_JIT_THRESHOLD", DEFAULT_HOT_THRESHOLD)
         self.hot_threshold = {"off": -1, "auto": max(threshold, 1), "always": 1}[jit]
+        if background is None:
+            background = os.environ.get("DLVM_JIT_BACKGROUND", "1") != "0"
+        # compiles in the background: the tiered mode, on the CPU (device placement decides
+        # with the compiled runner in hand, so it tiers up on the calling thread)
+        self.background = bool(background) and jit == "auto" and self.scheduler is None
+        self.jit_errors: list[str] = []     # blocks the JIT failed on (they stay interpreted)
         self.max_steps = (max_steps if max_steps is not None
                           else _env_int("DLVM_MAX_STEPS", DEFAULT_MAX_STEPS))
         if self.max_steps <= 0:
@@ -91,6 +133,7 @@ class VM:
         self._jit_options = jit_options or {}
         self._regions: dict[str, list] = {}
         self.runners: list = []          # every installed region runner, for profile / REPL
+        self._queued: set = set()        # (code, block) whose tier-up waits on the compiler
 
     @property
     def module(self):
@@ -133,7 +176,12 @@ class VM:
 
     def run(self, entry: str = "main", *args: Any, **named: Any) -> tuple[np.ndarray, ...]:
         """Run function `entry` on positional and/or named arguments (parameter names without
-        %); returns its results as a tuple of NumPy arrays in return order."""
+        %); returns its results as a tuple of NumPy arrays in return order.
+
+        The entry name may be left out: `vm.run(x)` runs `main`."""
+        if not isinstance(entry, str):
+            args = (entry, *args)
+            entry = "main"
         func = self.module.functions.get(entry)
         if func is None:
             known = ", ".join("@" + f for f in self.module.functions) or "none"
@@ -183,11 +231,41 @@ class VM:
         """Replace the JIT regions of a hot block by compiled runners (with fallback).
 
         Once per block, whichever thread gets there first; other threads keep running the
-        block's steps they hold (the list is replaced, never changed in place)."""
+        block's steps they hold (the list is replaced, never changed in place). In the
+        background mode the work is queued on the background compiler and this returns at once."""
         with self._lock:
             if blk.tiered:
                 return
-            self._tier_up(fcode, blk)
+            if not self.background:
+                self._tier_up(fcode, blk)
+                return
+            blk.tiered = True      # queued once; the interpreter keeps running the block
+            self._queued.add((fcode, blk))
+        from jit import background as bg
+        _watch_forks(self, bg)
+
+        def install() -> None:
+            with self._lock:
+                if (fcode, blk) in self._queued:
+                    self._queued.discard((fcode, blk))
+                    self._tier_up(fcode, blk)
+        bg.compiler().submit(("tier-up", id(self), id(blk)), install)
+
+    def _rearm_after_fork(self) -> None:
+        """In a forked child: tier-ups queued in the parent never run here; their blocks tier
+        up again when next hot, on the child's own compiler."""
+        for _, blk in self._queued:
+            blk.tiered = False
+        self._queued.clear()
+
+    def wait_compiled(self, timeout: float | None = None) -> bool:
+        """Wait until the background compiler has nothing queued or running (this VM's tier-ups
+        and kernels, and those of any other VM of the process); False if `timeout` seconds
+        passed first. Calls after it run the compiled code for every shape seen so far."""
+        if not self.background:
+            return True
+        from jit import background as bg
+        return bg.compiler().wait(timeout)
 
     def _tier_up(self, fcode: FunctionCode, blk: BlockCode) -> None:
         if self.jit_mode == "off":
@@ -197,6 +275,9 @@ class VM:
             self._install_regions(fcode, blk)
         except Exception as e:  # noqa: BLE001 - a JIT bug must not cost the user the run
             blk.steps = list(blk.interp_steps)
+            self.jit_errors.append(f"@{fcode.func.name} block {blk.label}: {type(e).__name__}: {e}")
+            if self.background:     # quietly: the profile reports it
+                return
             warnings.warn(f"JIT disabled for @{fcode.func.name} block {blk.label}, which keeps "
                           f"running on the interpreter: {type(e).__name__}: {e}", JitWarning,
                           stacklevel=2)
@@ -209,7 +290,8 @@ class VM:
         for region in sorted(regions, key=lambda r: -r.start):
             if not _annotations_survive(fcode, blk, region):
                 continue
-            runner = self.jit.runner(self.module, region)
+            runner = (self.jit.runner(self.module, region, background=True) if self.background
+                      else self.jit.runner(self.module, region))
             if self.scheduler is not None:
                 from .placement import PlacedRegion, read_outside_regions
                 if outside is None:
@@ -219,6 +301,20 @@ class VM:
             self.runners.append((fcode.func.name, blk.label, region, runner))
             blk.steps = _splice_region(fcode, blk, region, runner, self.profiler,
                                        on_devices=self.scheduler is not None)
+
+
+_background_vms: weakref.WeakSet = weakref.WeakSet()   # VMs that queued a background tier-up
+
+
+def _watch_forks(vm: VM, bg) -> None:
+    if not _background_vms and _rearm_all not in bg.child_hooks:
+        bg.child_hooks.append(_rearm_all)
+    _background_vms.add(vm)
+
+
+def _rearm_all() -> None:
+    for vm in list(_background_vms):
+        vm._rearm_after_fork()
 
 
 def _annotations_survive(fcode: FunctionCode, blk: BlockCode, region) -> bool:

@@ -14,13 +14,14 @@ earlier calls, constants, or Python numbers (immediates).
 """
 from __future__ import annotations
 
+import difflib
 from collections.abc import Sequence
 from typing import Any, Union
 
 import numpy as np
 
 from .dtypes import DType, dtype_from_name, dtype_from_numpy
-from .errors import InvalidError
+from .errors import InvalidError, OpTypeError
 from .module import Block, Constant, ConstRef, Function, Imm, Instr, Module, Operand, Param, Reg
 from .ops import OPS, Syntax
 from .types import TensorType, parse_type
@@ -66,7 +67,7 @@ class ModuleBuilder:
             raise ValueError(f"function @{name} is defined twice")
         f = Function(name, [Param(p, as_type(t)) for p, t in params], [as_type(t) for t in results])
         self.module.functions[name] = f
-        return FunctionBuilder(f)
+        return FunctionBuilder(f, self.module)
 
     def finish(self, verify: bool = True) -> Module:
         if verify:
@@ -74,13 +75,21 @@ class ModuleBuilder:
         return self.module
 
 
+def _did_you_mean(op: str) -> str:
+    close = difflib.get_close_matches(op, list(OPS), n=3)
+    return f" (did you mean {', '.join(close)}?)" if close else ""
+
+
 class FunctionBuilder:
-    def __init__(self, func: Function):
+    def __init__(self, func: Function, module: Module | None = None):
         self.func = func
+        self.module = module
         self.block = Block("entry")
         func.blocks.append(self.block)
         self._names = {p.name for p in func.params}
         self._counter = 0
+        # the types known so far, so that a bad instruction fails at the call that makes it
+        self._types: dict[str, TensorType] = {p.name: p.type for p in func.params}
 
     def arg(self, name: str) -> Reg:
         if not any(p.name == name for p in self.func.params):
@@ -114,16 +123,52 @@ class FunctionBuilder:
         create); returns the result register, a list of them, or None."""
         opdef = OPS.get(op)
         if opdef is None:
-            raise InvalidError(f"unknown op '{op}'")
+            raise InvalidError(f"unknown op '{op}'{_did_you_mean(op)}")
         if results is None:
             results = opdef.n_results or 0
         names = [self.fresh() for _ in range(results)] if isinstance(results, int) else list(results)
         self._names.update(names)
         rt = as_type(result_type) if result_type is not None else None
-        self.block.instrs.append(Instr(op, names, [as_operand(o) for o in operands],
-                                       dict(attrs or {}), rt))
+        ops = [as_operand(o) for o in operands]
+        attrs = dict(attrs or {})
+        self._check(opdef, ops, attrs, names)
+        self.block.instrs.append(Instr(op, names, ops, attrs, rt))
         regs = [Reg(n) for n in names]
         return regs[0] if len(regs) == 1 and opdef.n_results == 1 else (regs or None)
+
+    def _type_of(self, o: Operand) -> TensorType | None:
+        if isinstance(o, Reg):
+            return self._types.get(o.name)
+        if isinstance(o, ConstRef) and self.module is not None and o.name in self.module.constants:
+            return self.module.constants[o.name].type
+        return None
+
+    def _check(self, opdef, ops: list[Operand], attrs: dict[str, Any], names: list[str]) -> None:
+        """Infer the instruction's types now where every operand's is known, and raise a type
+        error here, at the user's call, rather than at finish(). Control flow and calls are
+        left to the verifier."""
+        if opdef.infer is None:
+            return
+        known = [self._type_of(o) for o in ops if not isinstance(o, Imm)]
+        if any(t is None for t in known):
+            return
+        dtype = known[0].dtype if known else None
+        types = []
+        for o in ops:
+            if isinstance(o, Imm):
+                if dtype is None:
+                    return
+                types.append(TensorType(dtype, ()))      # an immediate takes the other dtype
+            else:
+                types.append(self._type_of(o))
+        try:
+            results = opdef.infer(types, opdef.with_defaults(attrs))
+        except OpTypeError as e:
+            raise InvalidError(f"{opdef.name}: {e}") from None
+        except Exception:  # noqa: BLE001 - anything else is the verifier's to report at finish()
+            return
+        for n, t in zip(names, results):
+            self._types.setdefault(n, t)
 
     def const(self, value: Any, type: TypeLike, into: str | None = None) -> Reg:
         t = as_type(type)
@@ -133,9 +178,14 @@ class FunctionBuilder:
     def mov(self, src: OperandLike, into: str) -> Reg:
         return self.emit("mov", [src], results=[into])
 
-    def call(self, callee: str, *args: OperandLike, n_results: int = 1) -> Any:
-        regs = self.emit("call", args, {"callee": callee}, results=n_results)
-        return regs[0] if n_results == 1 else regs
+    def call(self, callee: str, *args: OperandLike, n_results: int = 1,
+             into: str | Sequence[str] | None = None) -> Any:
+        """`callee`'s results into new registers, or into the register(s) named by `into`."""
+        results: Any = n_results if into is None else [into] if isinstance(into, str) else list(into)
+        regs = self.emit("call", args, {"callee": callee}, results=results)
+        if isinstance(regs, Reg):
+            return regs
+        return regs[0] if regs and len(regs) == 1 else regs
 
     def jmp(self, target: str) -> None:
         self.emit("jmp", [], {"target": target})
@@ -152,7 +202,7 @@ class FunctionBuilder:
     def __getattr__(self, op: str):
         opdef = OPS.get(op)
         if opdef is None or opdef.syntax is not Syntax.PLAIN:
-            raise AttributeError(f"FunctionBuilder has no method or op '{op}'")
+            raise AttributeError(f"FunctionBuilder has no method or op '{op}'{_did_you_mean(op)}")
 
         def emit_op(*operands: OperandLike, result_type: TypeLike | None = None,
                     into: str | None = None, **attrs: Any) -> Reg:

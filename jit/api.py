@@ -56,13 +56,15 @@ class Jit:
         self.disk = DiskCache(cache_dir)
         self._types: dict[int, tuple[Module, dict]] = {}
 
-    def runner(self, module: Module, region: Region) -> RegionRunner:
+    def runner(self, module: Module, region: Region, *, background: bool = False) -> RegionRunner:
+        """A runner for `region`; background=True queues its kernels' compiles on the background
+        compiler (jit/background.py) and interprets the region until they are installed."""
         # verified types per module; the entry holds the module, so its id is not reused
         entry = self._types.get(id(module))
         if entry is None or entry[0] is not module:
             entry = (module, verify_module(module))
             self._types[id(module)] = entry
-        return RegionRunner(self, module, region, entry[1][region.func])
+        return RegionRunner(self, module, region, entry[1][region.func], background=background)
 
 
 def _static_shape(t, dims: dict[str, int]) -> tuple[int, ...]:

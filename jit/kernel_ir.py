@@ -15,6 +15,7 @@ code cache key.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,6 +46,14 @@ class Node:
         return f"{head} {', '.join(parts)} : {self.dtype}"
 
 
+def _cse_key(node: Node) -> Any:
+    """What makes two nodes the same value: -0.0 == 0.0 in Python, but `x / -0.0` is not
+    `x / 0.0` (found by the fuzzer: a division by the immediate -0.0 shared sign's 0.0)."""
+    if node.op == "const" and isinstance(node.attr, (int, float)) and node.attr == 0:
+        return node, math.copysign(1.0, float(node.attr))     # NumPy float scalars are floats
+    return node
+
+
 @dataclass(frozen=True)
 class KInput:
     name: str          # the operand's text (%x, @w) or the product register of a matmul epilogue
@@ -68,15 +77,16 @@ class Kernel:
     nodes: list[Node] = field(default_factory=list)
     outputs: list[KOutput] = field(default_factory=list)
     inner: int = 0           # trailing axes reduced by every reduction (0: purely elementwise)
-    _index: dict[Node, int] = field(default_factory=dict, repr=False)
+    _index: dict[Any, int] = field(default_factory=dict, repr=False)
 
     def add(self, node: Node) -> int:
         """Append `node` unless an equal node exists (common subexpressions are shared)."""
-        found = self._index.get(node)
+        key = _cse_key(node)
+        found = self._index.get(key)
         if found is not None:
             return found
         self.nodes.append(node)
-        self._index[node] = len(self.nodes) - 1
+        self._index[key] = len(self.nodes) - 1
         return len(self.nodes) - 1
 
     @property

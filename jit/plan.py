@@ -60,7 +60,13 @@ def _pad(shape: tuple[int, ...], n: int) -> tuple[int, ...]:
     return (1,) * (n - len(shape)) + tuple(shape)
 
 
-def node_shapes(kernel: Kernel, in_shapes: list[tuple[int, ...]]) -> list[tuple[int, ...]]:
+def node_shapes(kernel: Kernel, in_shapes: list[tuple[int, ...]],
+                keep_reduced: bool = False) -> list[tuple[int, ...]]:
+    """Each node's shape as NumPy would compute it. With `keep_reduced`, in the coordinates of
+    the iteration domain instead: a keepdims=false reduction keeps its reduced axes as size 1,
+    so that it and the values computed from it (reduce_mean's division by the count) line up
+    with the outer axes of the domain, not with its trailing axes as NumPy broadcasting of the
+    dropped shape would."""
     m = kernel.inner
     shapes: list[tuple[int, ...]] = []
     for n in kernel.nodes:
@@ -70,7 +76,7 @@ def node_shapes(kernel: Kernel, in_shapes: list[tuple[int, ...]]) -> list[tuple[
             shapes.append(())
         elif n.op in REDUCE_KINDS:
             s = shapes[n.args[0]]
-            shapes.append(s[:len(s) - m] + (1,) * m if n.attr else s[:len(s) - m])
+            shapes.append(s[:len(s) - m] + (1,) * m if n.attr or keep_reduced else s[:len(s) - m])
         else:
             try:
                 shapes.append(np.broadcast_shapes(*(shapes[a] for a in n.args)))
@@ -81,27 +87,8 @@ def node_shapes(kernel: Kernel, in_shapes: list[tuple[int, ...]]) -> list[tuple[
 
 
 def domain_shapes(kernel: Kernel, in_shapes: list[tuple[int, ...]]) -> list[tuple[int, ...]]:
-    """Each node's shape in the coordinates of the iteration domain: like `node_shapes`, but a
-    keepdims=false reduction keeps its reduced axes as size 1, so that it and the values computed
-    from it (reduce_mean's division by the count) line up with the outer axes of the domain, not
-    with its trailing axes as NumPy broadcasting of the dropped shape would."""
-    m = kernel.inner
-    shapes: list[tuple[int, ...]] = []
-    for n in kernel.nodes:
-        if n.op == "load":
-            shapes.append(tuple(in_shapes[n.attr]))
-        elif not n.args:
-            shapes.append(())
-        elif n.op in REDUCE_KINDS:
-            s = shapes[n.args[0]]
-            shapes.append(s[:len(s) - m] + (1,) * m)
-        else:
-            try:
-                shapes.append(np.broadcast_shapes(*(shapes[a] for a in n.args)))
-            except ValueError:
-                raise Decline(f"{n.op}: shapes {[list(shapes[a]) for a in n.args]} do not "
-                              f"broadcast") from None
-    return shapes
+    """Node shapes in the domain's coordinates (`node_shapes` with `keep_reduced`)."""
+    return node_shapes(kernel, in_shapes, keep_reduced=True)
 
 
 def _check_dropped_alignment(kernel: Kernel, shapes: list[tuple[int, ...]],

@@ -154,7 +154,8 @@ class ReplSession:
     def get_vm(self) -> VM:
         """The session's VM; kept across runs so the JIT's compiled regions accumulate."""
         if self.vm is None:
-            self.vm = VM(self.program(), jit=self.jit_mode)
+            # as written: the debugger steps and shows the user's own instructions
+            self.vm = VM(self.program(), jit=self.jit_mode, optimize=False)
         return self.vm
 
     def define(self, text: str) -> str:

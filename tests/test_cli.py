@@ -138,7 +138,9 @@ def test_compile_for_cuda_writes_ptx_that_ptxas_accepts(capsys, tmp_path):
 
 
 def test_ptx_needs_the_cuda_target(capsys, tmp_path):
-    code, _, err = run_cli(capsys, "compile", MLP, "--emit", "ptx", "-o", str(tmp_path))
+    # --emit ptx alone implies the CUDA target; asking for the CPU with it is a usage error
+    code, _, err = run_cli(capsys, "compile", MLP, "--target", "cpu", "--emit", "ptx", "-o",
+                           str(tmp_path))
     assert code == 2 and "--target cuda" in err
 
 

@@ -106,3 +106,83 @@ func @main(%p0: f32[17, 4, 3], %p1: f32[3], %p2: f32[3]) -> f32[] {
     x = np.ones((17, 4, 3), np.float32)
     (got,) = run_both(src, [x, np.array([-3.75, 3, -1], np.float32), np.array([1, 2.25, -2.75], np.float32)])
     assert got == np.sin(np.float32(5.75))
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f64"])
+@pytest.mark.parametrize("body", ["%a = rsqrt %x\n  %r = neg %a", "%a = rsqrt %x\n  %r = mul %a, -1.0",
+                                  "%a = rsqrt %x\n  %r = sub -0.0, %a",
+                                  "%a = sqrt %x\n  %b = div %x, %a\n  %r = mul %b, -1.0",
+                                  "%a = rsqrt %x\n  %b = neg %a\n  %r = erf %b"])
+def test_negated_rsqrt_of_zero_and_inf(dtype, body):
+    # fuzz seed 1428: -(1 / sqrt x) became one fdiv with the neg's `arcp`, which the x86
+    # backend computes with the rsqrt estimate: NaN for 0, -0 and Inf instead of -inf, inf, -0
+    src = f"module t\nfunc @main(%x: {dtype}[8]) -> {dtype}[8] {{\n  {body}\n  ret %r\n}}\n"
+    x = np.array([0, -0.0, np.inf, -np.inf, np.nan, 1, 4, -1])
+    run_both(src, [x.astype(np.float32 if dtype == "f32" else np.float64)])
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f64"])
+def test_division_by_negative_zero_immediate(dtype):
+    # fuzz seed 3988: the kernel shared equal constant nodes, and -0.0 == 0.0 in Python, so
+    # `div %s, -0.0` divided by sign's own 0.0: +inf where the interpreter gives -inf
+    src = f"""module t
+func @main(%x: {dtype}[3]) -> ({dtype}[3], {dtype}[3]) {{
+  %s = sign %x
+  %r = div %s, -0.0
+  %q = sub %x, -0.0
+  ret %r, %q
+}}"""
+    (r, q) = run_both(src, [np.array([1.5, -2.0, 0.0], np.float32 if dtype == "f32" else np.float64)])
+    assert r[0] == -np.inf and r[1] == np.inf
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f64"])
+def test_pow_of_negative_infinity_and_zero_is_c99_in_every_tier(dtype):
+    # fuzz seed 4281: the reference gave NaN for pow(-inf, 0.5) with an immediate exponent
+    # (NumPy's loop takes sqrt for a broadcast 0.5) and +inf with a tensor one; the JIT gives
+    # C99's +inf. Now the reference is C99's pow for every operand shape.
+    src = f"""module t
+func @main(%x: {dtype}[4], %y: {dtype}[4]) -> ({dtype}[4], {dtype}[4]) {{
+  %c = ceil %x
+  %a = pow %c, 0.5
+  %a = sigmoid %a
+  %b = pow %x, %y
+  ret %a, %b
+}}"""
+    t = np.float32 if dtype == "f32" else np.float64
+    x = np.array([-np.inf, -0.0, 4.0, -4.0], t)
+    a, b = run_both(src, [x, np.full(4, 0.5, t)])
+    assert a[0] == 1.0 and b[0] == np.inf and b[1] == 0 and not np.signbit(b[1])
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f64"])
+def test_sign_of_negative_zero_is_positive_zero(dtype):
+    # fuzz seeds 8801 and 9240: sign's expansion kept -0 where np.sign (the reference) gives
+    # +0, so rsqrt / reciprocal of it was -inf compiled and +inf interpreted
+    src = f"""module t
+func @main(%x: {dtype}[4]) -> ({dtype}[4], {dtype}[4]) {{
+  %s = sign %x
+  %r = reciprocal %s
+  %q = mul %s, 1.0
+  ret %r, %q
+}}"""
+    r, q = run_both(src, [np.array([-0.0, 0.0, np.nan, -3.0], np.float32 if dtype == "f32" else np.float64)])
+    assert r[0] == np.inf and not np.signbit(q[0])
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f64"])
+def test_max_min_order_signed_zeros_in_every_tier(dtype):
+    # fuzz seed 18085: np.minimum(-0, +0) is +0 (NumPy returns the second operand for equal
+    # zeros), llvm.minimum gives -0: 1 / min was +inf interpreted, -inf compiled
+    src = f"""module t
+func @main(%x: {dtype}[4], %y: {dtype}[4]) -> ({dtype}[4], {dtype}[4]) {{
+  %lo = min %x, %y
+  %hi = max %x, %y
+  %a = reciprocal %lo
+  %b = reciprocal %hi
+  ret %a, %b
+}}"""
+    t = np.float32 if dtype == "f32" else np.float64
+    a, b = run_both(src, [np.array([-0.0, 0.0, -0.0, 0.0], t), np.array([0.0, -0.0, -0.0, 0.0], t)])
+    assert a.tolist() == [-np.inf, -np.inf, -np.inf, np.inf]
+    assert b.tolist() == [np.inf, np.inf, -np.inf, np.inf]

@@ -102,3 +102,51 @@ def test_conv2d_epilogue_declines_on_a_gpu_and_runs_on_the_cpu():
                str(w.message) for w in caught)
     for g, r in zip(got, reference_run(m, "main", args)):
         assert_matches(g, r, "programs")
+
+
+def small_conv(n: int, c: int, hw: int, o: int, k: int, stride: int, pads: list[int],
+               dilation: int, epilogue: bool):
+    """One f32 conv2d (with a per-channel bias operand and relu when `epilogue`) of a small
+    CNN's size: the layers the definition used to run (np.pad and a patch matrix per call)."""
+    rng = np.random.default_rng(n * 1000 + c * 100 + o * 10 + k)
+    mb = ModuleBuilder("small_conv")
+    w = mb.constant("w", rng.standard_normal((o, c, k, k)).astype(np.float32))
+    extra = [mb.constant("b", rng.standard_normal(o).astype(np.float32))] if epilogue else []
+    ho = (hw + pads[0] + pads[2] - dilation * (k - 1) - 1) // stride + 1
+    wo = (hw + pads[1] + pads[3] - dilation * (k - 1) - 1) // stride + 1
+    f = mb.function("main", [("x", f"f32[{n}, {c}, {hw}, {hw}]")], [f"f32[{n}, {o}, {ho}, {wo}]"])
+    (x,) = f.args()
+    y = f.conv2d(x, w, *extra, strides=[stride, stride], pads=pads, dilations=[dilation, dilation])
+    f.ret(f.relu(y) if epilogue else y)
+    return mb.finish(), [rng.standard_normal((n, c, hw, hw)).astype(np.float32)]
+
+
+@pytest.mark.parametrize("n,c,hw,o,k,stride,pads,dilation,epilogue", [
+    (1, 3, 32, 8, 3, 1, [1, 1, 1, 1], 1, True),      # a small CNN's first layer
+    (1, 8, 16, 16, 3, 2, [1, 1, 1, 1], 1, False),
+    (1, 1, 8, 1, 3, 1, [1, 1, 1, 1], 1, True),       # one output channel: a tile of padding
+    (3, 3, 7, 5, 3, 2, [0, 1, 2, 0], 1, True),       # odd batch, asymmetric pads
+    (2, 2, 9, 3, 3, 1, [2, 2, 2, 2], 2, False),      # dilated
+    (1, 4, 5, 6, 1, 2, [0, 0, 0, 0], 1, True),       # 1x1 strided: not a plain product
+])
+def test_small_conv2d_runs_on_the_kernel(jit, monkeypatch, n, c, hw, o, k, stride, pads,
+                                         dilation, epilogue):
+    from jit import conv
+    runs = []
+    plain = conv.ConvPlan.run
+    monkeypatch.setattr(conv.ConvPlan, "run", lambda self, *a, **kw: runs.append(1) or plain(self, *a, **kw))
+    m, args = small_conv(n, c, hw, o, k, stride, pads, dilation, epilogue)
+    compare(jit, m, args)
+    assert runs, "the convolution ran its definition, not the JIT's kernel"
+
+
+def test_tiny_1x1_conv2d_keeps_the_definition():
+    # a 1x1, stride-1, unpadded convolution is a product of the input as it is: the definition
+    # multiplies it without a copy, and a product this small is not worth the kernel's packing
+    from jit import conv
+    x, w = np.zeros((1, 4, 4, 4), np.float32), np.zeros((4, 4, 1, 1), np.float32)
+    attrs = {"strides": [1, 1], "pads": [0, 0, 0, 0], "dilations": [1, 1], "groups": 1}
+    assert not conv.supported(x, w, attrs)
+    assert conv.supported(x, w, {**attrs, "pads": [1, 1, 1, 1]})
+    x, w = np.zeros((1, 256, 28, 28), np.float32), np.zeros((128, 256, 1, 1), np.float32)
+    assert conv.supported(x, w, attrs)

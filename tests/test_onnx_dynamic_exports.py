@@ -89,3 +89,79 @@ def test_conv3d_and_maxpool3d_with_a_dynamic_batch():
                         nn.MaxPool3d(2), nn.Conv3d(4, 2, (2, 1, 1), groups=2, dilation=1))
     _check(_torchscript(net, _rand(2, 2, 7, 6, 6), {0: "batch"}),
            [_rand(1, 2, 7, 6, 6), _rand(3, 2, 7, 6, 6)])
+
+
+def test_maxpool_indices_with_a_dynamic_batch():
+    class Pool(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.pool = nn.MaxPool2d(3, 2, padding=1, return_indices=True)
+
+        def forward(self, x):
+            y, i = self.pool(x)
+            return y, i
+    model = _torchscript(Pool(), _rand(2, 3, 7, 8), {0: "batch"})
+    vm = dlvmrt.VM(import_onnx(model))
+    sess = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
+    for x in (_rand(1, 3, 7, 8), _rand(3, 3, 7, 8)):
+        want, got = sess.run(None, {"x": x}), vm.run("main", x)
+        np.testing.assert_array_equal(got[0], want[0])
+        np.testing.assert_array_equal(got[1], want[1])
+
+
+@pytest.mark.parametrize("opset", [9, 11, 13])
+def test_older_opsets_convert_batchnorm_and_lstm(opset):
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc, self.bn = nn.Linear(8, 16), nn.BatchNorm1d(16)
+            self.rnn = nn.LSTM(16, 8, batch_first=True)
+
+        def forward(self, x):
+            b, t, _ = x.shape
+            h = torch.relu(self.bn(self.fc(x).reshape(b * t, 16))).reshape(b, t, 16)
+            return self.rnn(h)[0]
+    torch.manual_seed(0)
+    net = Net().eval()
+    net.bn.running_mean.uniform_()
+    net.bn.running_var.uniform_(0.5, 2.0)
+    f = io.BytesIO()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(net, (torch.from_numpy(_rand(2, 5, 8)),), f, dynamo=False,
+                          opset_version=opset, input_names=["x"], do_constant_folding=False,
+                          dynamic_axes={"x": {0: "batch"}})
+    _check(f.getvalue(), [_rand(1, 5, 8), _rand(3, 5, 8)])
+
+
+@pytest.mark.parametrize("args", [dict(stride=2, padding=1, output_padding=1),
+                                  dict(stride=(1, 2, 3), padding=(0, 1, 1), groups=2,
+                                       dilation=(2, 1, 1))])
+def test_conv_transpose_3d_with_a_dynamic_batch(args):
+    torch.manual_seed(0)
+    net = nn.ConvTranspose3d(4, 6, 3, **args)
+    _check(_torchscript(net, _rand(2, 4, 3, 4, 5), {0: "batch"}),
+           [_rand(1, 4, 3, 4, 5), _rand(3, 4, 3, 4, 5)])
+
+
+def test_position_ids_sliced_to_a_dynamic_sequence():
+    # BERT's embeddings: a [1, max_len] buffer sliced to [:, :seq] (Slice ends from Shape)
+    class Embed(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.tok, self.pos = nn.Embedding(50, 8), nn.Embedding(32, 8)
+            self.register_buffer("position_ids", torch.arange(32).unsqueeze(0))
+
+        def forward(self, ids):
+            t = ids.shape[1]
+            return self.tok(ids) + self.pos(self.position_ids[:, :t])
+    torch.manual_seed(0)
+    ids = np.random.default_rng(0).integers(0, 50, (2, 6)).astype(np.int64)
+    model = _torchscript(Embed(), ids, {0: "batch", 1: "seq"})
+    _check(model, [ids[:1, :3], np.random.default_rng(1).integers(0, 50, (3, 9)).astype(np.int64)])
+
+
+def test_local_response_norm_and_group_norm_with_a_dynamic_batch():
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Conv2d(3, 8, 3), nn.LocalResponseNorm(3), nn.GroupNorm(4, 8))
+    _check(_torchscript(net, _rand(2, 3, 8, 8), {0: "batch"}), [_rand(1, 3, 8, 8), _rand(3, 3, 8, 8)])

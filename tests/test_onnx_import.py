@@ -60,19 +60,20 @@ def test_initializers_become_constants_and_inputs_follow_graph_order():
 
 def test_unsupported_ops_are_listed_together_with_their_opset():
     m = model([helper.make_node("StringNormalizer", ["x"], ["a"]),
-               helper.make_node("MaxUnpool", ["x", "x"], ["b"], kernel_shape=[2]),
+               helper.make_node("DeformConv", ["x", "x", "x"], ["b"]),
                helper.make_node("StringNormalizer", ["x"], ["c"])],
               [vi("x", F, [3])], [vi("a", I64, None), vi("b", F, None), vi("c", I64, None)])
     with pytest.raises(OnnxImportError) as info:
         import_onnx(m)
     msg = str(info.value)
-    assert "StringNormalizer (opset 17) x2" in msg and "MaxUnpool (opset 17)" in msg
+    assert "StringNormalizer (opset 17) x2" in msg and "DeformConv (opset 17)" in msg
 
 
 def test_unsupported_attribute_value_fails_naming_it():
-    m = model([helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[2, 2], storage_order=1)],
-              [vi("x", F, [1, 1, 6, 6])], [vi("y", F, None)])
-    with pytest.raises(OnnxImportError, match="storage_order=1"):
+    scales = numpy_helper.from_array(np.array([1, 1, 0.5, 0.5], np.float32), "s")
+    m = model([helper.make_node("Resize", ["x", "", "s"], ["y"], mode="nearest", antialias=1)],
+              [vi("x", F, [1, 1, 6, 6])], [vi("y", F, None)], [scales], opset=19)
+    with pytest.raises(OnnxImportError, match="antialias"):
         import_onnx(m)
     m = model([helper.make_node("Relu", ["x"], ["y"], bogus=3)], [vi("x", F, [2])], [vi("y", F, [2])])
     with pytest.raises(OnnxImportError, match="attribute bogus not supported"):
@@ -248,3 +249,15 @@ def test_quantize_rounds_half_to_even_and_saturates_then_dequantizes():
     # x / 2 = 0.5, 1.5, 2.5, -1.5 round to 0, 2, 2, -2 (ties to even), then + 1; +-500 saturate
     np.testing.assert_array_equal(q, np.array([1, 3, 3, -1, 127, -128], np.int8))
     np.testing.assert_array_equal(y, (q.astype(np.float32) - 1) * 2)
+
+
+@pytest.mark.parametrize("opset, per", [(18, 2), (21, 6)])
+def test_group_normalization_18_scales_per_group_21_per_channel(opset, per):
+    from onnx.reference import ReferenceEvaluator
+    s = numpy_helper.from_array(np.arange(1, per + 1).astype(np.float32), "s")
+    b = numpy_helper.from_array(np.arange(per).astype(np.float32) * 0.5, "b")
+    m = model([helper.make_node("GroupNormalization", ["x", "s", "b"], ["y"], num_groups=2)],
+              [vi("x", F, ["N", 6, 3, 3])], [vi("y", F, None)], [s, b], opset=opset)
+    x = np.random.default_rng(0).standard_normal((3, 6, 3, 3)).astype(np.float32)
+    want = ReferenceEvaluator(m).run(None, {"x": x})[0]
+    np.testing.assert_allclose(dlvmrt.VM(import_onnx(m)).run("main", x)[0], want, atol=1e-5)

@@ -125,7 +125,7 @@ COVERED = {c[0] for c in CASES} | {"topk"}
 # rows swept in test_ops_signal.py and test_ops_image.py against independent computations
 # (they check this list)
 COVERED |= {"dft", "grid_sample", "col2im", "roi_align", "unique", "det"}
-COVERED |= {"non_max_suppression"}     # test_ops_detection.py
+COVERED |= {"non_max_suppression", "resize", "tfidf_vectorizer"}  # test_ops_{detection,resize,text}.py
 
 
 @pytest.mark.parametrize("op, arrays, attrs, want", CASES,

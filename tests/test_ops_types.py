@@ -57,14 +57,13 @@ def test_verifier_reports_the_shared_bad_examples_messages():
     mb = ModuleBuilder("bad")
     w = mb.constant("w", np.ones((5, 3), np.float32))
     f = mb.function("main", [("x", "f32[N, 4]")], ["f32[N, 3]"])
-    f.ret(f.matmul(f.arg("x"), w))
+    # the builder raises the type rule's message at the call that makes the instruction
     with pytest.raises(InvalidError, match="matmul inner dimensions 4 and 5 differ"):
-        mb.finish()
+        f.matmul(f.arg("x"), w)
     mb = ModuleBuilder("bad")
     f = mb.function("main", [("x", "f32[2, 3]")], ["f32[3, 2]"])
-    f.ret(f.transpose(f.arg("x"), perm=[0, 0]))
     with pytest.raises(InvalidError, match=r"perm \[0, 0\] is not a permutation of the axes"):
-        mb.finish()
+        f.transpose(f.arg("x"), perm=[0, 0])
 
 
 # ---- movement -------------------------------------------------------------------------------

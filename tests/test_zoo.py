@@ -116,3 +116,51 @@ def test_symbolic_batch_names_survive_attention_reshapes():
     main = module.functions["main"] if isinstance(module.functions, dict) else module.functions[0]
     ops = [i.op for b in main.blocks for i in b.instrs]
     assert "reshape" in ops and "reshape_dyn" not in ops
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("exporter", zm.EXPORTERS)
+@pytest.mark.parametrize("name", ["minilm", "lstm", "gru", "encoder_small_post"])
+def test_dynamic_batch_and_sequence(name, exporter):
+    """Sequence models with the batch and the sequence dynamic (the TorchScript exporter bakes
+    the sequence into the encoder's attention reshapes: onnxruntime cannot run it either)."""
+    import io
+    import warnings
+    model = zm.ZOO[name]
+    _needs(model)
+    if exporter == "dynamo":
+        pytest.importorskip("onnxscript")
+    if name == "encoder_small_post" and exporter == "torchscript":
+        pytest.skip("the TorchScript export fixes the sequence length")
+    net = model.build("small")
+    feeds = model.inputs(2)
+    args = tuple(torch.from_numpy(v) for v in feeds.values())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if exporter == "torchscript":
+            f = io.BytesIO()
+            torch.onnx.export(net, args, f, dynamo=False, opset_version=17, input_names=list(feeds),
+                              dynamic_axes={k: {0: "batch", 1: "seq"} for k in feeds})
+            onnx_bytes = f.getvalue()
+        else:
+            b, t = torch.export.Dim("batch", min=1, max=512), torch.export.Dim("seq", min=2, max=512)
+            onnx_bytes = torch.onnx.export(net, args, dynamo=True, input_names=list(feeds),
+                                           dynamic_shapes=tuple({0: b, 1: t} for _ in feeds),
+                                           verbose=False).model_proto.SerializeToString()
+    import onnx
+    first = onnx.load_from_string(onnx_bytes).graph.input[0].type.tensor_type.shape.dim
+    if first[1].HasField("dim_value"):
+        # torch.export sometimes specializes a recurrent model's sequence (it depends on what
+        # ran before in the process): the model itself then takes one length only
+        pytest.skip(f"the {exporter} export fixed the sequence length to {first[1].dim_value}")
+    vm = dlvmrt.VM(import_onnx(onnx_bytes))
+    sess = ort.InferenceSession(onnx_bytes, providers=["CPUExecutionProvider"])
+    rng = np.random.default_rng(0)
+    for batch, seq in ((1, 5), (3, 11)):
+        if model.kind == "minilm":
+            fd = {"input_ids": rng.integers(1000, 2000, (batch, seq)).astype(np.int64),
+                  "attention_mask": np.ones((batch, seq), np.int64)}
+        else:
+            fd = {"x": rng.standard_normal((batch, seq, *model.small_shape[1:])).astype(np.float32)}
+        for g, w in zip(vm.run("main", *fd.values()), sess.run(None, fd)):
+            np.testing.assert_allclose(g, w, atol=ATOL, rtol=RTOL)

@@ -5,11 +5,10 @@ unsupported op of a model (with the opset it was asked for), so a user sees the 
 """
 from __future__ import annotations
 
-from isa.errors import DlvmError
+from frontends.base.errors import FrontendError
 
 
-class OnnxImportError(DlvmError):
-    kind = "error"
+class OnnxImportError(FrontendError):
     # the ONNX value that had to be known at import but is not (a graph input fed as a shape,
     # axes or pads); callers that know its value may pass it as `freeze` and import again
     value_name: str | None = None

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from frontends.base.errors import unsupported_report
 from isa.builder import ModuleBuilder
 from isa.module import Module, Reg
 from isa.types import TensorType
@@ -81,8 +82,7 @@ def check_model(model, opsets: dict[str, int]) -> None:
     unsupported: dict[str, int] = {}
     collect_unsupported(model.graph, opsets, unsupported)
     if unsupported:
-        listed = ", ".join(f"{k}" + (f" x{n}" if n > 1 else "") for k, n in sorted(unsupported.items()))
-        problems.append(f"unsupported ONNX ops: {listed}")
+        problems.append(unsupported_report("ONNX", unsupported))
     if problems:
         raise OnnxImportError("cannot import this ONNX model: " + "; ".join(problems))
 

@@ -19,16 +19,18 @@ from . import (
     ordering,
     pooling,
     reduce,
+    resize,
     sampling,
     sets,
     signal,
+    text,
     value,
 )
 from .opdef import REQUIRED, AttrKind, AttrSpec, Family, OpDef, Syntax
 
 _FAMILY_FILES = (elementwise, reduce, contraction, nn, pooling, movement, value, control, dynamic,
                  ordering, indexing, einsum, signal, sampling,
-                 sets, linalg, image, detection)
+                 sets, linalg, image, detection, resize, text)
 
 OPS: dict[str, OpDef] = {}
 BY_CODE: dict[int, OpDef] = {}

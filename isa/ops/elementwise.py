@@ -91,6 +91,12 @@ def mod_ref(attrs, a, b):
 def pow_ref(attrs, a, b):
     if a.dtype.kind in "iu" and np.any(np.asarray(b) < 0):
         raise Trap("integer pow with a negative exponent")
+    if np.asarray(a).dtype.kind == "f":
+        # C99 / IEEE 754 pow everywhere (pow(-inf, 0.5) = +inf, pow(-0, 0.5) = +0), as the JIT
+        # computes it: NumPy's loop takes sqrt for a broadcast exponent of 0.5, so the same
+        # program gave NaN for an immediate exponent and +inf for a tensor one (fuzzer)
+        shape = np.broadcast_shapes(np.shape(a), np.shape(b))
+        a, b = np.array(np.broadcast_to(a, shape)), np.array(np.broadcast_to(b, shape))
     return np.power(a, b)
 
 
@@ -117,7 +123,10 @@ def check_gelu_attrs(attrs) -> None:
 
 def sign_expand(s, attrs, x):
     zero = s.const(0, x)
-    neg = s.select(s.lt(x, zero), s.const(-1, x), x)     # keeps 0, -0 and NaN as they are
+    # -0 gives +0 as np.sign does (keeping x there gave -0, and 1 / sign(-0) was -inf compiled
+    # and +inf interpreted: found by the fuzzer); NaN stays NaN (equal to nothing)
+    rest = s.select(s.eq(x, zero), zero, x)
+    neg = s.select(s.lt(x, zero), s.const(-1, x), rest)
     return s.select(s.gt(x, zero), s.const(1, x), neg)
 
 
@@ -164,6 +173,23 @@ def _np1(f):
     def ref(attrs, a):
         return f(a)
     ref.ufunc = f   # the reference IS this ufunc: the interpreter may call it directly
+    return ref
+
+
+def _signed_zero_extreme(f, negative_wins: bool):
+    """np.maximum / np.minimum with IEEE 754-2019's order of zeros (-0 < +0), as the compiled
+    tiers compute them (llvm.maximum / llvm.minimum): NumPy returns its second operand for two
+    equal zeros, so min(-0, +0) was +0 interpreted and -0 compiled (found by the fuzzer)."""
+    def ref(attrs, a, b):
+        r = f(a, b)
+        if r.dtype.kind != "f":
+            return r
+        both = (a == 0) & (b == 0)
+        if not np.any(both):
+            return r
+        sa, sb = np.signbit(a), np.signbit(b)
+        neg = (sa | sb) if negative_wins else (sa & sb)
+        return np.where(both, np.where(neg, r.dtype.type(-0.0), r.dtype.type(0.0)), r)
     return ref
 
 
@@ -218,8 +244,10 @@ OPS = [
     _b("div", 35, div_ref, "r := a / b; integers truncate toward zero and trap on a zero divisor",
        *NUM),
     _b("pow", 36, pow_ref, "r := a ^ b; integers trap on a negative exponent", *NUM),
-    _b("max", 37, _np2(np.maximum), "r := the larger of a, b (NaN if either is NaN)"),
-    _b("min", 38, _np2(np.minimum), "r := the smaller of a, b (NaN if either is NaN)"),
+    _b("max", 37, _signed_zero_extreme(np.maximum, negative_wins=False),
+       "r := the larger of a, b (NaN if either is NaN; -0 < +0)"),
+    _b("min", 38, _signed_zero_extreme(np.minimum, negative_wins=True),
+       "r := the smaller of a, b (NaN if either is NaN; -0 < +0)"),
     _b("mod", 39, mod_ref, "r := a - floor(a / b) * b, the sign of b (NumPy); integers trap on "
        "a zero divisor", *NUM),
     _b("and", 40, _np2(np.bitwise_and), "r := a and b (logical for bool, bitwise for integers)",

@@ -18,9 +18,11 @@ F64 = ir.DoubleType()
 PTR = ir.PointerType()
 
 # fast-math flags of every float instruction by default: no NaN/Inf assumptions (so NaN and Inf
-# keep their IEEE meaning), but signed zeros, reciprocals, contraction (FMA) and approximate
-# intrinsics are allowed.
-DEFAULT_FLAGS = ("arcp", "contract", "afn")
+# keep their IEEE meaning), but contraction (FMA) and approximate intrinsics are allowed. No
+# `arcp` either: InstCombine folds -(1 / sqrt y) (a neg, or a mul by -1, of an rsqrt) into one
+# fdiv that takes the outer instruction's flags, and with `arcp` the x86 backend then uses the
+# rsqrt estimate, NaN for 0 and Inf (found by the fuzzer: tests/test_fuzz_regressions.py).
+DEFAULT_FLAGS = ("contract", "afn")
 # reductions may also reassociate, so the vectorizer can keep several partial sums
 REDUCE_FLAGS = DEFAULT_FLAGS + ("reassoc",)
 

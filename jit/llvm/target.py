@@ -137,7 +137,8 @@ class LoadedObject:
             self.engine.finalize_object()
 
     def address(self, name: str) -> int:
-        addr = self.engine.get_function_address(name)
+        with _lock:
+            addr = self.engine.get_function_address(name)
         if not addr:
             raise RuntimeError(f"compiled object has no function {name}")
         return addr

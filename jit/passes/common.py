@@ -3,6 +3,7 @@ whether an operand's value is known at compile time."""
 from __future__ import annotations
 
 import copy
+import math
 
 import numpy as np
 
@@ -38,12 +39,18 @@ def is_static(t: TensorType) -> bool:
     return t.is_static
 
 
+# a `const` with more elements is not materialized at compile time (the folder's own limit on
+# results, constfold.FOLD_MAX_ELEMENTS): a dead f32[1000000, 1000000] must not exhaust the
+# optimizer's memory, and a live one traps when it runs, as written
+LITERAL_MAX_ELEMENTS = 1 << 20
+
+
 def const_literal(ins: Instr) -> np.ndarray | None:
-    """The full value of a `const` instruction whose type is static, else None."""
+    """The full value of a `const` instruction whose type is static and not huge, else None."""
     if ins.op != "const":
         return None
     t: TensorType = ins.attrs["type"]
-    if not t.is_static:
+    if not t.is_static or math.prod(t.shape) > LITERAL_MAX_ELEMENTS:
         return None
     return np.asarray(OPS["const"].reference(ins.attrs))
 

@@ -181,6 +181,10 @@ def _rewrite(module: Module, folder: Folder, bi: int, ii: int, ins: Instr,
     if ins.op == "assert":
         cond = _known_condition(ins, folder, bi, ii, facts)
         return [] if cond is not None and bool(np.all(cond)) else None
+    if ins.op == "mov" and isinstance(ins.operands[0], Reg):
+        # already a copy (copyprop reads through it); as a literal, CSE would turn it back into
+        # this copy of the earlier identical literal, and the pipeline would never settle
+        return None
     values = folder.evaluate(bi, ii, ins, facts)
     if values is None:
         return None

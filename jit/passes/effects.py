@@ -20,6 +20,8 @@ What can trap is derived, not listed:
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from isa.dtypes import DType
@@ -30,6 +32,10 @@ from isa.types import Dim, TensorType
 from isa.verify import InstrTypes
 
 from .common import attr_key
+
+# a dead instruction whose static result has more elements stays: allocating it may fail, and
+# an out-of-memory trap is as observable as any other (2^28 f32 elements: 1 GiB)
+HUGE_RESULT_ELEMENTS = 1 << 28
 
 _ELEMENTWISE = (Family.UNARY, Family.BINARY, Family.SELECT, Family.CAST)
 
@@ -139,4 +145,7 @@ def removable_if_unused(ins: Instr, types: InstrTypes | None) -> bool:
     op = OPS[ins.op]
     if op.family is Family.CONTROL:
         return False             # jumps, returns, asserts and calls (which may trap inside)
+    if types is not None and any(r.is_static and math.prod(r.shape) > HUGE_RESULT_ELEMENTS
+                                 for r in types.results):
+        return False             # its allocation may run out of memory: a trap, observable too
     return not may_trap(ins, types)

@@ -15,4 +15,5 @@ from . import (  # noqa: F401
     scan,
     shape,
     signal,
+    training,
 )

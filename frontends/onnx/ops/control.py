@@ -188,3 +188,16 @@ def loop(ctx: NodeCtx) -> list[Value]:
     close_loop(e, [(c, new_c), *zip(carried, new_vals), *zip(accs, grown)], (i, nxt), l_head,
                l_exit)
     return carried + accs
+
+
+@onnx_op("OptionalHasElement", since=15)
+def optional_has_element(ctx: NodeCtx) -> list[Value]:
+    # dlvm values are tensors: an input present is a tensor (true), an absent one is empty
+    present = len(ctx.node.input) > 0 and bool(ctx.node.input[0]) and ctx.input(0) is not None
+    return [known(np.array(present))]
+
+
+@onnx_op("OptionalGetElement", since=15)
+def optional_get_element(ctx: NodeCtx) -> list[Value]:
+    # of a tensor (the only optional content dlvm has) it is the tensor itself
+    return [ctx.req(0)]

@@ -1,8 +1,11 @@
-"""ai.onnx.ml ops that are tensor arithmetic: Binarizer and ArrayFeatureExtractor."""
+"""ai.onnx.ml ops that are tensor arithmetic (Binarizer, ArrayFeatureExtractor) and the text
+featurizer TfIdfVectorizer over integer tokens (the op table's tfidf_vectorizer)."""
 from __future__ import annotations
 
+import numpy as np
+
 from ..registry import NodeCtx, onnx_op
-from ..values import Value
+from ..values import Value, known
 from .common import scalar, where
 
 ML = "ai.onnx.ml"
@@ -27,3 +30,19 @@ def array_feature_extractor(ctx: NodeCtx) -> list[Value]:
         out = e.emit("reshape", [out], shape=[1, -1])
     return [out]
 
+
+
+@onnx_op("TfIdfVectorizer", since=9)
+def tfidf_vectorizer(ctx: NodeCtx) -> list[Value]:
+    x = ctx.req(0)
+    if ctx.has("pool_strings"):
+        ctx.attr("pool_strings", None)
+        raise ctx.fail("pool_strings: dlvm has no string tensors (integer pools only)")
+    weights = np.asarray(ctx.attr("weights", []), np.float32).reshape(-1)
+    return [ctx.e.emit("tfidf_vectorizer", [x, known(weights)], ctx.node.output[0],
+                       min_gram=int(ctx.attr("min_gram_length")),
+                       max_gram=int(ctx.attr("max_gram_length")),
+                       max_skip=int(ctx.attr("max_skip_count", 0)), mode=str(ctx.attr("mode")),
+                       pool=[int(v) for v in ctx.attr("pool_int64s", [])],
+                       ngram_counts=[int(v) for v in ctx.attr("ngram_counts")],
+                       ngram_indexes=[int(v) for v in ctx.attr("ngram_indexes")])]

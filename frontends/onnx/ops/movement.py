@@ -54,11 +54,40 @@ def slice_axis(e, x: Value, axis: int, start: int, end: int, step: int = 1) -> V
     return e.emit("slice", [x], starts=[start], ends=[end], axes=[axis], steps=[step])
 
 
+def _slice_to_named(ctx: NodeCtx, x: Value) -> Value:
+    """A Slice whose bounds are named dims (`position_ids[:, :seq]` of a dynamic sequence):
+    the run-time slice, whose result keeps the name where the slice is [0, name) by step 1."""
+    from isa.types import TensorType
+
+    def entries(i: int, default: list) -> list:
+        v = ctx.input(i)
+        if v is None:
+            return default
+        if v.const is not None:
+            return [int(a) for a in v.const.reshape(-1)]
+        return [ctx.e.derived.dim(d) for d in v.sym]
+    starts = entries(1, [])
+    ends = entries(2, [])
+    axes = [norm_axis(a, x.rank) if isinstance(a, int) else None
+            for a in entries(3, list(range(len(starts))))]
+    steps = entries(4, [1] * len(starts))
+    out = slice_dyn(ctx, x)
+    shape = list(out.shape)
+    for a, st, en, sp in zip(axes, starts, ends, steps):
+        if a is not None and st == 0 and sp == 1 and isinstance(en, str):
+            shape[a] = en
+    if shape != list(out.shape):
+        out = Value(TensorType(out.dtype, tuple(shape)), out.operand)
+    return out
+
+
 @onnx_op("Slice", since=13)
 def slice_(ctx: NodeCtx) -> list[Value]:
     x = ctx.req(0)
     if any(is_dynamic(ctx.input(i)) for i in range(1, 5)):
         return [slice_dyn(ctx, x)]
+    if any(ctx.input(i) is not None and ctx.input(i).const is None for i in range(1, 5)):
+        return [_slice_to_named(ctx, x)]
     starts = ctx.const_ints(1, "starts")
     ends = ctx.const_ints(2, "ends")
     axes = ctx.const_ints(3, "axes")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from isa.dtypes import BY_NAME
 from isa.types import TensorType
 
 from ..registry import NodeCtx, onnx_op
@@ -157,16 +158,14 @@ def emit_conv(ctx: NodeCtx, x: Value, w: Value, b: Value | None, hint: str) -> V
 @onnx_op("MaxPool", "AveragePool")
 def pool(ctx: NodeCtx) -> list[Value]:
     x, e = ctx.req(0), ctx.e
-    if len(ctx.node.output) > 1 and ctx.node.output[1]:
-        raise ctx.fail("the Indices output of MaxPool is not supported")
+    want_indices = len(ctx.node.output) > 1 and bool(ctx.node.output[1])
     nd = x.rank - 2
     kernel = list(ctx.attr("kernel_shape"))
     strides = list(ctx.attr("strides", [1] * nd))
     dil = list(ctx.attr("dilations", [1] * nd))
     is_max = ctx.node.op_type == "MaxPool"
     if is_max:
-        if ctx.attr("storage_order", 0):
-            raise ctx.fail("storage_order=1 only affects Indices, which is not supported")
+        storage_order = int(ctx.attr("storage_order", 0))
         extra = {}
     else:
         extra = {"count_include_pad": bool(ctx.attr("count_include_pad", 0))}
@@ -174,9 +173,76 @@ def pool(ctx: NodeCtx) -> list[Value]:
         raise ctx.fail(f"{nd}-D pooling is not supported (1 to 3 spatial dims)")
     # the rows take ceil_mode themselves: the overhang it adds never counts in an average
     pads = _spatial_pads(ctx, x, kernel, strides, dil)
-    return [e.emit("maxpool2d" if is_max else "avgpool2d", [x], ctx.node.output[0],
-                   kernel=kernel, strides=strides, pads=pads, dilations=dil,
-                   ceil_mode=bool(ctx.attr("ceil_mode", 0)), **extra)]
+    ceil = bool(ctx.attr("ceil_mode", 0))
+    y = e.emit("maxpool2d" if is_max else "avgpool2d", [x], ctx.node.output[0],
+               kernel=kernel, strides=strides, pads=pads, dilations=dil, ceil_mode=ceil, **extra)
+    if not (is_max and want_indices):
+        return [y]
+    full = _spatial_pads(ctx, x, kernel, strides, dil, ceil)
+    return [y, _maxpool_indices(ctx, x, kernel, strides, dil, full, storage_order)]
+
+
+def _maxpool_indices(ctx: NodeCtx, x: Value, kernel: list[int], strides: list[int],
+                     dil: list[int], pads: list[int], storage_order: int) -> Value:
+    """MaxPool's Indices output (2-D): the flat index into x of each window's first maximum.
+    The window's taps are strided slices of x padded with the lowest value; argmax over the
+    stacked taps picks the tap, whose (h, w) is arithmetic on the output position."""
+    e = ctx.e
+    if x.rank != 4 or not all(isinstance(d, int) for d in x.shape[1:]):
+        raise ctx.fail("MaxPool's Indices output needs a 2-D input, static but for the batch")
+    n, c, h, w = x.shape
+    (kh, kw), (sh, sw), (dh, dw) = kernel, strides, dil
+    low = -np.inf if x.dtype.is_float else float(np.iinfo(x.dtype.np).min)
+    xp = e.emit("pad", [x], pads=[0, 0, pads[0], pads[1], 0, 0, pads[2], pads[3]], value=low)
+    ho = (h + pads[0] + pads[2] - ((kh - 1) * dh + 1)) // sh + 1
+    wo = (w + pads[1] + pads[3] - ((kw - 1) * dw + 1)) // sw + 1
+    taps = []
+    for i in range(kh):
+        for j in range(kw):
+            t = e.emit("slice", [xp], starts=[i * dh, j * dw],
+                       ends=[i * dh + (ho - 1) * sh + 1, j * dw + (wo - 1) * sw + 1],
+                       axes=[2, 3], steps=[sh, sw])
+            taps.append(e.emit("expand_dims", [t], axes=[0]))
+    stacked = taps[0] if len(taps) == 1 else e.emit("concat", taps, axis=0)
+    tap = e.emit("argmax", [stacked], axis=0, keepdims=False)            # [n, c, ho, wo]
+    rows = known((np.arange(ho) * sh - pads[0]).reshape(ho, 1).astype(np.int64))
+    cols = known((np.arange(wo) * sw - pads[1]).reshape(1, wo).astype(np.int64))
+    hh = e.emit("add", [rows, e.emit("mul", [e.emit("div", [tap, scalar(kw, tap)]),
+                                             scalar(dh, tap)])])
+    ww = e.emit("add", [cols, e.emit("mul", [e.emit("mod", [tap, scalar(kw, tap)]),
+                                             scalar(dw, tap)])])
+    if storage_order:
+        within = e.emit("add", [e.emit("mul", [ww, scalar(h, ww)]), hh])
+    else:
+        within = e.emit("add", [e.emit("mul", [hh, scalar(w, hh)]), ww])
+    plane_n = e.emit("iota", [], shape=[n, c, 1, 1], dtype=BY_NAME["i64"], axis=0)
+    plane_c = e.emit("iota", [], shape=[n, c, 1, 1], dtype=BY_NAME["i64"], axis=1)
+    plane = e.emit("add", [e.emit("mul", [plane_n, scalar(c, plane_n)]), plane_c])
+    base = e.emit("mul", [plane, scalar(h * w, plane)])
+    return e.emit("add", [base, within], ctx.node.output[1])
+
+
+@onnx_op("MaxUnpool")
+def max_unpool(ctx: NodeCtx) -> list[Value]:
+    # scatter x's values to the flat positions Indices names, in a zero tensor of the output
+    # shape (given, or the pooling's input size: (in - 1) * stride - pads + kernel)
+    x, idx, e = ctx.req(0), ctx.req(1), ctx.e
+    nd = x.rank - 2
+    kernel = list(ctx.attr("kernel_shape"))
+    strides = list(ctx.attr("strides", [1] * nd))
+    pads = list(ctx.attr("pads", [0] * (2 * nd)))
+    if not x.type.is_static:
+        raise ctx.fail("MaxUnpool needs a static input")
+    out_shape = ctx.const_ints(2, "output_shape")
+    if out_shape is None:
+        out_shape = list(x.shape[:2]) + [(x.shape[2 + i] - 1) * strides[i] - pads[i] - pads[i + nd]
+                                         + kernel[i] for i in range(nd)]
+    total = int(np.prod(out_shape))
+    zeros = known(np.zeros(total, x.dtype.np))
+    flat_i = e.emit("reshape", [e.emit("cast", [idx], to=BY_NAME["i64"])], shape=[-1])
+    flat_x = e.emit("reshape", [x], shape=[-1])
+    out = e.emit("scatter_elements", [zeros, flat_i, flat_x], axis=0)
+    return [e.emit("reshape", [out], ctx.node.output[0], shape=list(out_shape))]
 
 
 @onnx_op("GlobalAveragePool", "GlobalMaxPool")
@@ -190,12 +256,15 @@ def _channel_shape(x: Value) -> list[int]:
     return [-1] + [1] * (x.rank - 2)
 
 
-@onnx_op("BatchNormalization", since=14)
+@onnx_op("BatchNormalization", since=9)
 def batch_norm(ctx: NodeCtx) -> list[Value]:
     x, e = ctx.req(0), ctx.e
     eps = float(ctx.attr("epsilon", 1e-5))
     momentum = float(ctx.attr("momentum", 0.9))     # only used in training mode
-    if ctx.attr("training_mode", 0):
+    # before 14 the training form was the one with the statistics outputs
+    training = ctx.attr("training_mode", 0) if ctx.version >= 14 else \
+        any(ctx.node.output[1:])
+    if training:
         return _batch_norm_training(ctx, x, eps, momentum)
     args = [ctx.req(i) for i in range(1, 5)]
     if x.rank == 4:
@@ -265,18 +334,24 @@ def layer_norm(ctx: NodeCtx) -> list[Value]:
     return [e.emit("layer_norm", args, ctx.node.output[0], axis=axis, epsilon=eps)]
 
 
-@onnx_op("GroupNormalization", since=21)
+@onnx_op("GroupNormalization", since=18)
 def group_norm(ctx: NodeCtx) -> list[Value]:
     x, scale, bias, e = ctx.req(0), ctx.req(1), ctx.req(2), ctx.e
     g = int(ctx.attr("num_groups"))
     eps = float(ctx.attr("epsilon", 1e-5))
-    if ctx.attr("stash_type", 1) != 1:
+    if ctx.version >= 21 and ctx.attr("stash_type", 1) != 1:
         raise ctx.fail("stash_type other than float is not supported")
-    if not x.type.is_static:
-        raise ctx.fail("GroupNormalization needs static shapes")
-    n = x.shape[0]
-    y = _normalize(e, e.emit("reshape", [x], shape=[n, g, -1]), [2], eps)
-    y = e.emit("reshape", [y], shape=list(x.shape))
+    if not all(isinstance(d, int) for d in x.shape[1:]):
+        raise ctx.fail("GroupNormalization needs static shapes but for the batch")
+    n, c = x.shape[0], x.shape[1]
+    if ctx.version < 21 and c != g:
+        # GroupNormalization-18 scales and shifts per group: spread each over its channels
+        spread = known(np.arange(c, dtype=np.int64) // (c // g))
+        scale = e.emit("gather", [scale, spread], axis=0)
+        bias = e.emit("gather", [bias, spread], axis=0)
+    rest = int(np.prod(x.shape[1:], dtype=np.int64)) // g
+    y = _normalize(e, _reshape_named(e, x, [n, g, rest]), [2], eps)
+    y = _reshape_named(e, y, list(x.shape))
     y = e.emit("mul", [y, e.emit("reshape", [scale], shape=_channel_shape(x))])
     return [e.emit("add", [y, e.emit("reshape", [bias], shape=_channel_shape(x))])]
 
@@ -343,7 +418,7 @@ def mvn(ctx: NodeCtx) -> list[Value]:
 
 
 
-@onnx_op("LpPool", since=18)
+@onnx_op("LpPool", since=11)      # 18 added ceil_mode (read with its default)
 def lp_pool(ctx: NodeCtx) -> list[Value]:
     # (sum of |x|^p over the window)^(1/p): an average pool with padding counted, times the size
     x, e = ctx.req(0), ctx.e
@@ -381,6 +456,51 @@ def _conv_transpose_pads(ctx: NodeCtx, sizes, kernel, strides, dil, out_pad) -> 
     return pads
 
 
+def _conv_transpose_3d(ctx: NodeCtx, x: Value, w: Value, b: Value | None) -> Value:
+    """A 3-D transposed convolution: zeros inserted between the input's elements along each
+    spatial axis (stride - 1 of them), padding k_eff - 1 - pad (plus output_padding at the
+    end), then a stride-1 3-D convolution with the kernel flipped and its channel axes swapped
+    per group (the same construction as the 2-D form)."""
+    e = ctx.e
+    nd = 3
+    kernel = list(ctx.attr("kernel_shape", w.shape[2:]))
+    strides = list(ctx.attr("strides", [1] * nd))
+    dil = list(ctx.attr("dilations", [1] * nd))
+    out_pad = list(ctx.attr("output_padding", [0] * nd))
+    g = int(ctx.attr("group", 1))
+    sizes = list(x.shape[2:])
+    pads = _conv_transpose_pads(ctx, sizes, kernel, strides, dil, out_pad)
+    t = x
+    for axis, s in enumerate(strides):
+        if s == 1:
+            continue
+        # interleave s - 1 zeros after every element of this axis: a new unit axis after it,
+        # padded to s, merged back, and the trailing zeros cut
+        a = 2 + axis
+        t = e.emit("expand_dims", [t], axes=[a + 1])
+        grow = [0] * (2 * t.rank)
+        grow[t.rank + a + 1] = s - 1
+        t = e.emit("pad", [t], pads=grow)
+        shape = list(t.shape[:a]) + [t.shape[a] * s] + list(t.shape[a + 2:])
+        t = _reshape_named(e, t, shape)
+        t = e.emit("slice", [t], starts=[0], ends=[(sizes[axis] - 1) * s + 1], axes=[a])
+    full = [0, 0]
+    ends = [0, 0]
+    for i in range(nd):
+        k_eff = (kernel[i] - 1) * dil[i] + 1
+        full.append(k_eff - 1 - pads[i])
+        ends.append(k_eff - 1 - pads[i + nd] + out_pad[i])
+    t = e.emit("pad", [t], pads=full + ends)
+    c, c_out_g = x.shape[1], w.shape[1]
+    kd, kh, kw = kernel
+    wt = e.emit("reshape", [w], shape=[g, c // g, c_out_g, kd, kh, kw])
+    wt = e.emit("transpose", [wt], perm=[0, 2, 1, 3, 4, 5])
+    wt = e.emit("reshape", [wt], shape=[g * c_out_g, c // g, kd, kh, kw])
+    wt = e.emit("slice", [wt], starts=[-1, -1, -1], ends=[-(kd + 1), -(kh + 1), -(kw + 1)],
+                axes=[2, 3, 4], steps=[-1, -1, -1])
+    return _conv3d(ctx, t, wt, b, kernel, [1, 1, 1], dil, g, [0] * 6, ctx.node.output[0])
+
+
 @onnx_op("ConvTranspose")
 def conv_transpose(ctx: NodeCtx) -> list[Value]:
     # a transposed convolution is a stride-1 convolution of the input with s-1 zeros inserted
@@ -388,6 +508,8 @@ def conv_transpose(ctx: NodeCtx) -> list[Value]:
     # channel axes swapped (per group)
     x, w, b, e = ctx.req(0), ctx.req(1), ctx.input(2), ctx.e
     nd = x.rank - 2
+    if nd == 3 and all(isinstance(d, int) for d in x.shape[1:]) and w.type.is_static:
+        return [_conv_transpose_3d(ctx, x, w, b)]
     if nd not in (1, 2) or not (all(isinstance(d, int) for d in x.shape[1:])
                                 and w.type.is_static):
         raise ctx.fail("ConvTranspose needs a 1-D or 2-D input (static but for the batch) "
@@ -445,16 +567,16 @@ def lrn(ctx: NodeCtx) -> list[Value]:
     size = int(ctx.attr("size"))
     alpha, beta = float(ctx.attr("alpha", 1e-4)), float(ctx.attr("beta", 0.75))
     bias = float(ctx.attr("bias", 1.0))
-    if not x.type.is_static or x.rank < 3:
-        raise ctx.fail("LRN needs a static (N, C, ...) input")
+    if x.rank < 3 or not all(isinstance(d, int) for d in x.shape[1:]):
+        raise ctx.fail("LRN needs an (N, C, ...) input, static but for the batch")
     n, c = x.shape[0], x.shape[1]
     rest = int(np.prod(x.shape[2:]))
-    sq = e.emit("reshape", [e.emit("mul", [x, x])], "sq", shape=[n, 1, c, rest])
+    sq = _reshape_named(e, e.emit("mul", [x, x]), [n, 1, c, rest])
     lo, hi = (size - 1) // 2, size - 1 - (size - 1) // 2
     pooled = e.emit("avgpool2d", [sq], kernel=[size, 1], strides=[1, 1], pads=[lo, 0, hi, 0],
                     count_include_pad=True)
     sums = e.emit("mul", [pooled, scalar(float(size), x)])
-    sums = e.emit("reshape", [sums], shape=list(x.shape))
+    sums = _reshape_named(e, sums, list(x.shape))
     den = e.emit("add", [e.emit("mul", [sums, scalar(alpha / size, x)]), scalar(bias, x)])
     return [e.emit("div", [x, e.emit("pow", [den, scalar(beta, x)])], ctx.node.output[0])]
 

@@ -91,7 +91,7 @@ def dequantize_linear(ctx: NodeCtx) -> list[Value]:
     return [e.emit("mul", [cast(e, v, ft), scale], ctx.node.output[0])]
 
 
-@onnx_op("QLinearMatMul", since=21)
+@onnx_op("QLinearMatMul", since=10)     # 21 added element types
 def qlinear_matmul(ctx: NodeCtx) -> list[Value]:
     # dequantize both operands exactly (integers in f64), multiply, requantize
     e = ctx.e

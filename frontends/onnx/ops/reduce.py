@@ -4,8 +4,12 @@ give reduce_dyn (the rank still follows from the axes vector's static length). O
 dims by default; dlvm does not, so keepdims is always passed."""
 from __future__ import annotations
 
+import numpy as np
+
+from isa.dtypes import BY_NAME
+
 from ..registry import NodeCtx, onnx_op
-from ..values import Value
+from ..values import Value, known
 from .common import norm_axis, scalar
 from .dynshape import is_dynamic, reduce_dyn
 
@@ -41,12 +45,26 @@ def _dynamic(ctx: NodeCtx, x: Value) -> Value:
     keep = bool(ctx.attr("keepdims", 1))
     noop = bool(ctx.attr("noop_with_empty_axes", 0))
     if 0 in x.shape and op in ("ReduceMax", "ReduceMin", "ReduceLogSumExp"):
-        # ONNX gives the identity over an empty set where dlvm's reduce_max traps; which axes
-        # are reduced (and so whether the set is empty) is known only at run time
-        raise ctx.not_known(1, "axes")
+        # x has no element, so every result entry reduces an empty set: ONNX's identity there
+        # (dlvm's reduce_max traps on empty sets). A sum (never trapping) gives the result's
+        # shape, which depends on the run-time axes.
+        zeros = e.emit("cast", [x], to=BY_NAME["f32"]) if not x.dtype.is_float else x
+        shaped = reduce_dyn(ctx, zeros, "sum", keep, noop)
+        if x.dtype.is_bool:
+            ident = np.array(op == "ReduceMin")
+        elif x.dtype.is_int:
+            info = np.iinfo(x.dtype.np)
+            ident = np.array(info.max if op == "ReduceMin" else info.min, x.dtype.np)
+        else:
+            ident = np.array(np.inf if op == "ReduceMin" else -np.inf, x.dtype.np)
+        base = e.emit("cast", [shaped], to=x.dtype) if shaped.dtype != x.dtype else shaped
+        if x.dtype.is_bool:
+            return e.emit("or" if op == "ReduceMin" else "and", [base, known(ident)],
+                          ctx.node.output[0])
+        return e.emit("add", [e.emit("mul", [base, known(np.zeros((), x.dtype.np))]),
+                              known(ident)], ctx.node.output[0])
     if op in ("ReduceMax", "ReduceMin") and x.dtype.is_bool:
         # on bools max is any and min is all: reduce 0/1 bytes
-        from isa.dtypes import BY_NAME
         b = reduce_dyn(ctx, e.emit("cast", [x], to=BY_NAME["u8"]), op[len("Reduce"):].lower(),
                        keep, noop)
         return e.emit("cast", [b], ctx.node.output[0], to=x.dtype)
@@ -95,7 +113,6 @@ def reduce(ctx: NodeCtx) -> list[Value]:
         return [empty]
     if x.dtype.is_bool and op in ("ReduceMax", "ReduceMin"):
         # on bools max is any and min is all: reduce 0/1 bytes
-        from isa.dtypes import BY_NAME
         b = e.emit(_DIRECT[op], [e.emit("cast", [x], to=BY_NAME["u8"])], axes=axes, keepdims=keep)
         return [e.emit("cast", [b], ctx.node.output[0], to=x.dtype)]
     if op in _DIRECT:
@@ -107,7 +124,6 @@ def reduce(ctx: NodeCtx) -> list[Value]:
     if op == "ReduceL2":
         s = e.emit("reduce_sum", [e.emit("mul", [x, x])], axes=axes, keepdims=keep)
         if x.dtype.is_int:
-            from isa.dtypes import BY_NAME
             f = e.emit("sqrt", [e.emit("cast", [s], to=BY_NAME["f64"])])
             return [e.emit("cast", [e.emit("round", [f])], to=x.dtype)]
         return [e.emit("sqrt", [s])]

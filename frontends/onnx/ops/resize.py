@@ -1,61 +1,22 @@
 """ONNX Resize as separable gathers: for each resized axis, output = sum over taps k of
 gather(x, index_k, axis) * weight_k, where the indices and weights (1 tap for nearest, 2 for
 linear, 4 for cubic) are computed at import from the static sizes, the coordinate transform and
-the interpolation mode. Out-of-range taps are clamped to the edge, as the ONNX reference pads.
+the interpolation mode (the tap math of `isa/ops/resize.py`). Scales or sizes known only at run
+time map to that file's `resize` op, which computes the same taps when the program runs.
 """
 from __future__ import annotations
 
 import numpy as np
 
+from isa.dtypes import BY_NAME
+from isa.ops.resize import TRANSFORMS, crop_coords, original_coords, taps_at
+
 from ..registry import NodeCtx, onnx_op
 from ..values import Value, known
-from .common import norm_axis
+from .common import cast, norm_axis
+from .dynshape import vector
 
-
-def _original_coords(mode: str, out: int, n: int, scale: float) -> np.ndarray:
-    x = np.arange(out, dtype=np.float64)
-    if mode == "half_pixel":
-        return (x + 0.5) / scale - 0.5
-    if mode == "half_pixel_symmetric":
-        adjust = out / (scale * n)
-        center = n / 2
-        return center * (1 - adjust) + (x + 0.5) / scale - 0.5
-    if mode == "pytorch_half_pixel":
-        return (x + 0.5) / scale - 0.5 if out > 1 else np.zeros(out)
-    if mode == "align_corners":
-        # the ONNX reference divides by the unrounded resized length, scale * n
-        length = scale * n
-        return x * (n - 1) / (length - 1) if length > 1 else np.zeros(out)
-    if mode == "asymmetric":
-        return x / scale
-    raise ValueError(mode)
-
-
-def _nearest(xo: np.ndarray, how: str) -> np.ndarray:
-    if how == "round_prefer_floor":
-        return np.ceil(xo - 0.5)
-    if how == "round_prefer_ceil":
-        return np.floor(xo + 0.5)
-    if how == "floor":
-        return np.floor(xo)
-    if how == "ceil":
-        return np.ceil(xo)
-    raise ValueError(how)
-
-
-def _cubic_weights(t: np.ndarray, a: float) -> list[np.ndarray]:
-    def w(d):     # the cubic convolution kernel at distance d
-        d = np.abs(d)
-        return np.where(d <= 1, ((a + 2) * d - (a + 3)) * d * d + 1,
-                        np.where(d < 2, ((a * d - 5 * a) * d + 8 * a) * d - 4 * a, 0.0))
-    return [w(t + 1), w(t), w(1 - t), w(2 - t)]
-
-
-def _crop_coords(out: int, n: int, start: float, end: float) -> np.ndarray:
-    """tf_crop_and_resize: the output spans [start, end] of the input, in units of n - 1."""
-    if out == 1:
-        return np.full(1, 0.5 * (start + end) * (n - 1))
-    return start * (n - 1) + np.arange(out, dtype=np.float64) * (end - start) * (n - 1) / (out - 1)
+I64, F32 = BY_NAME["i64"], BY_NAME["f32"]
 
 
 def taps(ctx: NodeCtx, mode: str, out: int, n: int, scale: float,
@@ -64,35 +25,26 @@ def taps(ctx: NodeCtx, mode: str, out: int, n: int, scale: float,
     outside the input get zero weights (the caller adds the extrapolation value there)."""
     transform = ctx.attr("coordinate_transformation_mode", "half_pixel")
     if crop is not None:
-        xo = _crop_coords(out, n, *crop)
+        xo = crop_coords(out, n, *crop)
         outside = (xo < 0) | (xo > n - 1)
         return [(i, np.where(outside, 0.0, w))
-                for i, w in taps_at(ctx, mode, np.clip(xo, 0, n - 1), n)]
+                for i, w in _taps_at(ctx, mode, np.clip(xo, 0, n - 1), n)]
     try:
-        xo = _original_coords(transform, out, n, scale)
+        xo = original_coords(transform, out, n, scale)
     except ValueError:
         raise ctx.fail(f"coordinate_transformation_mode={transform} is not supported") from None
-    return taps_at(ctx, mode, xo, n)
+    return _taps_at(ctx, mode, xo, n, scale)
 
 
-def taps_at(ctx: NodeCtx, mode: str, xo: np.ndarray, n: int) -> list[tuple[np.ndarray, np.ndarray]]:
-    out = xo.size
-    if mode == "nearest":
-        how = ctx.attr("nearest_mode", "round_prefer_floor")
-        idx = np.clip(_nearest(xo, how), 0, n - 1).astype(np.int64)
-        return [(idx, np.ones(out))]
-    base = np.floor(xo)
-    t = xo - base
-    if mode == "linear":
-        offsets, weights = [0, 1], [1 - t, t]
-    else:
-        offsets, weights = [-1, 0, 1, 2], _cubic_weights(t, float(ctx.attr("cubic_coeff_a", -0.75)))
-    raw = [base + o for o in offsets]
-    if ctx.attr("exclude_outside", 0):
-        weights = [np.where((r < 0) | (r > n - 1), 0.0, w) for r, w in zip(raw, weights)]
-        total = sum(weights)
-        weights = [w / total for w in weights]
-    return [(np.clip(r, 0, n - 1).astype(np.int64), w) for r, w in zip(raw, weights)]
+def _antialias(ctx: NodeCtx) -> bool:
+    return ctx.version >= 18 and bool(ctx.attr("antialias", 0))
+
+
+def _taps_at(ctx: NodeCtx, mode: str, xo: np.ndarray, n: int, scale: float = 1.0
+             ) -> list[tuple[np.ndarray, np.ndarray]]:
+    return taps_at(mode, xo, n, ctx.attr("nearest_mode", "round_prefer_floor"),
+                   float(ctx.attr("cubic_coeff_a", -0.75)), bool(ctx.attr("exclude_outside", 0)),
+                   _antialias(ctx), scale)
 
 
 def _sizes(ctx: NodeCtx, x: Value, axes: list[int]) -> list | None:
@@ -110,14 +62,44 @@ def _sizes(ctx: NodeCtx, x: Value, axes: list[int]) -> list | None:
     raise ctx.not_known(3, "sizes")
 
 
+def _runtime_resize(ctx: NodeCtx, x: Value, axes: list[int], mode: str, crop: bool
+                    ) -> Value | None:
+    """The `resize` op when the scales or sizes are known only at run time, else None."""
+    sc, sz = ctx.input(2), ctx.input(3)
+    dyn_sizes = sz is not None and sz.const is None
+    if dyn_sizes and sz.sym is not None:
+        entries = [ctx.e.derived.dim(d) for d in sz.sym]
+        dyn_sizes = not all(isinstance(d, int) or d == x.shape[a] for d, a in zip(entries, axes))
+    dyn_scales = sc is not None and sc.const is None and sz is None
+    if not (dyn_sizes or dyn_scales):
+        return None
+    transform = ctx.attr("coordinate_transformation_mode", "half_pixel")
+    if crop or transform not in TRANSFORMS:
+        return None      # tf_crop_and_resize needs its roi and sizes at import
+    if dyn_sizes:
+        by, target = "sizes", cast(ctx.e, vector(ctx, 3, "sizes"), I64)
+    else:
+        target = ctx.req(2)
+        if target.rank != 1 or not target.dtype.is_float:
+            raise ctx.fail(f"scales (input 2) must be a float vector, got {target.type}")
+        by, target = "scales", cast(ctx.e, target, F32)
+    policy = ctx.attr("keep_aspect_ratio_policy", "stretch") if ctx.version >= 18 else "stretch"
+    return ctx.e.emit("resize", [x, target], ctx.node.output[0], axes=axes, by=by, mode=mode,
+                      transform=transform,
+                      nearest_mode=ctx.attr("nearest_mode", "round_prefer_floor"),
+                      cubic_coeff_a=float(ctx.attr("cubic_coeff_a", -0.75)),
+                      exclude_outside=bool(ctx.attr("exclude_outside", 0)), policy=policy,
+                      antialias=_antialias(ctx))
+
+
 @onnx_op("Resize", since=13)
 def resize(ctx: NodeCtx) -> list[Value]:
     x, e = ctx.req(0), ctx.e
     mode = ctx.attr("mode", "nearest")
     if mode not in ("nearest", "linear", "cubic"):
         raise ctx.fail(f"mode={mode} is not supported")
-    if ctx.version >= 18 and ctx.attr("antialias", 0):
-        raise ctx.fail("antialias is not supported")
+    if _antialias(ctx) and mode == "nearest":
+        raise ctx.fail("antialias applies to linear and cubic modes only")
     crop = ctx.attr("coordinate_transformation_mode", "half_pixel") == "tf_crop_and_resize"
     extrapolation = float(ctx.attr("extrapolation_value", 0.0))
     # exporters write every mode's attributes; those of other modes have no effect
@@ -127,6 +109,9 @@ def resize(ctx: NodeCtx) -> list[Value]:
         raise ctx.fail(f"{mode} interpolation of {x.dtype} is not supported")
     axes = [norm_axis(a, x.rank) for a in ctx.attr("axes", list(range(x.rank)))] \
         if ctx.version >= 18 else list(range(x.rank))
+    runtime = _runtime_resize(ctx, x, axes, mode, crop)
+    if runtime is not None:
+        return [runtime]
     scales = ctx.const_input(2, "scales")
     in_sizes = [x.shape[a] for a in axes]
     sizes = _sizes(ctx, x, axes)
@@ -181,7 +166,7 @@ def resize(ctx: NodeCtx) -> list[Value]:
         if box is not None:
             # positions outside the input take the fill value (a select, so an inf read by a
             # clamped tap cannot turn into NaN there)
-            xo = _crop_coords(out, n, *box)
+            xo = crop_coords(out, n, *box)
             outside = known(((xo < 0) | (xo > n - 1)).reshape(shape))
             acc = e.emit("select", [outside, known(np.asarray(extrapolation, x.dtype.np)), acc])
         y = acc

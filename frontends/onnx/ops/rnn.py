@@ -211,7 +211,7 @@ _GATES = {"RNN": (1, ["Tanh"]), "GRU": (3, ["Sigmoid", "Tanh"]),
           "LSTM": (4, ["Sigmoid", "Tanh", "Tanh"])}
 
 
-@onnx_op("RNN", "GRU", "LSTM", since=14)
+@onnx_op("RNN", "GRU", "LSTM", since=7)     # 14 added layout (read with its default)
 def recurrent(ctx: NodeCtx) -> list[Value]:
     e, op = ctx.e, ctx.node.op_type
     gates, default_acts = _GATES[op]

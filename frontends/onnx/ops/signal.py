@@ -59,7 +59,7 @@ def stft(ctx: NodeCtx) -> list[Value]:
                    onesided=bool(ctx.attr("onesided", 1)))]
 
 
-@onnx_op("GridSample", since=20)
+@onnx_op("GridSample", since=16)     # 20 renamed the modes and added N-d
 def grid_sample(ctx: NodeCtx) -> list[Value]:
     mode = str(ctx.attr("mode", "linear"))
     mode = {"bilinear": "linear", "bicubic": "cubic"}.get(mode, mode)   # opset 16 names
@@ -80,9 +80,11 @@ def col2im(ctx: NodeCtx) -> list[Value]:
                        pads=list(ctx.attr("pads", [])), dilations=list(ctx.attr("dilations", [])))]
 
 
-@onnx_op("RoiAlign", since=16)
+@onnx_op("RoiAlign", since=10)
 def roi_align(ctx: NodeCtx) -> list[Value]:
-    ctm = str(ctx.attr("coordinate_transformation_mode", "half_pixel"))
+    # RoiAlign-10 had no such attribute and behaved as output_half_pixel
+    ctm = str(ctx.attr("coordinate_transformation_mode",
+                       "half_pixel" if ctx.version >= 16 else "output_half_pixel"))
     if ctm not in ("half_pixel", "output_half_pixel"):
         raise ctx.fail(f"coordinate_transformation_mode {ctm} is not supported")
     x = ctx.req(0)

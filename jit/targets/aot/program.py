@@ -74,6 +74,21 @@ class CProgram:
     unsupported: list[str] = field(default_factory=list)
 
 
+def _compute_call(op: str, a: dict, vals: list[str], dst: str) -> str:
+    """The runtime call of a product, convolution or 2-D max pool into `dst`."""
+    if op == "matmul":
+        return f"dlvm_rt_matmul(ctx, {vals[0]}, {vals[1]}, {dst})"
+    if op == "conv2d":
+        bias = vals[2] if len(vals) > 2 else "NULL"
+        return (f"dlvm_rt_conv2d(ctx, {vals[0]}, {vals[1]}, {bias}, {i64_array(a['strides'])}, "
+                f"{i64_array(a['pads'])}, {i64_array(a['dilations'])}, {int(a['groups'])}, {dst})")
+    if len(a["kernel"]) != 2:
+        raise Unsupported("pooling over other than 2 spatial dims")
+    return (f"dlvm_rt_maxpool2d(ctx, {vals[0]}, {i64_array(a['kernel'])}, "
+            f"{i64_array(a['strides'])}, {i64_array(a['pads'])}, {i64_array(a['dilations'])}, "
+            f"{int(bool(a['ceil_mode']))}, {dst})")
+
+
 class _Writer:
     def __init__(self) -> None:
         self.lines: list[str] = []
@@ -484,18 +499,8 @@ class ProgramCompiler:
         rt: TensorType = t.results[0]
         fail = f"goto fail_{n};"
         x_rank = t.operands[0].rank if t.operands else 0
-        if op == "matmul":
-            call = f"dlvm_rt_matmul(ctx, {vals[0]}, {vals[1]}, {dst})"
-        elif op == "conv2d":
-            bias = vals[2] if len(vals) > 2 else "NULL"
-            call = (f"dlvm_rt_conv2d(ctx, {vals[0]}, {vals[1]}, {bias}, {i64_array(a['strides'])}, "
-                    f"{i64_array(a['pads'])}, {i64_array(a['dilations'])}, {int(a['groups'])}, {dst})")
-        elif op == "maxpool2d":
-            if len(a["kernel"]) != 2:
-                raise Unsupported("pooling over other than 2 spatial dims")
-            call = (f"dlvm_rt_maxpool2d(ctx, {vals[0]}, {i64_array(a['kernel'])}, "
-                    f"{i64_array(a['strides'])}, {i64_array(a['pads'])}, {i64_array(a['dilations'])}, "
-                    f"{int(bool(a['ceil_mode']))}, {dst})")
+        if op in ("matmul", "conv2d", "maxpool2d"):
+            call = _compute_call(op, a, vals, dst)
         elif op == "reshape":
             call = f"dlvm_rt_reshape(ctx, {vals[0]}, {len(a['shape'])}, {i64_array(a['shape'])}, {dst})"
         elif op in ("expand_dims", "squeeze"):
@@ -547,18 +552,8 @@ class ProgramCompiler:
                 rows.operands[1].rank == 2 and rows.operands[1].dtype is DType.F32:
             pack = self._packed(head.operands[1].name)
             call = f"dlvm_rt_matmul_const(ctx, {vals[0]}, {vals[1]}, &{pack}, {dst})"
-        elif head.op == "matmul":
-            call = f"dlvm_rt_matmul(ctx, {vals[0]}, {vals[1]}, {dst})"
-        elif head.op == "conv2d":
-            bias = vals[2] if len(vals) > 2 else "NULL"
-            call = (f"dlvm_rt_conv2d(ctx, {vals[0]}, {vals[1]}, {bias}, {i64_array(a['strides'])}, "
-                    f"{i64_array(a['pads'])}, {i64_array(a['dilations'])}, {int(a['groups'])}, {dst})")
-        elif head.op == "maxpool2d":
-            if len(a["kernel"]) != 2:
-                raise Unsupported("pooling over other than 2 spatial dims")
-            call = (f"dlvm_rt_maxpool2d(ctx, {vals[0]}, {i64_array(a['kernel'])}, "
-                    f"{i64_array(a['strides'])}, {i64_array(a['pads'])}, {i64_array(a['dilations'])}, "
-                    f"{int(bool(a['ceil_mode']))}, {dst})")
+        elif head.op in ("matmul", "conv2d", "maxpool2d"):
+            call = _compute_call(head.op, a, vals, dst)
         else:
             raise Unsupported(f"an epilogue region headed by {head.op}")
         self.w(f"if ({call}) {{ dlvm_rt_release({dst}); goto fail_{n}; }}", 2)

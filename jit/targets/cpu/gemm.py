@@ -348,3 +348,8 @@ _per_process: PerProcess[Gemm] = PerProcess(Gemm)
 def gemm(disk: DiskCache | None = None) -> Gemm:
     """The process-wide kernel (compiled, or loaded from `disk`, on first use)."""
     return _per_process.get(disk)
+
+
+def gemm_ready() -> bool:
+    """Whether this process's kernel is built (gemm() returns at once)."""
+    return _per_process.instance is not None

@@ -189,6 +189,11 @@ def kernel(disk: DiskCache | None = None) -> MaxPool:
     return _per_process.get(disk)
 
 
+def kernel_ready() -> bool:
+    """Whether this process's kernel is built (kernel() returns at once)."""
+    return _per_process.instance is not None
+
+
 def _rows_contiguous(a: np.ndarray) -> bool:
     """Element strides the kernel takes: every stride a whole number of floats, and unit
     column stride (a single column has no stride to speak of)."""

@@ -32,11 +32,13 @@ from jit.kernel_ir import Kernel
 from jit.plan import Decline, Plan, Spec, make_plan
 from jit.regions import EPILOGUE_KINDS, Region
 
+from . import background as background_compiler
 from . import blas_threads, conv, maxpool, store_epilogue
 from .compiler import Compiled, assembly, compile_variant, optimized_ir
-from .gemm import PARALLEL_MACS, gemm
+from .gemm import PARALLEL_MACS, gemm, gemm_ready
 from .gemm import use_for as use_gemm
 from .threads import Job
+from .threads import warm as warm_pool
 
 MATH_OPS = {"exp", "log", "tanh", "erf", "sin", "cos", "pow"}
 # Innermost axes shorter than this get a variant whose vector loops are not interleaved (see
@@ -44,6 +46,9 @@ MATH_OPS = {"exp", "log", "tanh", "erf", "sin", "cos", "pow"}
 # the scalar remainder of a 100-element row is then 36 elements.
 SHORT_ROW = 256
 _MAX_SHAPES = 32
+# per-process helper kernels whose background build failed: the next call builds them in the
+# foreground, which reports the failure once and turns the helper off (see _gemm, _maxpool)
+_HELPERS_FAILED: set[str] = set()
 _MAX_JOBS = 8        # prepared kernel calls per shape (sets of buffers seen)
 
 
@@ -79,7 +84,8 @@ class _Call:
 
 
 class RegionRunner:
-    def __init__(self, jit: Any, module: Module, region: Region, types=None):
+    def __init__(self, jit: Any, module: Module, region: Region, types=None, *,
+                 background: bool = False):
         self.jit = jit
         self.module = module
         self.region = region
@@ -105,6 +111,13 @@ class RegionRunner:
         # and .spare), prepared jobs and packed constants. Threads sharing a VM run different
         # regions at once; the same region, one after the other (its kernel is parallel itself).
         self._lock = threading.Lock()
+        # background=True (the VM's tiered "auto" mode): kernels compile on the background
+        # compiler (jit/background.py) and calls are interpreted until theirs is installed
+        self.background = background
+        self._compiling: set[Spec] = set()          # variants queued or compiling
+        self.compile_errors: dict[Spec, str] = {}   # variants that failed to compile
+        self._waiting: dict[tuple, Spec] = {}       # input shapes -> the variant they wait for
+        self._current_key: tuple = ()               # the shapes _prepare is planning
 
     # ---- setup ---------------------------------------------------------------------------
 
@@ -172,15 +185,7 @@ class RegionRunner:
             plan.spec = dataclasses.replace(plan.spec, short_rows=True)
         compiled = self.variants.get(plan.spec)
         if compiled is None:
-            if len(self.variants) >= self.jit.max_variants:
-                raise Decline(f"{len(self.variants)} variants compiled (max_variants); new shapes "
-                              f"stay interpreted")
-            try:
-                compiled = compile_variant(k, plan.spec, self.jit.opt_level, self.jit.disk)
-            except NotImplementedError as e:
-                self.build_error = str(e)
-                raise Decline(str(e)) from None
-            self.variants[plan.spec] = compiled
+            compiled = self._compile(plan.spec)
         threads = self._threads_for(plan)
         rows = plan.rows
         bounds = [(rows * t // threads, rows * (t + 1) // threads) for t in range(threads)]
@@ -188,6 +193,48 @@ class RegionRunner:
                    for _ in bounds]
         return _Call(plan, compiled, [o.dtype.np for o in k.outputs], [None] * len(k.outputs), bounds,
                      scratch, mm_shape, None, mm_out, [[] for _ in k.outputs])
+
+    def _compile(self, spec: Spec) -> Compiled:
+        """The variant for `spec`, compiled now; in the background mode, queued on the
+        background compiler instead (Decline: the interpreter runs the region until the variant
+        is installed)."""
+        failed = self.compile_errors.get(spec)
+        if failed is not None:
+            raise Decline(failed)
+        if len(self.variants) + len(self._compiling - self.variants.keys()) >= self.jit.max_variants \
+                and spec not in self._compiling:
+            raise Decline(f"{len(self.variants)} variants compiled (max_variants); new shapes "
+                          f"stay interpreted")
+        if not self.background:
+            try:
+                compiled = compile_variant(self.kernel, spec, self.jit.opt_level, self.jit.disk)
+            except NotImplementedError as e:
+                self.build_error = str(e)
+                raise Decline(str(e)) from None
+            self.variants[spec] = compiled
+            return compiled
+        self._compiling.add(spec)
+        if len(self._waiting) >= _MAX_SHAPES:
+            self._waiting.pop(next(iter(self._waiting)))
+        self._waiting[self._current_key] = spec
+        bg = background_compiler.compiler()
+        key = (self, spec)
+        if not bg.pending(key):
+            bg.submit(key, lambda: self._compile_in_background(spec))
+        raise Decline("compiling in the background; the interpreter runs the region meanwhile")
+
+    def _compile_in_background(self, spec: Spec) -> None:
+        """On the compiler thread: compile one variant and install it (a dict assignment, which
+        a running call sees whole or not at all); a failure is recorded, and the region keeps
+        running on the interpreter for those shapes."""
+        try:
+            compiled = compile_variant(self.kernel, spec, self.jit.opt_level, self.jit.disk)
+            warm_pool(self.jit.threads)
+            self.variants[spec] = compiled
+        except Exception as e:     # noqa: BLE001 - a compile failure never reaches the user
+            self.compile_errors[spec] = f"compile failed: {type(e).__name__}: {e}"
+        finally:
+            self._compiling.discard(spec)
 
     def _store_for(self, args: list[np.ndarray], mm_shape, plan: Plan) -> store_epilogue.StoreEpilogue | None:
         """The epilogue as the GEMM kernel's store, where the region's is one (bias, relu) and
@@ -263,7 +310,14 @@ class RegionRunner:
         key = tuple(a.shape for a in args)
         call = self._calls.get(key)
         if call is None:
+            waiting = self._waiting.get(key)
+            if waiting is not None and background_compiler.compiler().pending((self, waiting)):
+                # these shapes' variant is compiling in the background: interpreted, without
+                # planning them again on every call meanwhile
+                raise Decline("compiling in the background; the interpreter runs the region meanwhile")
+            self._current_key = key
             call = self._prepare(args)
+            self._waiting.pop(key, None)
             if len(self._calls) >= _MAX_SHAPES:      # the oldest shape's buffers go
                 self._calls.pop(next(iter(self._calls)))
             self._calls[key] = call
@@ -364,6 +418,8 @@ class RegionRunner:
     def _gemm(self):
         """The JIT's GEMM kernel, or None where it cannot be built or loaded on this host: the
         Jit then runs products on NumPy's BLAS, after one warning."""
+        if self.background and not self._helper_ready(gemm, gemm_ready, "gemm"):
+            return None
         try:
             return gemm(self.jit.disk)
         except Exception as e:        # llvmlite failing on this host: never the user's error
@@ -371,6 +427,25 @@ class RegionRunner:
             warnings.warn(f"the JIT's GEMM kernel is unavailable, products use NumPy's BLAS: "
                           f"{type(e).__name__}: {e}", RuntimeWarning, stacklevel=2)
             return None
+
+    def _helper_ready(self, get, ready, name: str) -> bool:
+        """Whether a per-process helper kernel (the GEMM, the max pool) is built; if not, its
+        build is queued on the background compiler and this call uses NumPy or the op's
+        reference meanwhile (a failed build is then reported by the next call's `get`)."""
+        if ready() or name in _HELPERS_FAILED:
+            return True
+        bg = background_compiler.compiler()
+        key = ("helper", name)
+        if not bg.pending(key):
+            disk = self.jit.disk
+
+            def build():
+                try:
+                    get(disk)
+                except Exception:   # noqa: BLE001 - the next call's get() reports it, once
+                    _HELPERS_FAILED.add(name)
+            bg.submit(key, build)
+        return False
 
     def _head_buffer(self, call: _Call, dtype) -> np.ndarray:
         """Where a head writes its result: the output it becomes (one nobody holds), or a
@@ -385,6 +460,8 @@ class RegionRunner:
         """The native max-pool kernel, or None where it cannot be built on this host (after
         one warning; the op's reference then runs)."""
         if self.jit.maxpool_failed:
+            return None
+        if self.background and not self._helper_ready(maxpool.kernel, maxpool.kernel_ready, "maxpool"):
             return None
         try:
             return maxpool.kernel(self.jit.disk)
@@ -473,6 +550,8 @@ class RegionRunner:
             "compiled_calls": self.compiled_calls,
             "fallbacks": self.fallbacks,
             "last_fallback_reason": self.last_reason,
+            "compiling": len(self._compiling),
+            "compile_errors": sorted(set(self.compile_errors.values())),
             "output_allocations": self.allocations,
             "threads": len(self._last.bounds) if self._last else None,
         }

@@ -174,3 +174,9 @@ def run_parallel(threads: int, fn, chunks: list[tuple]) -> int:
         import ctypes
         return native.run(ctypes.cast(fn, ctypes.c_void_p).value, chunks)
     return pool(threads).run(fn, chunks)
+
+
+def warm(threads: int) -> None:
+    """Build (or load) the native pool a kernel on `threads` threads will run on, ahead of its
+    first call: the background compiler does it beside the kernel, so no call waits for it."""
+    _native_pool(threads)

@@ -1,0 +1,759 @@
+"""The table of core ATen op -> dlvm lowering, and the walk over an exported FX graph.
+
+Each entry takes the Lowerer, the FX node and its arguments (FX nodes replaced by Values, lists
+kept, Python scalars as they are) and returns a Value, or a tuple of them for multi-output ops.
+Result types come from the node's own meta (`val`, torch's fake tensor): arithmetic is done in
+the dtype torch promotes to, and reshapes of dynamic dims keep the dims torch knows.
+"""
+from __future__ import annotations
+
+import math
+import operator
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from frontends.base.values import Emitter, Value, known
+from isa.dtypes import DType
+from isa.types import TensorType
+
+from .errors import TorchImportError
+
+Lowering = Callable[..., Any]
+LOWERINGS: dict[str, Lowering] = {}
+
+
+def lowers(*names: str):
+    def deco(fn: Lowering) -> Lowering:
+        for n in names:
+            LOWERINGS[n] = fn
+        return fn
+    return deco
+
+
+class Lowerer:
+    def __init__(self, e: Emitter, env: dict, dims: Any):
+        self.e = e
+        self.env = env
+        self.dims = dims
+        self.node: Any = None
+
+    def run(self, graph: Any) -> list:
+        from .importer import op_name, source_line
+        outs: list = []
+        for node in graph.nodes:
+            if node.op in ("placeholder",):
+                continue
+            if node.op == "output":
+                outs = [self.arg(a) for a in node.args[0]]
+                continue
+            if node.op != "call_function":
+                raise TorchImportError(f"FX node '{node.name}' ({node.op}) is not supported")
+            self.node = node
+            fn = LOWERINGS[op_name(node.target)]
+            args = [self.arg(a) for a in node.args]
+            kwargs = {k: self.arg(v) for k, v in node.kwargs.items()}
+            try:
+                self.env[node] = fn(self, *args, **kwargs)
+            except TorchImportError as err:
+                where = source_line(node)
+                raise TorchImportError(f"{op_name(node.target)} ('{node.name}'"
+                                       f"{', at ' + where if where else ''}): {err}") from None
+            except Exception as err:  # noqa: BLE001 - a lowering's own bug, named with its node
+                where = source_line(node)
+                raise TorchImportError(f"{op_name(node.target)} ('{node.name}'"
+                                       f"{', at ' + where if where else ''}): the lowering "
+                                       f"failed ({type(err).__name__}: {err}); an importer bug"
+                                       ) from err
+        return outs
+
+    def arg(self, a: Any) -> Any:
+        import torch.fx
+        if isinstance(a, torch.fx.Node):
+            return self.env[a]
+        if isinstance(a, (list, tuple)):
+            return type(a)(self.arg(x) for x in a)
+        return a
+
+    # -- helpers -------------------------------------------------------------------------
+
+    def out_type(self, i: int | None = None) -> TensorType:
+        from .importer import meta_type
+        val = self.node.meta["val"]
+        if i is not None:
+            val = val[i]
+        return meta_type(val, self.dims)
+
+    def out_dtype(self) -> DType:
+        return self.out_type().dtype
+
+    def tensor(self, x: Any, dtype: DType) -> Value:
+        """`x` as a Value of `dtype` (scalars become known arrays, tensors are cast)."""
+        if isinstance(x, Value):
+            return self.cast(x, dtype)
+        if isinstance(x, (int, float, bool, np.number)):
+            return known(np.array(x, dtype=dtype.np))
+        # a SymInt/SymFloat argument: only its concrete value is usable here
+        raise TorchImportError(f"a symbolic scalar ({x}) as an operand is not supported")
+
+    def cast(self, v: Value, dtype: DType) -> Value:
+        if v.dtype == dtype:
+            return v
+        return self.e.emit("cast", [v], to=dtype)
+
+    def emit(self, op: str, args: list, **attrs: Any) -> Value:
+        return self.e.emit(op, args, **attrs)
+
+
+def _compute_dtype(lo: Lowerer, *xs: Any) -> DType:
+    """The dtype torch computes a binary op in: promotion of its tensor and scalar operands."""
+    import torch
+    vals = []
+    for x in xs:
+        if isinstance(x, Value):
+            vals.append(torch.empty((1,) * 0, dtype=_torch_dtype(x.dtype)))
+        else:
+            vals.append(x)
+    if len(vals) == 1:
+        return xs[0].dtype if isinstance(xs[0], Value) else lo.out_dtype()
+    t = torch.result_type(vals[0], vals[1])
+    from .importer import torch_dtype
+    return torch_dtype(t)
+
+
+def _torch_dtype(d: DType) -> Any:
+    import torch
+    return torch.from_numpy(np.zeros((), d.np)).dtype
+
+
+def _axis(a: int, rank: int) -> int:
+    return a + rank if a < 0 else a
+
+
+# -- elementwise ---------------------------------------------------------------------------
+
+def _binary(op: str) -> Lowering:
+    def lower(lo: Lowerer, a: Any, b: Any, **_: Any) -> Value:
+        dt = _compute_dtype(lo, a, b)
+        return lo.cast(lo.emit(op, [lo.tensor(a, dt), lo.tensor(b, dt)]), lo.out_dtype())
+    return lower
+
+
+for _op, _names in {
+    "mul": ("aten.mul.Tensor", "aten.mul.Scalar"),
+    "maximum": (), "minimum": (),
+    "pow": ("aten.pow.Tensor_Tensor", "aten.pow.Tensor_Scalar", "aten.pow.Scalar"),
+    "eq": ("aten.eq.Tensor", "aten.eq.Scalar"), "ne": ("aten.ne.Tensor", "aten.ne.Scalar"),
+    "lt": ("aten.lt.Tensor", "aten.lt.Scalar"), "le": ("aten.le.Tensor", "aten.le.Scalar"),
+    "gt": ("aten.gt.Tensor", "aten.gt.Scalar"), "ge": ("aten.ge.Tensor", "aten.ge.Scalar"),
+    "and": ("aten.logical_and.default", "aten.bitwise_and.Tensor"),
+    "or": ("aten.logical_or.default", "aten.bitwise_or.Tensor"),
+    "xor": ("aten.logical_xor.default", "aten.bitwise_xor.Tensor"),
+    "max": ("aten.maximum.default",), "min": ("aten.minimum.default",),
+    "mod": ("aten.remainder.Tensor", "aten.remainder.Scalar", "aten.fmod.Tensor",
+            "aten.fmod.Scalar"),
+}.items():
+    if _names:
+        lowers(*_names)(_binary(_op))
+
+
+@lowers("aten.add.Tensor", "aten.add.Scalar", "aten.sub.Tensor", "aten.sub.Scalar",
+        "aten.rsub.Scalar", "aten.rsub.Tensor")
+def _add_sub(lo: Lowerer, a: Any, b: Any, alpha: Any = 1) -> Value:
+    name = lo.node.target.__name__ if hasattr(lo.node.target, "__name__") else ""
+    op = "add" if "add" in name else "sub"
+    if "rsub" in name:
+        a, b = b, a
+    dt = _compute_dtype(lo, a, b)
+    bv = lo.tensor(b, dt)
+    if alpha != 1:
+        bv = lo.emit("mul", [bv, lo.tensor(alpha, dt)])
+    return lo.cast(lo.emit(op, [lo.tensor(a, dt), bv]), lo.out_dtype())
+
+
+@lowers("aten.div.Tensor", "aten.div.Scalar", "aten.div.Tensor_mode", "aten.div.Scalar_mode")
+def _div(lo: Lowerer, a: Any, b: Any, rounding_mode: str | None = None) -> Value:
+    out = lo.out_dtype()
+    if rounding_mode is None:
+        dt = out
+    else:
+        dt = _compute_dtype(lo, a, b)
+    if rounding_mode is not None and not dt.is_float:
+        q = lo.emit("div", [lo.tensor(a, DType.F64), lo.tensor(b, DType.F64)])
+    else:
+        q = lo.emit("div", [lo.tensor(a, dt), lo.tensor(b, dt)])
+    if rounding_mode == "floor":
+        q = lo.emit("floor", [q])
+    elif rounding_mode == "trunc":
+        q = lo.emit("mul", [lo.emit("sign", [q]), lo.emit("floor", [lo.emit("abs", [q])])])
+    return lo.cast(q, out)
+
+
+def _unary(op: str) -> Lowering:
+    def lower(lo: Lowerer, a: Value) -> Value:
+        out = lo.out_dtype()
+        return lo.cast(lo.emit(op, [lo.cast(a, out if out.is_float else a.dtype)]), out)
+    return lower
+
+
+for _op in ("abs", "neg", "exp", "log", "sqrt", "rsqrt", "sigmoid", "tanh", "relu", "erf", "sin",
+            "cos", "floor", "ceil", "sign", "reciprocal"):
+    lowers(f"aten.{_op}.default")(_unary(_op))
+lowers("aten.round.default")(_unary("round"))
+lowers("aten.logical_not.default", "aten.bitwise_not.default")(
+    lambda lo, a: lo.emit("not", [lo.cast(a, DType.BOOL)]) if lo.out_dtype() == DType.BOOL
+    else _raise("bitwise_not of integers"))
+lowers("aten.isnan.default")(lambda lo, a: lo.emit("isnan", [a]))
+
+
+def _raise(what: str) -> Any:
+    raise TorchImportError(f"{what} is not supported")
+
+
+@lowers("aten.gelu.default")
+def _gelu(lo: Lowerer, a: Value, approximate: str = "none") -> Value:
+    return lo.emit("gelu", [a], approximate=approximate)
+
+
+@lowers("aten.exp2.default")
+def _exp2(lo: Lowerer, a: Value) -> Value:
+    dt = lo.out_dtype()
+    return lo.emit("exp", [lo.emit("mul", [lo.cast(a, dt), lo.tensor(math.log(2.0), dt)])])
+
+
+@lowers("aten.log1p.default", "aten.expm1.default", "aten.log2.default", "aten.log10.default")
+def _log_family(lo: Lowerer, a: Value) -> Value:
+    dt = lo.out_dtype()
+    a = lo.cast(a, dt)
+    n = lo.node.target.__name__.split(".")[0]
+    if n == "log1p":
+        return lo.emit("log", [lo.emit("add", [a, lo.tensor(1.0, dt)])])
+    if n == "expm1":
+        return lo.emit("sub", [lo.emit("exp", [a]), lo.tensor(1.0, dt)])
+    base = 2.0 if n == "log2" else 10.0
+    return lo.emit("div", [lo.emit("log", [a]), lo.tensor(math.log(base), dt)])
+
+
+@lowers("aten.clamp.default", "aten.clamp.Tensor", "aten.hardtanh.default", "aten.clamp_min.default",
+        "aten.clamp_max.default")
+def _clamp(lo: Lowerer, a: Value, lo_: Any = None, hi: Any = None) -> Value:
+    n = lo.node.target.__name__
+    if n.startswith("hardtanh"):
+        lo_ = -1.0 if lo_ is None else lo_
+        hi = 1.0 if hi is None else hi
+    elif n.startswith("clamp_max"):
+        lo_, hi = None, lo_
+    dt = lo.out_dtype()
+    r = lo.cast(a, dt)
+    if lo_ is not None:
+        r = lo.emit("max", [r, lo.tensor(lo_, dt)])
+    if hi is not None:
+        r = lo.emit("min", [r, lo.tensor(hi, dt)])
+    return r
+
+
+@lowers("aten.leaky_relu.default")
+def _leaky(lo: Lowerer, a: Value, slope: float = 0.01) -> Value:
+    dt = a.dtype
+    return lo.emit("select", [lo.emit("gt", [a, lo.tensor(0, dt)]), a,
+                              lo.emit("mul", [a, lo.tensor(slope, dt)])])
+
+
+@lowers("aten.hardsigmoid.default", "aten.hardswish.default")
+def _hard(lo: Lowerer, a: Value) -> Value:
+    dt = a.dtype
+    t = lo.emit("div", [lo.emit("min", [lo.emit("max", [lo.emit("add", [a, lo.tensor(3.0, dt)]),
+                                                       lo.tensor(0.0, dt)]),
+                                        lo.tensor(6.0, dt)]), lo.tensor(6.0, dt)])
+    return lo.emit("mul", [a, t]) if "swish" in lo.node.target.__name__ else t
+
+
+@lowers("aten.silu.default")
+def _silu(lo: Lowerer, a: Value) -> Value:
+    return lo.emit("mul", [a, lo.emit("sigmoid", [a])])
+
+
+@lowers("aten.where.self", "aten.where.ScalarSelf", "aten.where.ScalarOther", "aten.where.Scalar")
+def _where(lo: Lowerer, c: Value, a: Any, b: Any) -> Value:
+    dt = lo.out_dtype()
+    return lo.emit("select", [lo.cast(c, DType.BOOL), lo.tensor(a, dt), lo.tensor(b, dt)])
+
+
+@lowers("aten._to_copy.default", "aten.clone.default", "aten.alias.default",
+        "aten.lift_fresh_copy.default", "aten.detach.default", "aten.contiguous.default",
+        "aten._assert_tensor_metadata.default")
+def _copy(lo: Lowerer, a: Any, *_: Any, **__: Any) -> Any:
+    if "assert_tensor_metadata" in lo.node.target.__name__:
+        return None
+    return lo.cast(a, lo.out_dtype())
+
+
+@lowers("aten.scalar_tensor.default")
+def _scalar_tensor(lo: Lowerer, x: Any, **_: Any) -> Value:
+    return lo.tensor(x, lo.out_dtype())
+
+
+@lowers("aten.full.default", "aten.zeros.default", "aten.ones.default", "aten.full_like.default",
+        "aten.zeros_like.default", "aten.ones_like.default", "aten.empty.memory_format",
+        "aten.empty_like.default", "aten.new_zeros.default", "aten.new_ones.default",
+        "aten.new_full.default", "aten.new_empty.default")
+def _full(lo: Lowerer, *args: Any, **kw: Any) -> Value:
+    n = lo.node.target.__name__
+    t = lo.out_type()
+    if n.startswith(("zeros", "new_zeros", "empty", "new_empty")):
+        value: Any = 0
+    elif n.startswith(("ones", "new_ones")):
+        value = 1
+    elif n.startswith("full_like"):
+        value = args[1]
+    elif n.startswith("new_full"):
+        value = args[2]
+    else:
+        value = args[1]
+    if not isinstance(value, (int, float, bool)):
+        raise TorchImportError("a fill value that is not a number")
+    return lo.e.emit_const_fill(value, t)
+
+
+@lowers("aten.arange.start_step", "aten.arange.default", "aten.arange.start")
+def _arange(lo: Lowerer, *args: Any, **kw: Any) -> Value:
+    t = lo.out_type()
+    if not t.is_static:
+        raise TorchImportError("arange of a symbolic length is not supported")
+    nums = [a for a in args if isinstance(a, (int, float))]
+    start, step = 0, 1
+    if len(nums) == 1:
+        end = nums[0]
+    else:
+        start, end = nums[0], nums[1]
+        step = nums[2] if len(nums) > 2 else kw.get("step", 1)
+    return known(np.arange(start, end, step).astype(t.dtype.np))
+
+
+# -- linear algebra ------------------------------------------------------------------------
+
+@lowers("aten.mm.default", "aten.bmm.default", "aten.matmul.default")
+def _mm(lo: Lowerer, a: Value, b: Value) -> Value:
+    return lo.emit("matmul", [a, b])
+
+
+@lowers("aten.addmm.default")
+def _addmm(lo: Lowerer, bias: Value, a: Value, b: Value, beta: Any = 1, alpha: Any = 1) -> Value:
+    dt = lo.out_dtype()
+    r = lo.emit("matmul", [a, b])
+    if alpha != 1:
+        r = lo.emit("mul", [r, lo.tensor(alpha, dt)])
+    bv = bias if beta == 1 else lo.emit("mul", [bias, lo.tensor(beta, dt)])
+    return lo.emit("add", [r, bv])
+
+
+@lowers("aten.convolution.default")
+def _conv(lo: Lowerer, x: Value, w: Value, bias: Value | None, stride: list, padding: list,
+          dilation: list, transposed: bool, output_padding: list, groups: int) -> Value:
+    if transposed:
+        raise TorchImportError("transposed convolution is not supported")
+    k = len(stride)
+    if k not in (1, 2):
+        raise TorchImportError(f"{k}-D convolution is not supported (1-D and 2-D are)")
+    args = [x, w] + ([bias] if bias is not None else [])
+    if k == 1:
+        x1 = lo.emit("expand_dims", [x], axes=[2])
+        w1 = lo.emit("expand_dims", [w], axes=[2])
+        r = lo.emit("conv2d", [x1, w1] + args[2:], strides=[1, stride[0]],
+                    pads=[0, padding[0], 0, padding[0]], dilations=[1, dilation[0]], groups=groups)
+        return lo.emit("squeeze", [r], axes=[2])
+    return lo.emit("conv2d", args, strides=list(stride),
+                   pads=[padding[0], padding[1], padding[0], padding[1]],
+                   dilations=list(dilation), groups=groups)
+
+
+# -- normalization and activations ---------------------------------------------------------
+
+@lowers("aten._native_batch_norm_legit_no_training.default")
+def _bn(lo: Lowerer, x: Value, w: Value | None, b: Value | None, mean: Value, var: Value,
+        momentum: float, eps: float) -> tuple:
+    c = x.shape[1]
+    dt = x.dtype
+    w = w if w is not None else known(np.ones(c, dt.np))
+    b = b if b is not None else known(np.zeros(c, dt.np))
+    r = lo.emit("batch_norm", [x, w, b, mean, var], epsilon=float(eps))
+    return (r, None, None)
+
+
+@lowers("aten.native_layer_norm.default")
+def _ln(lo: Lowerer, x: Value, shape: list, w: Value | None, b: Value | None, eps: float) -> tuple:
+    axis = x.rank - len(shape)
+    args = [x] + ([w] if w is not None else []) + ([b] if b is not None and w is not None else [])
+    r = lo.emit("layer_norm", args, axis=axis, epsilon=float(eps))
+    if b is not None and w is None:
+        r = lo.emit("add", [r, b])
+    return (r, None, None)
+
+
+@lowers("aten._softmax.default", "aten._log_softmax.default")
+def _softmax(lo: Lowerer, x: Value, dim: int, half_to_float: bool = False) -> Value:
+    op = "log_softmax" if "log" in lo.node.target.__name__ else "softmax"
+    return lo.emit(op, [x], axis=_axis(dim, x.rank))
+
+
+# -- pooling -------------------------------------------------------------------------------
+
+@lowers("aten.max_pool2d_with_indices.default")
+def _maxpool(lo: Lowerer, x: Value, kernel: list, stride: list | None = None, padding: Any = 0,
+             dilation: Any = 1, ceil_mode: bool = False) -> tuple:
+    for user in lo.node.users:
+        if user.target is operator.getitem and user.args[1] != 0:
+            raise TorchImportError("max pool indices are not supported")
+    kernel = list(kernel) * (2 // len(kernel))
+    stride = list(stride or kernel) * (2 // len(stride or kernel))
+    pad = [padding] * 2 if isinstance(padding, int) else list(padding) * (2 // len(padding))
+    dil = [dilation] * 2 if isinstance(dilation, int) else list(dilation) * (2 // len(dilation))
+    r = lo.emit("maxpool2d", [x], kernel=kernel, strides=stride, pads=pad + pad,
+                dilations=dil, ceil_mode=bool(ceil_mode))
+    return (r, None)
+
+
+@lowers("aten.avg_pool2d.default")
+def _avgpool(lo: Lowerer, x: Value, kernel: list, stride: list | None = None, padding: Any = 0,
+             ceil_mode: bool = False, count_include_pad: bool = True,
+             divisor_override: Any = None) -> Value:
+    if divisor_override is not None:
+        raise TorchImportError("avg_pool2d's divisor_override is not supported")
+    kernel = list(kernel) * (2 // len(kernel))
+    stride = list(stride or kernel) * (2 // len(stride or kernel))
+    pad = [padding] * 2 if isinstance(padding, int) else list(padding) * (2 // len(padding))
+    return lo.emit("avgpool2d", [x], kernel=kernel, strides=stride, pads=pad + pad,
+                   ceil_mode=bool(ceil_mode), count_include_pad=bool(count_include_pad))
+
+
+@lowers("aten._adaptive_avg_pool2d.default", "aten.adaptive_avg_pool2d.default")
+def _adaptive_avg(lo: Lowerer, x: Value, size: list) -> Value:
+    h, w = x.shape[2], x.shape[3]
+    oh, ow = size
+    if (oh, ow) == (1, 1):
+        return lo.emit("reduce_mean", [x], axes=[2, 3], keepdims=True)
+    if not isinstance(h, int) or not isinstance(w, int) or h % oh or w % ow:
+        raise TorchImportError(f"adaptive average pooling of {h}x{w} to {oh}x{ow} is not supported"
+                               f" (the output must divide the input)")
+    kh, kw = h // oh, w // ow
+    return lo.emit("avgpool2d", [x], kernel=[kh, kw], strides=[kh, kw], pads=[0, 0, 0, 0])
+
+
+# -- reductions ----------------------------------------------------------------------------
+
+def _reduce(kind: str) -> Lowering:
+    def lower(lo: Lowerer, x: Value, dims: Any = None, keepdim: bool = False, **kw: Any) -> Value:
+        if isinstance(dims, int):
+            dims = [dims]
+        axes = None if not dims else [_axis(d, x.rank) for d in dims]
+        out = lo.out_dtype()
+        x = lo.cast(x, out) if kind in ("sum", "mean", "prod") else x
+        return lo.emit(f"reduce_{kind}", [x], axes=axes, keepdims=bool(keepdim))
+    return lower
+
+
+lowers("aten.sum.dim_IntList", "aten.sum.default")(_reduce("sum"))
+lowers("aten.mean.dim", "aten.mean.default")(_reduce("mean"))
+lowers("aten.amax.default")(_reduce("max"))
+lowers("aten.amin.default")(_reduce("min"))
+lowers("aten.prod.dim_int", "aten.prod.default")(_reduce("prod"))
+
+
+@lowers("aten.var.correction", "aten.var.dim")
+def _var(lo: Lowerer, x: Value, dims: Any = None, correction: Any = None, keepdim: bool = False,
+         unbiased: Any = None) -> Value:
+    if isinstance(dims, int):
+        dims = [dims]
+    axes = list(range(x.rank)) if not dims else [_axis(d, x.rank) for d in dims]
+    corr = 1 if correction is None else correction
+    if unbiased is not None:
+        corr = 1 if unbiased else 0
+    mean = lo.emit("reduce_mean", [x], axes=axes, keepdims=True)
+    d = lo.emit("sub", [x, mean])
+    s = lo.emit("reduce_sum", [lo.emit("mul", [d, d])], axes=axes, keepdims=bool(keepdim))
+    n = 1
+    for a in axes:
+        if not isinstance(x.shape[a], int):
+            raise TorchImportError("variance over a symbolic dim is not supported")
+        n *= x.shape[a]
+    return lo.emit("div", [s, lo.tensor(max(n - corr, 0), x.dtype)])
+
+
+@lowers("aten.argmax.default", "aten.argmin.default")
+def _argmax(lo: Lowerer, x: Value, dim: Any = None, keepdim: bool = False) -> Value:
+    op = "argmax" if "argmax" in lo.node.target.__name__ else "argmin"
+    if dim is None:
+        x = lo.emit("reshape", [x], shape=[-1])
+        dim = 0
+    return lo.cast(lo.emit(op, [x], axis=_axis(dim, x.rank), keepdims=bool(keepdim)), DType.I64)
+
+
+# -- movement ------------------------------------------------------------------------------
+
+@lowers("aten.view.default", "aten._unsafe_view.default", "aten.reshape.default")
+def _view(lo: Lowerer, x: Value, shape: list) -> Value:
+    t = lo.out_type()
+    sizes = [d if isinstance(d, int) else -1 for d in t.shape]
+    if sizes.count(-1) > 1:
+        raise TorchImportError(f"a reshape to {t} has more than one symbolic dim")
+    v = lo.emit("reshape", [x], shape=sizes)
+    return Value(t, v.operand, v.const) if v.type.rank == t.rank and v.dtype == t.dtype else v
+
+
+@lowers("aten.permute.default")
+def _permute(lo: Lowerer, x: Value, perm: list) -> Value:
+    return lo.emit("transpose", [x], perm=[_axis(p, x.rank) for p in perm])
+
+
+@lowers("aten.t.default")
+def _t(lo: Lowerer, x: Value) -> Value:
+    return lo.emit("transpose", [x], perm=list(reversed(range(x.rank))))
+
+
+@lowers("aten.transpose.int")
+def _transpose(lo: Lowerer, x: Value, a: int, b: int) -> Value:
+    perm = list(range(x.rank))
+    a, b = _axis(a, x.rank), _axis(b, x.rank)
+    perm[a], perm[b] = perm[b], perm[a]
+    return lo.emit("transpose", [x], perm=perm)
+
+
+@lowers("aten.expand.default")
+def _expand(lo: Lowerer, x: Value, shape: list, implicit: bool = False) -> Value:
+    t = lo.out_type()
+    if t.shape == x.shape:
+        return x
+    return lo.emit("broadcast_to", [x], shape=list(t.shape))
+
+
+@lowers("aten.unsqueeze.default")
+def _unsqueeze(lo: Lowerer, x: Value, dim: int) -> Value:
+    return lo.emit("expand_dims", [x], axes=[_axis(dim, x.rank + 1)])
+
+
+@lowers("aten.squeeze.dims", "aten.squeeze.dim", "aten.squeeze.default")
+def _squeeze(lo: Lowerer, x: Value, dims: Any = None) -> Value:
+    if dims is None:
+        dims = [i for i, d in enumerate(x.shape) if d == 1]
+    if isinstance(dims, int):
+        dims = [dims]
+    dims = [_axis(d, x.rank) for d in dims if x.shape[_axis(d, x.rank)] == 1]
+    if not dims:
+        return x
+    return lo.emit("squeeze", [x], axes=dims)
+
+
+@lowers("aten.cat.default", "aten.concat.default")
+def _cat(lo: Lowerer, xs: list, dim: int = 0) -> Value:
+    dt = lo.out_dtype()
+    xs = [lo.cast(x, dt) for x in xs if not (x.rank == 1 and x.shape[0] == 0 and dt)]
+    if len(xs) == 1:
+        return xs[0]
+    return lo.emit("concat", xs, axis=_axis(dim, xs[0].rank))
+
+
+@lowers("aten.slice.Tensor")
+def _slice(lo: Lowerer, x: Value, dim: int = 0, start: Any = None, end: Any = None,
+           step: int = 1) -> Value:
+    dim = _axis(dim, x.rank)
+    start = 0 if start is None else start
+    end = (1 << 62) if end is None else end
+    if not isinstance(start, int) or not isinstance(end, int):
+        raise TorchImportError("a slice with symbolic bounds is not supported")
+    if start == 0 and end >= (1 << 62) and step == 1:
+        return x
+    end = min(end, 1 << 62)
+    return lo.emit("slice", [x], starts=[start], ends=[end], axes=[dim], steps=[step])
+
+
+@lowers("aten.select.int")
+def _select(lo: Lowerer, x: Value, dim: int, index: int) -> Value:
+    dim = _axis(dim, x.rank)
+    return lo.emit("gather", [x, known(np.array(index, np.int64))], axis=dim)
+
+
+@lowers("aten.split_with_sizes.default", "aten.split.Tensor")
+def _split(lo: Lowerer, x: Value, sizes: Any, dim: int = 0) -> tuple:
+    dim = _axis(dim, x.rank)
+    n = x.shape[dim]
+    if isinstance(sizes, int):
+        if not isinstance(n, int):
+            raise TorchImportError("split of a symbolic dim is not supported")
+        sizes = [min(sizes, n - s) for s in range(0, n, sizes)]
+    outs, at = [], 0
+    for s in sizes:
+        outs.append(lo.emit("slice", [x], starts=[at], ends=[at + s], axes=[dim]))
+        at += s
+    return tuple(outs)
+
+
+@lowers("aten.constant_pad_nd.default")
+def _pad(lo: Lowerer, x: Value, pad: list, value: float = 0.0) -> Value:
+    begins, ends = [0] * x.rank, [0] * x.rank
+    for i in range(len(pad) // 2):
+        ax = x.rank - 1 - i
+        begins[ax], ends[ax] = pad[2 * i], pad[2 * i + 1]
+    if min(begins + ends) < 0:
+        raise TorchImportError("negative padding is not supported")
+    return lo.emit("pad", [x], pads=begins + ends, value=float(value))
+
+
+@lowers("aten.embedding.default")
+def _embedding(lo: Lowerer, w: Value, idx: Value, *_: Any) -> Value:
+    return lo.emit("gather", [w, idx], axis=0)
+
+
+@lowers("aten.index.Tensor")
+def _index(lo: Lowerer, x: Value, indices: list) -> Value:
+    used = [(i, v) for i, v in enumerate(indices) if v is not None]
+    if len(used) != 1:
+        raise TorchImportError("advanced indexing with more than one index tensor is not "
+                               "supported")
+    ax, idx = used[0]
+    if idx.dtype == DType.BOOL:
+        raise TorchImportError("indexing by a boolean mask is not supported")
+    return lo.emit("gather", [x, idx], axis=ax)
+
+
+@lowers("aten.tril.default", "aten.triu.default")
+def _tri(lo: Lowerer, x: Value, k: int = 0) -> Value:
+    n, m = x.shape[-2], x.shape[-1]
+    if not isinstance(n, int) or not isinstance(m, int):
+        raise TorchImportError("tril/triu of a symbolic size is not supported")
+    upper = "triu" in lo.node.target.__name__
+    mask = np.triu(np.ones((n, m), bool), k) if upper else np.tril(np.ones((n, m), bool), k)
+    return lo.emit("select", [known(mask), x, known(np.zeros((), x.dtype.np))])
+
+
+@lowers("_operator.getitem")
+def _getitem(lo: Lowerer, xs: Any, i: int) -> Any:
+    return xs[i]
+
+
+@lowers("aten.sym_size.int", "aten.sym_numel.default", "_operator.mul", "_operator.add",
+        "_operator.sub", "_operator.floordiv", "_operator.truediv", "_operator.mod",
+        "_operator.neg", "torch.sym_max", "torch.sym_min", "torch.sym_float", "torch.sym_int")
+def _sym_size(lo: Lowerer, *_: Any) -> Any:
+    """Size arithmetic: its value is torch's symbolic size (reshapes and expands take their
+    result shapes from the node's meta, where these sizes are already named dims)."""
+    return lo.node.meta.get("val")
+
+
+@lowers("aten.dropout.default", "aten.native_dropout.default")
+def _dropout(lo: Lowerer, x: Value, p: float = 0.5, train: Any = False) -> Any:
+    if train:
+        raise TorchImportError("dropout in training mode is not supported (call model.eval())")
+    return x if "native" not in lo.node.target.__name__ else (x, None)
+
+
+@lowers("aten.elu.default")
+def _elu(lo: Lowerer, a: Value, alpha: float = 1.0, scale: float = 1.0,
+         input_scale: float = 1.0) -> Value:
+    dt = a.dtype
+    neg = lo.emit("mul", [lo.emit("sub", [lo.emit("exp", [lo.emit("mul", [
+        a, lo.tensor(input_scale, dt)])]), lo.tensor(1.0, dt)]), lo.tensor(alpha, dt)])
+    r = lo.emit("select", [lo.emit("gt", [a, lo.tensor(0, dt)]), a, neg])
+    return r if scale == 1 else lo.emit("mul", [r, lo.tensor(scale, dt)])
+
+
+@lowers("aten.any.dim", "aten.any.dims", "aten.any.default", "aten.all.dim", "aten.all.default")
+def _any_all(lo: Lowerer, x: Value, dims: Any = None, keepdim: bool = False) -> Value:
+    if isinstance(dims, int):
+        dims = [dims]
+    axes = None if not dims else [_axis(d, x.rank) for d in dims]
+    b = lo.cast(lo.emit("ne", [x, lo.tensor(0, x.dtype)]), DType.I32) if x.dtype != DType.BOOL \
+        else lo.cast(x, DType.I32)
+    kind = "reduce_max" if "any" in lo.node.target.__name__ else "reduce_min"
+    return lo.cast(lo.emit(kind, [b], axes=axes, keepdims=bool(keepdim)), DType.BOOL)
+
+
+@lowers("aten.native_group_norm.default")
+def _group_norm(lo: Lowerer, x: Value, w: Value | None, b: Value | None, n: Any, c: int,
+                hw: Any, groups: int, eps: float) -> tuple:
+    rest = x.shape[1:]
+    if not all(isinstance(d, int) for d in rest):
+        raise TorchImportError("group norm over symbolic channel or spatial dims is not supported")
+    per = int(np.prod(rest)) // groups
+    g = lo.emit("reshape", [x], shape=[-1, groups, per])
+    g = lo.emit("layer_norm", [g], axis=2, epsilon=float(eps))
+    r = lo.emit("reshape", [g], shape=[-1, *rest])
+    shape = [c] + [1] * (x.rank - 2)
+    if w is not None:
+        r = lo.emit("mul", [r, lo.emit("reshape", [w], shape=shape)])
+    if b is not None:
+        r = lo.emit("add", [r, lo.emit("reshape", [b], shape=shape)])
+    out = lo.out_type(0)
+    return (Value(out, r.operand, r.const), None, None)
+
+
+@lowers("aten.flip.default")
+def _flip(lo: Lowerer, x: Value, dims: list) -> Value:
+    axes = [_axis(d, x.rank) for d in dims]
+    return lo.emit("slice", [x], starts=[-1] * len(axes), ends=[-(1 << 62)] * len(axes),
+                   axes=axes, steps=[-1] * len(axes))
+
+
+@lowers("aten.cumsum.default")
+def _cumsum(lo: Lowerer, x: Value, dim: int, dtype: Any = None) -> Value:
+    x = lo.cast(x, lo.out_dtype())
+    return lo.emit("cumsum", [x, known(np.array(_axis(dim, x.rank), np.int64))])
+
+
+@lowers("aten.upsample_nearest2d.vec", "aten.upsample_nearest2d.default")
+def _upsample_nearest(lo: Lowerer, x: Value, size: Any, scales: Any = None, *_: Any) -> Value:
+    t = lo.out_type()
+    h, w = x.shape[2], x.shape[3]
+    oh, ow = t.shape[2], t.shape[3]
+    if not all(isinstance(d, int) for d in (h, w, oh, ow)) or oh % h or ow % w:
+        raise TorchImportError("nearest upsampling by a non-integer or symbolic factor is not "
+                               "supported")
+    sh, sw = oh // h, ow // w
+    y = lo.emit("expand_dims", [x], axes=[3, 5])
+    shape = [x.shape[0], x.shape[1], h, sh, w, sw]
+    y = lo.emit("broadcast_to", [y], shape=shape)
+    v = lo.emit("reshape", [y], shape=[-1 if not isinstance(x.shape[0], int) else x.shape[0],
+                                       x.shape[1], oh, ow])
+    return Value(t, v.operand, v.const)
+
+
+@lowers("aten.adaptive_max_pool2d.default")
+def _adaptive_max(lo: Lowerer, x: Value, size: list) -> tuple:
+    if list(size) != [1, 1]:
+        raise TorchImportError("adaptive max pooling to a size other than 1x1 is not supported")
+    for user in lo.node.users:
+        if user.target is operator.getitem and user.args[1] != 0:
+            raise TorchImportError("adaptive max pool indices are not supported")
+    return (lo.emit("reduce_max", [x], axes=[2, 3], keepdims=True), None)
+
+
+@lowers("aten._native_batch_norm_legit.no_stats", "aten._native_batch_norm_legit.default",
+        "aten._native_batch_norm_legit_functional.default")
+def _bn_batch_stats(lo: Lowerer, x: Value, w: Value | None, b: Value | None, *rest: Any) -> tuple:
+    """Batch norm with the batch's own statistics (InstanceNorm, BatchNorm in training mode):
+    the result only; the running statistics torch would update are not."""
+    eps = float(rest[-1])
+    axes = [a for a in range(x.rank) if a != 1]
+    mean = lo.emit("reduce_mean", [x], axes=axes, keepdims=True)
+    d = lo.emit("sub", [x, mean])
+    var = lo.emit("reduce_mean", [lo.emit("mul", [d, d])], axes=axes, keepdims=True)
+    r = lo.emit("mul", [d, lo.emit("rsqrt", [lo.emit("add", [var, lo.tensor(eps, x.dtype)])])])
+    shape = [x.shape[1]] + [1] * (x.rank - 2)
+    if w is not None:
+        r = lo.emit("mul", [r, lo.emit("reshape", [w], shape=shape)])
+    if b is not None:
+        r = lo.emit("add", [r, lo.emit("reshape", [b], shape=shape)])
+    return (r,) + (None,) * (len(lo.node.meta["val"]) - 1)
+
+
+@lowers("aten.repeat.default")
+def _repeat(lo: Lowerer, x: Value, reps: list) -> Value:
+    if not all(isinstance(r, int) for r in reps):
+        raise TorchImportError("repeat by a symbolic count is not supported")
+    lead = len(reps) - x.rank
+    if lead:
+        x = lo.emit("reshape", [x], shape=[1] * lead + [d if isinstance(d, int) else -1
+                                                        for d in x.shape])
+    v = lo.emit("tile_dyn", [x, known(np.array(reps, np.int64))])
+    t = lo.out_type()
+    return Value(t, v.operand, v.const) if v.const is None else v

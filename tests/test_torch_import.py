@@ -1,0 +1,149 @@
+"""The torch importer's interface: named dims, constants, errors, .pt2 files, the command line,
+and the `torch.compile` backend's registration, fallback and training graphs."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import dlvmrt  # noqa: E402
+from frontends.torch import import_torch, load_pt2  # noqa: E402
+from frontends.torch.errors import TorchImportError  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+class MLP(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = torch.nn.Linear(4, 8)
+        self.fc2 = torch.nn.Linear(8, 3)
+
+    def forward(self, x):
+        return self.fc2(torch.relu(self.fc1(x)))
+
+
+class Unsupported(torch.nn.Module):
+    def forward(self, x):
+        y = torch.erfinv(x.clamp(-0.5, 0.5))         # not in the table
+        return torch.linalg.cholesky(y @ y.mT + torch.eye(3))   # nor this
+
+
+def test_dims_are_named_and_parameters_are_constants():
+    m = MLP().eval()
+    n = torch.export.Dim("n", max=1024)
+    mod = import_torch(m, (torch.randn(2, 4),), dynamic_shapes={"x": {0: n}})
+    main = mod.functions["main"]
+    assert [p.name for p in main.params] == ["x"]
+    assert main.params[0].type.shape == ("n", 4)
+    assert "fc1_bias" in mod.constants and len(main.params) == 1
+    x = torch.randn(5, 4)
+    (got,) = dlvmrt.VM(mod).run("main", x.numpy())
+    np.testing.assert_allclose(got, m(x).detach().numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_unsupported_ops_are_listed_together_with_their_lines():
+    with pytest.raises(TorchImportError) as e:
+        import_torch(Unsupported(), (torch.randn(3, 3),))
+    msg = str(e.value)
+    assert "aten.erfinv" in msg and "cholesky" in msg
+    assert "test_torch_import.py:" in msg
+
+
+def test_export_failure_is_a_clear_error():
+    class DataDependent(torch.nn.Module):
+        def forward(self, x):
+            return x[x > 0] if x.sum() > 0 else x
+
+    with pytest.raises(TorchImportError, match="torch.export could not export"):
+        import_torch(DataDependent(), (torch.randn(4),))
+
+
+def test_pt2_file_through_the_command_line(tmp_path):
+    m = MLP().eval()
+    ep = torch.export.export(m, (torch.randn(2, 4),))
+    p = tmp_path / "mlp.pt2"
+    torch.export.save(ep, str(p))
+    mod = load_pt2(p)
+    x = torch.randn(2, 4)
+    (got,) = dlvmrt.VM(mod).run("main", x.numpy())
+    np.testing.assert_allclose(got, m(x).detach().numpy(), rtol=1e-5, atol=1e-6)
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    out = tmp_path / "mlp.dlbc"
+    r = subprocess.run([sys.executable, "-m", "cli", "import", str(p), "-o", str(out)],
+                       capture_output=True, text=True, env=env, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    (got2,) = dlvmrt.VM(str(out)).run("main", x.numpy())
+    np.testing.assert_array_equal(got, got2)
+    bad = tmp_path / "bad.pt2"
+    bad.write_bytes(b"not an archive")
+    r = subprocess.run([sys.executable, "-m", "cli", "run", str(bad)], capture_output=True,
+                       text=True, env=env, cwd=ROOT)
+    assert r.returncode != 0 and "not a saved torch.export program" in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_backend_is_found_by_name_through_the_entry_point(tmp_path):
+    # what `pip install dlvm[torch]` installs: an entry point in the dist-info
+    info = tmp_path / "dlvm_ep-0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: dlvm-ep\nVersion: 0\n")
+    (info / "entry_points.txt").write_text(
+        "[torch_dynamo_backends]\ndlvm = frontends.torch.backend:dlvm_backend\n")
+    code = ("import torch\n"
+            "assert 'dlvm' in torch._dynamo.list_backends()\n"
+            "m = torch.nn.Linear(3, 2)\n"
+            "x = torch.randn(4, 3)\n"
+            "with torch.no_grad():\n"
+            "    assert torch.allclose(torch.compile(m, backend='dlvm')(x), m(x), atol=1e-6)\n"
+            "print('ok')\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), ROOT]),
+               DLVM_TORCH_STRICT="1")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert r.returncode == 0 and "ok" in r.stdout, r.stderr[-2000:]
+
+
+def test_backend_falls_back_to_torch_with_a_warning():
+    from frontends.torch.backend import dlvm_backend
+    torch._dynamo.reset()
+    f = torch.compile(lambda x: torch.erfinv(x) * 2, backend=dlvm_backend)
+    x = torch.rand(5) - 0.5
+    with pytest.warns(UserWarning, match="aten.erfinv"):
+        got = f(x)
+    torch.testing.assert_close(got, torch.erfinv(x) * 2)
+
+
+def test_backend_training_step_matches_eager(monkeypatch):
+    from frontends.torch.backend import dlvm_backend
+    monkeypatch.setenv("DLVM_TORCH_STRICT", "1")
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    m = MLP()
+    ref = MLP()
+    ref.load_state_dict(m.state_dict())
+    c = torch.compile(m, backend=dlvm_backend)
+    x = torch.randn(6, 4)
+    c(x).square().sum().backward()
+    ref(x).square().sum().backward()
+    for p, q in zip(m.parameters(), ref.parameters()):
+        torch.testing.assert_close(p.grad, q.grad, rtol=1e-4, atol=1e-5)
+
+
+def test_backend_keeps_dynamos_graph_breaks(monkeypatch):
+    from frontends.torch.backend import dlvm_backend
+    monkeypatch.setenv("DLVM_TORCH_STRICT", "1")
+    torch._dynamo.reset()
+
+    def f(x):
+        y = torch.relu(x) * 2
+        print("side effect")          # a graph break
+        return torch.tanh(y) + 1
+
+    x = torch.randn(3, 3)
+    torch.testing.assert_close(torch.compile(f, backend=dlvm_backend)(x),
+                               torch.tanh(torch.relu(x) * 2) + 1)

@@ -1,0 +1,87 @@
+"""torchvision-, transformers- and RNN-style models through the torch importer and the
+`torch.compile` backend, against torch eager; static and dynamic batch.
+Tolerances: specs/tolerances.md (torch frontend)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from torch_models import MODELS  # noqa: E402
+
+import dlvmrt  # noqa: E402
+from frontends.torch import import_torch  # noqa: E402
+
+RTOL, ATOL = 1e-3, 1e-4
+
+
+def build(name):
+    torch.manual_seed(0)
+    make, inp = MODELS[name]
+    m = make().eval()
+    with torch.no_grad():      # non-trivial BatchNorm statistics
+        for mod in m.modules():
+            if isinstance(mod, torch.nn.BatchNorm2d):
+                mod.running_mean.uniform_(-0.2, 0.2)
+                mod.running_var.uniform_(0.5, 1.5)
+                mod.weight.uniform_(0.5, 1.5)
+    return m, inp
+
+
+def close(got, want):
+    np.testing.assert_allclose(got, want.detach().numpy(), rtol=RTOL, atol=ATOL)
+
+
+# the rest of the table runs with the slow tests (CI's default run has a time budget)
+FAST = {"resnet18", "gpt2", "vit", "lstm"}
+
+
+@pytest.mark.parametrize("name", [n if n in FAST else pytest.param(n, marks=pytest.mark.slow)
+                                  for n in sorted(MODELS)])
+def test_model_dynamic_batch_matches_eager(name):
+    m, inp = build(name)
+    batch = torch.export.Dim("batch", min=1, max=64)
+    x = inp(2)
+    mod = import_torch(m, (x,), dynamic_shapes=({0: batch},))
+    assert mod.functions["main"].params[0].type.shape[0] == "batch"
+    vm = dlvmrt.VM(mod)
+    for b in (1, 3):
+        x = inp(b)
+        (got,) = vm.run("main", x.numpy())
+        with torch.no_grad():
+            close(got, m(x))
+
+
+@pytest.mark.parametrize("name", ["gpt2", pytest.param("resnet18", marks=pytest.mark.slow),
+                                  pytest.param("mobilenet_v3_small", marks=pytest.mark.slow)])
+def test_compile_backend_matches_eager(name, monkeypatch):
+    from frontends.torch.backend import dlvm_backend
+    monkeypatch.setenv("DLVM_TORCH_STRICT", "1")      # no silent fallback to torch
+    m, inp = build(name)
+    torch._dynamo.reset()
+    c = torch.compile(m, backend=dlvm_backend)
+    with torch.no_grad():
+        for b in (1, 4):
+            x = inp(b)
+            close(c(x).numpy(), m(x))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["resnet18", "mobilenet_v3_small", "efficientnet_b0",
+                                  "squeezenet", "vit"])
+def test_real_torchvision_model(name):
+    tv = pytest.importorskip("torchvision")
+    torch.manual_seed(0)
+    ctor = {"resnet18": tv.models.resnet18, "mobilenet_v3_small": tv.models.mobilenet_v3_small,
+            "efficientnet_b0": tv.models.efficientnet_b0,
+            "squeezenet": tv.models.squeezenet1_1,
+            "vit": lambda weights=None: tv.models.VisionTransformer(
+                64, 16, 2, 4, 128, 256)}[name]
+    m = ctor(weights=None).eval()
+    size = 64 if name == "vit" else 96
+    x = torch.randn(2, 3, size, size)
+    mod = import_torch(m, (x,))
+    (got,) = dlvmrt.VM(mod).run("main", x.numpy())
+    with torch.no_grad():
+        close(got, m(x))
