@@ -27,12 +27,12 @@ from isa.module import ConstRef, Module
 from isa.ops import OPS
 from isa.types import TensorType
 from isa.verify import verify_module
+from jit import background as background_compiler
 from jit.build import KernelBuildError, build_kernel
 from jit.kernel_ir import Kernel
 from jit.plan import Decline, Plan, Spec, make_plan
 from jit.regions import EPILOGUE_KINDS, Region
 
-from . import background as background_compiler
 from . import blas_threads, conv, maxpool, store_epilogue
 from .compiler import Compiled, assembly, compile_variant, optimized_ir
 from .gemm import PARALLEL_MACS, gemm, gemm_ready
