@@ -1,4 +1,4 @@
-"""The JIT's f32 GEMM and conv2d (jit/gemm.py, jit/conv.py) against NumPy's BLAS, onnxruntime
+"""The JIT's f32 GEMM and conv2d (jit/targets/cpu/: gemm.py, conv.py) against NumPy's BLAS, onnxruntime
 and torch, on the products and convolutions of MiniLM, the MLP and ResNet-18.
 
     .venv/bin/python bench/gemm.py [--threads 2] [--only gemm|conv]
@@ -57,7 +57,7 @@ def _paired(name: str, fn, other: str, other_fn) -> list[tuple[str, float]]:
 
 
 def bench_products(threads: int) -> str:
-    from jit.gemm import gemm
+    from jit.targets.cpu.gemm import gemm
     g = gemm()
     ort, torch = optional("onnxruntime"), optional("torch")
     rows = []
@@ -92,8 +92,8 @@ def bench_products(threads: int) -> str:
 
 def bench_convs(threads: int) -> str:
     from isa.ops import OPS
-    from jit import conv as jconv
-    from jit.gemm import gemm
+    from jit.targets.cpu import conv as jconv
+    from jit.targets.cpu.gemm import gemm
     g = gemm()
     ort, torch = optional("onnxruntime"), optional("torch")
     rows = []

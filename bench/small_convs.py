@@ -3,7 +3,7 @@ op's definition, and a conv-BN-relu-maxpool CNN against onnxruntime.
 
     .venv/bin/python bench/small_convs.py [--budget 0.5] [--batches 1,8] [--threads 1]
 
-The first table times `jit.conv.ConvPlan.run` (a reused padded buffer, the GEMM kernel packing
+The first table times `jit.targets.cpu.conv.ConvPlan.run` (a reused padded buffer, the GEMM kernel packing
 from it) and the conv2d definition (`isa.ops`: np.pad, a fresh patch matrix, one matmul) on the
 same arrays, timed in turn (bench/_timing.py); `supported` says which one a compiled region
 runs. The second runs `bench/onnx_nets.small_cnn` exported to ONNX, imported, with
@@ -44,8 +44,8 @@ def _time_pair(kernel, definition, budget: float) -> dict[str, float]:
 
 def conv_rows(budget: float, threads: int) -> list[list[str]]:
     from isa.ops import OPS
-    from jit.conv import ConvPlan, supported
-    from jit.gemm import gemm
+    from jit.targets.cpu.conv import ConvPlan, supported
+    from jit.targets.cpu.gemm import gemm
     ref = OPS["conv2d"].reference
     g = gemm(None)
     rng = np.random.default_rng(0)

@@ -30,7 +30,7 @@ def run(a) -> int:
     if a.target is None:
         a.target = "cuda" if a.emit == "ptx" else "cpu"
     if a.target == "cuda":
-        from jit.cuda.program import compile_program_cuda
+        from jit.targets.cuda.program import compile_program_cuda
         emit = "ptx" if a.emit == "asm" else a.emit
         paths = [p for arch in (a.arch or ["sm_80", "sm_90"])
                  for p in compile_program_cuda(module, emit=emit, dims=parse_dims(a.dim),

@@ -61,11 +61,11 @@ class Device:
         denied = sorted({n.op for n in kernel.nodes} & self.deny_ops)
         if denied:
             return f"{self.name} does not run {', '.join(denied)}"
-        from jit.cuda.support import unsupported
+        from jit.targets.cuda.support import unsupported
         return unsupported(kernel, region_kind, product)
 
     def matmul(self, a: DeviceTensor, b: DeviceTensor) -> DeviceTensor:
-        from jit.cuda.cublas import gemm_args
+        from jit.targets.cuda.cublas import gemm_args
         batch, m, _, n = gemm_args(a.shape, b.shape)
         out = empty(self, a.dtype, (batch, m, n) if a.ndim == 3 else (m, n))
         self.matmul_fn(a, b, out)
@@ -92,7 +92,7 @@ def sim_device(name: str = "sim:0", *, throughput: float = 1e12, launch_overhead
         raw.view(out.handle, out.nbytes).view(out.dtype).reshape(out.shape)[...] = x @ y
 
     def launcher():
-        from jit.cuda.launch import HostLauncher
+        from jit.targets.cuda.launch import HostLauncher
         return HostLauncher()
     return Device(name, "sim", throughput, launch_overhead, flops, link_bandwidth, link_latency,
                   MemoryPool(raw), deny_ops=deny_ops, make_launcher=launcher, matmul_fn=matmul)
@@ -100,14 +100,14 @@ def sim_device(name: str = "sim:0", *, throughput: float = 1e12, launch_overhead
 
 @functools.cache
 def _driver(ordinal: int):
-    from jit.cuda.driver import open_driver
+    from jit.targets.cuda.driver import open_driver
     return open_driver(ordinal)
 
 
 @functools.cache
 def cuda_device(ordinal: int = 0) -> Device:
     """CUDA device `ordinal` (opens the driver; raises DeviceUnavailable with the reason)."""
-    from jit.cuda.driver import DriverUnavailable
+    from jit.targets.cuda.driver import DriverUnavailable
     try:
         drv = _driver(ordinal)
     except DriverUnavailable as e:
@@ -116,12 +116,12 @@ def cuda_device(ordinal: int = 0) -> Device:
 
     def matmul(a: DeviceTensor, b: DeviceTensor, out: DeviceTensor) -> None:
         if not blas:
-            from jit.cuda.cublas import Cublas
+            from jit.targets.cuda.cublas import Cublas
             blas.append(Cublas())
         blas[0].matmul(a.dtype, a.shape, b.shape, a.handle, b.handle, out.handle)
 
     def launcher():
-        from jit.cuda.launch import GpuLauncher
+        from jit.targets.cuda.launch import GpuLauncher
         return GpuLauncher(drv)
     return Device(f"cuda:{ordinal}", "cuda", throughput=1e12, launch_overhead=20e-6, flops=2e13,
                   link_bandwidth=8e9, link_latency=10e-6, pool=MemoryPool(CudaMemory(drv)),
@@ -131,7 +131,7 @@ def cuda_device(ordinal: int = 0) -> Device:
 @functools.cache
 def cuda_available() -> tuple[bool, str]:
     """Whether a CUDA device can be used, and why not (asked once per process)."""
-    from jit.cuda.driver import DriverUnavailable
+    from jit.targets.cuda.driver import DriverUnavailable
     try:
         _driver(0)
     except DriverUnavailable as e:

@@ -8,7 +8,7 @@ above, so a block wastes at most half its size when small and under 1 MiB when l
 Raw allocators (the `RawMemory` protocol, handles are ints):
 - `HostMemory`: host buffers standing in for a device (the simulated device of tests); handles
   are the buffers' real addresses, so host code (the emulated kernels) can use them directly.
-- `CudaMemory`: a `jit.cuda.driver` driver's mem_alloc / mem_free / copies.
+- `CudaMemory`: a `jit.targets.cuda.driver` driver's mem_alloc / mem_free / copies.
 """
 from __future__ import annotations
 
@@ -71,7 +71,7 @@ class HostMemory:
 
 
 class CudaMemory:
-    """Device memory through a `jit.cuda.driver` driver (pycuda or cuda-python)."""
+    """Device memory through a `jit.targets.cuda.driver` driver (pycuda or cuda-python)."""
 
     def __init__(self, driver) -> None:
         self.driver = driver

@@ -14,13 +14,13 @@ from pathlib import Path
 
 from isa.module import Module
 from isa.verify import verify_module
+from jit.targets.cpu.runner import RegionRunner
+from jit.targets.cpu.threads import default_threads
 
 from .build import build_kernel
 from .cache import DiskCache
 from .plan import make_plan
 from .regions import Region, form_regions
-from .runner import RegionRunner
-from .threads import default_threads
 
 EMITS = ("kernel-ir", "llvm", "asm")
 
@@ -43,7 +43,7 @@ class Jit:
                  max_variants: int = 4, parallel_threshold_us: float = 150.0, gemm: bool | None = None,
                  blas_threads: int | None | str = "auto"):
         self.opt_level = opt_level
-        # f32 matrix products and convolutions through the JIT's own GEMM kernel (jit/gemm.py),
+        # f32 matrix products and convolutions through the JIT's own GEMM kernel (jit/targets/cpu/gemm.py),
         # or NumPy's BLAS with gemm=False / DLVM_GEMM=blas
         self.gemm = gemm if gemm is not None else os.environ.get("DLVM_GEMM", "dlvm") != "blas"
         self.threads = threads if threads is not None else default_threads()
@@ -103,14 +103,14 @@ def compile_program(module: Module, *, target: str = "cpu", emit: str = "llvm",
     `<module>.<func>.b<block>_<start>_<end>.<ext>` with ext .kir (kernel IR), .ll or .s.
     Shapes come from the static types with named dims from `dims`."""
     if target == "cuda":   # PTX per region: the CUDA backend (emit "ptx", "llvm" or "kernel-ir")
-        from .cuda.program import compile_program_cuda
+        from jit.targets.cuda.program import compile_program_cuda
         return compile_program_cuda(module, emit="ptx" if emit == "asm" else emit, dims=dims,
                                     out_dir=out_dir)
     if target != "cpu":
         raise ValueError(f"unknown target {target!r}; expected 'cpu' or 'cuda'")
     if emit not in EMITS:
         raise ValueError(f"emit must be one of {', '.join(EMITS)}, got {emit!r}")
-    from .compiler import assembly, optimized_ir
+    from jit.targets.cpu.compiler import assembly, optimized_ir
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []

@@ -27,8 +27,9 @@ def lowering_fingerprint() -> str:
     editing the lowering can never load stale code, without anyone remembering to bump a number."""
     h = hashlib.sha256()
     here = Path(__file__).parent
-    for p in sorted((here / "llvm").glob("*.py")) + [here / "compiler.py"]:
-        h.update(p.name.encode())
+    # the shared LLVM emission and the CPU target (its compiler and native kernels)
+    for p in sorted((here / "llvm").glob("*.py")) + sorted((here / "targets" / "cpu").glob("*.py")):
+        h.update(p.relative_to(here).as_posix().encode())
         h.update(p.read_bytes())
     return h.hexdigest()
 

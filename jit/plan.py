@@ -27,7 +27,7 @@ class Spec:
     inputs: tuple[Pattern, ...]          # per input: does it vary along each domain axis
     outputs: tuple[Pattern, ...]
     inplace: tuple[int, ...] = ()        # per output: input index whose buffer it overwrites, or -1
-    short_rows: bool = False             # innermost axis shorter than SHORT_ROW (see jit/runner.py)
+    short_rows: bool = False             # innermost axis shorter than SHORT_ROW (targets/cpu/runner.py)
 
     def text(self) -> str:
         def pat(p: Pattern) -> str:

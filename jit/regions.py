@@ -8,12 +8,12 @@ A region is a contiguous run of instructions of one block. Three kinds are forme
   layer_norm that decompose into reductions and elementwise ops). Every reduction in a region
   reduces the same number of trailing axes of its operand, so the kernel is an outer loop over
   rows and inner loops over the reduced axes. A reduction with keepdims = false ends the region.
-- "matmul+epilogue": a float matmul (f32 on the JIT's GEMM kernel, jit/gemm.py; else NumPy's
+- "matmul+epilogue": a float matmul (f32 on the JIT's GEMM kernel, jit/targets/cpu/gemm.py; else NumPy's
   BLAS) followed by an elementwise epilogue (bias, activation) that runs as a kernel in place
   on the matmul's result. A lone matmul is a region too, with no epilogue kernel.
-- "conv2d+epilogue": the same after a float conv2d (f32 ungrouped: an implicit GEMM, jit/conv.py;
+- "conv2d+epilogue": the same after a float conv2d (f32 ungrouped: an implicit GEMM, jit/targets/cpu/conv.py;
   else its op reference); the epilogue (bias, relu, residual add) runs in place on its result.
-- "maxpool2d+epilogue": the same after an f32 2-D max pool (a native kernel, jit/maxpool.py).
+- "maxpool2d+epilogue": the same after an f32 2-D max pool (a native kernel, jit/targets/cpu/maxpool.py).
 
 What is not fused stays interpreted: f16 (no CPU kernel), reductions over non-trailing axes,
 integer matmul, movement ops, control flow. A region needs at least two instructions, except a

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import dlvmrt
-import jit.runner
+import jit.targets.cpu.runner
 from isa.builder import ModuleBuilder
 from jit import background
 
@@ -44,12 +44,12 @@ def compiled_calls(vm) -> int:
 def gated(monkeypatch):
     """compile_variant blocks until the test opens the gate: a compile that takes 'forever'."""
     gate = threading.Event()
-    real = jit.runner.compile_variant
+    real = jit.targets.cpu.runner.compile_variant
 
     def slow(*a, **k):
         gate.wait(30)
         return real(*a, **k)
-    monkeypatch.setattr(jit.runner, "compile_variant", slow)
+    monkeypatch.setattr(jit.targets.cpu.runner, "compile_variant", slow)
     yield gate
     gate.set()
     background.compiler().wait(30)
@@ -107,7 +107,7 @@ def test_wait_compiled_then_every_call_is_compiled():
 def test_a_failed_compile_stays_interpreted_quietly(monkeypatch):
     def broken(*a, **k):
         raise RuntimeError("simulated LLVM failure")
-    monkeypatch.setattr(jit.runner, "compile_variant", broken)
+    monkeypatch.setattr(jit.targets.cpu.runner, "compile_variant", broken)
     vm = dlvmrt.VM(dense(2), jit="auto", profile=True)
     x = x_of(3)
     want = dlvmrt.VM(dense(2), jit="off").run("main", x)[0]
@@ -162,7 +162,7 @@ def test_many_threads_while_kernels_compile(gated):
 
 def _script(body: str) -> str:
     return (f"import sys, os, time, threading\nsys.path.insert(0, {str(ROOT)!r})\n"
-            + "import numpy as np, dlvmrt, jit.runner\n"
+            + "import numpy as np, dlvmrt, jit.targets.cpu.runner\n"
             + f"sys.path.insert(0, {str(ROOT / 'tests')!r})\n"
             + "from test_background_compile import dense, x_of, compiled_calls\n" + body)
 
@@ -177,7 +177,7 @@ def test_a_process_exits_promptly_with_a_compile_in_flight():
     # the compile never finishes; the program's result is printed and the process ends
     start = time.perf_counter()
     p = _run("""
-jit.runner.compile_variant = lambda *a, **k: time.sleep(600)
+jit.targets.cpu.runner.compile_variant = lambda *a, **k: time.sleep(600)
 vm = dlvmrt.VM(dense(), jit="auto")
 for _ in range(5):
     y = vm.run("main", x_of())[0]
@@ -195,12 +195,12 @@ def test_a_forked_child_compiles_on_its_own():
     # interpreter's results, and its own compiler compiles its kernels
     p = _run("""
 gate, entered = threading.Event(), threading.Event()
-real = jit.runner.compile_variant
+real = jit.targets.cpu.runner.compile_variant
 def slow(*a, **k):
     entered.set()
     gate.wait(30)
     return real(*a, **k)
-jit.runner.compile_variant = slow
+jit.targets.cpu.runner.compile_variant = slow
 vm = dlvmrt.VM(dense(5), jit="auto")
 ref = dlvmrt.VM(dense(5), jit="off")
 vm.run("main", x_of())

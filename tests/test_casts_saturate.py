@@ -15,12 +15,12 @@ import assembler
 import dlvmrt
 from isa.verify import verify_module
 from jit.build import build_kernel
-from jit.cuda import target
-from jit.cuda.codegen import build_cuda_kernel
-from jit.cuda.emulate import run_on_host
 from jit.passes.constfold import fold_constants
 from jit.plan import make_plan
 from jit.regions import form_regions
+from jit.targets.cuda import target
+from jit.targets.cuda.codegen import build_cuda_kernel
+from jit.targets.cuda.emulate import run_on_host
 
 FLOATS = ["f16", "f32", "f64"]
 INTS = ["i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64"]

@@ -1,6 +1,6 @@
 """CUDA kernels without a GPU: every region kind lowers to LLVM IR that LLVM verifies, to PTX
 that ptxas accepts for sm_80 and sm_90 (one ptxas run per architecture for the whole table),
-and, run on the host as a one-thread launch (`jit.cuda.emulate`), to the interpreter's values.
+and, run on the host as a one-thread launch (`jit.targets.cuda.emulate`), to the interpreter's values.
 
 The table: one program per row, whose body (but `ret`) is one region; its outputs are returned.
 """
@@ -16,12 +16,12 @@ import dlvmrt
 from isa.dtypes import DType
 from isa.verify import verify_module
 from jit.build import build_kernel
-from jit.cuda import target
-from jit.cuda.codegen import build_cuda_kernel, launch_dims
-from jit.cuda.emulate import run_on_host
 from jit.llvm.ops import TRAP
 from jit.plan import make_plan
 from jit.regions import form_regions
+from jit.targets.cuda import target
+from jit.targets.cuda.codegen import build_cuda_kernel, launch_dims
+from jit.targets.cuda.emulate import run_on_host
 
 FLOAT_UNARY = ["neg", "abs", "exp", "log", "sqrt", "floor", "ceil", "round", "tanh", "erf", "sin", "cos",
                "rsqrt", "reciprocal", "sigmoid", "relu", "gelu", "sign", "isnan"]

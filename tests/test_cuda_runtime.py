@@ -15,10 +15,10 @@ from dlvmrt.device_runner import DeviceRegionRunner
 from dlvmrt.device_tensor import to_device, to_host
 from dlvmrt.scheduler import Scheduler
 from isa.verify import verify_module
-from jit.cuda import cublas, target
-from jit.cuda.driver import DriverUnavailable, open_driver
-from jit.cuda.launch import arch_for
 from jit.regions import form_regions
+from jit.targets.cuda import cublas, target
+from jit.targets.cuda.driver import DriverUnavailable, open_driver
+from jit.targets.cuda.launch import arch_for
 
 HAVE_GPU, WHY = devices.cuda_available()
 gpu = pytest.mark.skipif(not HAVE_GPU, reason=f"no CUDA driver: {WHY}")

@@ -118,6 +118,6 @@ def test_asking_for_a_gpu_does_not_load_the_compiler():
     import subprocess
     import sys
     code = ("import sys, dlvmrt.devices as d; d.resolve_device('auto'); d.cuda_available(); "
-            "import jit.cuda; print('llvmlite' in sys.modules)")
+            "import jit.targets.cuda; print('llvmlite' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

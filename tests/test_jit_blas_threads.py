@@ -6,7 +6,7 @@ import pytest
 
 import dlvmrt
 from isa.builder import ModuleBuilder
-from jit import blas_threads
+from jit.targets.cpu import blas_threads
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""The JIT's own f32 GEMM (jit/gemm.py) and the conv2d heads built on it (jit/conv.py), against
+"""The JIT's own f32 GEMM (jit/targets/cpu/gemm.py) and the conv2d heads built on it (conv.py), against
 NumPy in float64 and against the conv2d reference, within specs/tolerances.md's GEMM bound."""
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ from hypothesis import strategies as st
 import dlvmrt
 from isa.builder import ModuleBuilder
 from isa.ops import OPS
-from jit import conv as jconv
 from jit.cache import DiskCache
-from jit.gemm import Epilogue, Gemm, gemm
+from jit.targets.cpu import conv as jconv
+from jit.targets.cpu.gemm import Epilogue, Gemm, gemm
 
 U32 = 2.0 ** -24
 
@@ -358,7 +358,7 @@ def test_two_python_threads_split_products_at_once(g):
 
 
 def test_runner_keeps_a_bounded_number_of_shapes():
-    from jit.runner import _MAX_SHAPES
+    from jit.targets.cpu.runner import _MAX_SHAPES
     mb = ModuleBuilder("mm")
     w = mb.constant("w", np.ones((64, 64), np.float32))
     f = mb.function("main", [("x", "f32[N, 64]")], ["f32[N, 64]"])
@@ -372,7 +372,7 @@ def test_runner_keeps_a_bounded_number_of_shapes():
 
 
 def test_products_fall_back_to_blas_when_the_kernel_cannot_be_built(monkeypatch):
-    import jit.runner as runner_mod
+    import jit.targets.cpu.runner as runner_mod
 
     def broken(disk=None):
         raise RuntimeError("no LLVM here")
@@ -460,7 +460,7 @@ def test_store_epilogue_without_the_gemm_kernel_matches(monkeypatch):
 def test_narrower_tiles_compute_the_same(features):
     """The AVX2 (6x16) and SSE (4x8) tiles, as hosts without AVX-512 build them: products,
     epilogues and strided convolutions (masked partial vectors of 8 and 4 lanes)."""
-    from jit.llvm.gemm_kernel import shape_for
+    from jit.targets.cpu.gemm_kernel import shape_for
     g = Gemm(None, shape_for(features))
     rng = np.random.default_rng(11)
     for m, k, n in [(9, 257, 49), (64, 300, 70)]:

@@ -1,4 +1,4 @@
-"""The JIT's native f32 max pooling (jit/maxpool.py, jit/llvm/maxpool_kernel.py) against the op's
+"""The JIT's native f32 max pooling (jit/targets/cpu/: maxpool.py, maxpool_kernel.py) against the op's
 reference, isa/ops/pooling.py: maxpool_ref. Max is exact, so results must be equal element for
 element (NaN where the reference has NaN)."""
 from __future__ import annotations
@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 
 from isa.ops import OPS
 from isa.ops.pooling import maxpool_ref
-from jit import maxpool as jmp
 from jit.cache import DiskCache
-from jit.llvm.maxpool_kernel import SCRATCH
+from jit.targets.cpu import maxpool as jmp
+from jit.targets.cpu.maxpool_kernel import SCRATCH
 
 
 def attrs_of(kernel, strides=(1, 1), pads=(0, 0, 0, 0), dilations=(1, 1), ceil=False) -> dict:

@@ -1,4 +1,4 @@
-"""jit/once.py: the per-process kernel object, and a lock a forked child gets fresh."""
+"""jit/targets/cpu/once.py: the per-process kernel object, and a lock a forked child gets fresh."""
 from __future__ import annotations
 
 import os
@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from jit.once import ForkSafeLock, PerProcess
+from jit.targets.cpu.once import ForkSafeLock, PerProcess
 
 
 def test_per_process_builds_once():

@@ -182,8 +182,8 @@ def test_matmul_epilogue_in_place_is_vectorized_without_overlap_check(jit):
 def test_short_rows_variant(jit, cols):
     """Rows shorter than SHORT_ROW compile without interleaved vector loops (a 32-element row
     ran in the scalar remainder loop); either side of the bound and of the vector width."""
-    from jit.compiler import lower_to_llvm
-    from jit.runner import SHORT_ROW
+    from jit.targets.cpu.compiler import lower_to_llvm
+    from jit.targets.cpu.runner import SHORT_ROW
     mb = ModuleBuilder("s")
     f = mb.function("main", [("x", f"f32[N, {cols}]")], [f"f32[N, {cols}]"])
     f.ret(f.mul(f.softmax(f.arg("x"), axis=-1), 3.0))

@@ -108,8 +108,8 @@ def test_cache_dir_from_environment(tmp_path, monkeypatch):
 def test_generated_modules_verify_and_print(tmp_path):
     import llvmlite.binding as llvm
 
-    from jit.compiler import lower_to_llvm
     from jit.llvm.target import host
+    from jit.targets.cpu.compiler import lower_to_llvm
     host()
     m = elementwise_module()
     types = verify_module(m)["main"]
@@ -144,8 +144,8 @@ def test_import_jit_does_not_import_llvmlite():
 
 def test_unloading_compiled_code_keeps_the_compiler_usable():
     # an engine owns its target machine; disposing one must not break later compiles
-    from jit.compiler import lower_to_llvm
     from jit.llvm import target
+    from jit.targets.cpu.compiler import lower_to_llvm
     m = elementwise_module()
     types = verify_module(m)["main"]
     k = build_kernel(m, types, form_regions(m, "main", types)[0])

@@ -14,7 +14,7 @@ import pytest
 
 from isa.builder import ModuleBuilder
 from jit import Jit
-from jit.compiler import lower_to_llvm
+from jit.targets.cpu.compiler import lower_to_llvm
 from jit.testing import compare_with_reference, run_with_jit
 
 

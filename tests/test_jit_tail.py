@@ -15,8 +15,8 @@ import pytest
 from isa.builder import ModuleBuilder
 from isa.verify import verify_module
 from jit import Jit, form_regions
-from jit.compiler import lower_to_llvm, optimized_ir
 from jit.llvm import target
+from jit.targets.cpu.compiler import lower_to_llvm, optimized_ir
 from jit.testing import assert_matches, compare_with_reference, reference_run, run_with_jit
 
 LANES_F32 = target.vector_bytes() // 4

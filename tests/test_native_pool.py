@@ -1,4 +1,4 @@
-"""The native worker pool (jit/native_pool.py): every chunk runs once, results are ORed, jobs
+"""The native worker pool (jit/targets/cpu/native_pool.py): every chunk runs once, results are ORed, jobs
 follow each other without loss, and a forked child gets a pool of its own."""
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from llvmlite import ir
 from jit.cache import DiskCache
 from jit.llvm import target
 from jit.llvm.irutil import I32, I64, PTR, const
-from jit.native_pool import NativePool, available
+from jit.targets.cpu.native_pool import NativePool, available
 
 pytestmark = pytest.mark.skipif(not available(), reason="native pool: Linux x86-64/AArch64 only")
 
@@ -69,7 +69,7 @@ def test_rejects_too_many_arguments(chunk_fn):
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="fork")
 def test_forked_child_gets_its_own_pool(chunk_fn):
-    from jit.native_pool import native_pool
+    from jit.targets.cpu.native_pool import native_pool
     _, addr = chunk_fn
     out = np.zeros(4, np.int64)
     native_pool(2).run(addr, [(0, out.ctypes.data), (1, out.ctypes.data)])
@@ -85,7 +85,7 @@ def test_forked_child_gets_its_own_pool(chunk_fn):
 
 
 def test_gemm_split_through_the_native_pool():
-    from jit.gemm import gemm
+    from jit.targets.cpu.gemm import gemm
     rng = np.random.default_rng(0)
     a = rng.standard_normal((64, 500)).astype(np.float32)
     b = rng.standard_normal((500, 2000)).astype(np.float32)

@@ -120,8 +120,8 @@ def test_cpu_only_is_silent():
 
 def test_backend_declares_dtypes_and_ops():
     from isa.dtypes import DType
-    from jit.cuda.support import unsupported
     from jit.kernel_ir import Kernel, Node
+    from jit.targets.cuda.support import unsupported
     k = Kernel("k")
     k.add(Node("load", DType.F16, (), 0))
     assert "f16" in unsupported(k)

@@ -118,9 +118,9 @@ def _run(cmd: list[str]) -> None:
 
 
 def _config() -> str:
-    from jit.gemm import _MIN_ROWS, PARALLEL_MACS, SLACK
     from jit.llvm import target as host
-    from jit.llvm.gemm_kernel import shape_for
+    from jit.targets.cpu.gemm import _MIN_ROWS, PARALLEL_MACS, SLACK
+    from jit.targets.cpu.gemm_kernel import shape_for
     s = shape_for(host.host().features)
     return (f"/* the GEMM kernel's tile for this CPU (jit/llvm/gemm_kernel.py) */\n"
             f"#define DLVM_GEMM_MR {s.mr}\n#define DLVM_GEMM_NR {s.nr}\n#define DLVM_GEMM_KC {s.kc}\n"
@@ -146,7 +146,7 @@ def _pic_machine():
 
 def _kernel_objects(program: CProgram, src: Path) -> list[Path]:
     from jit.llvm import target as host
-    from jit.llvm.gemm_kernel import gemm_module, shape_for
+    from jit.targets.cpu.gemm_kernel import gemm_module, shape_for
     tm = _pic_machine()
     texts = [(k.cname, k.llvm_ir) for k in program.kernels]
     texts.append(("dlvm_gemm", str(gemm_module(shape_for(host.host().features)))))

@@ -26,8 +26,8 @@ import time
 import numpy as np
 
 from isa.ops.pooling import pool_out
+from jit.cache import DiskCache
 
-from .cache import DiskCache
 from .once import PerProcess, compile_or_load
 
 # Tap evaluations (output elements x window taps) from which a call is split across threads:
@@ -81,8 +81,8 @@ class MaxPool:
     to the host's widest; a narrower one builds the code an AVX2 or SSE host would run."""
 
     def __init__(self, disk: DiskCache | None, vw: int | None = None):
-        from .llvm import target
-        from .llvm.maxpool_kernel import FUNC_NAME, maxpool_module, vector_width
+        from jit.llvm import target
+        from jit.targets.cpu.maxpool_kernel import FUNC_NAME, maxpool_module, vector_width
         t0 = time.perf_counter()
         self.vw = vw or vector_width(target.host().features)
         # (the loaded object keeps the code alive with this object)

@@ -95,7 +95,7 @@ def _default_cache():
     """The default code cache (made once: its directory lookup costs ~10 us, per kernel call)."""
     global _cache
     if _cache is None:
-        from .cache import DiskCache
+        from jit.cache import DiskCache
         _cache = DiskCache(None)
     return _cache
 

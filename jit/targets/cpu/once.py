@@ -7,7 +7,7 @@ import threading
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
-from .cache import DiskCache, cache_key
+from jit.cache import DiskCache, cache_key
 
 T = TypeVar("T")
 
@@ -48,7 +48,7 @@ class PerProcess(Generic[T]):
 def compile_or_load(module_text: str, what: str, disk: DiskCache | None):
     """(loaded object code, "disk" or "compiled") of an LLVM module at O3; `what` names it in
     the cache key (with the module's text and the host)."""
-    from .llvm import target
+    from jit.llvm import target
     key = cache_key(module_text, what, target.host().key())
     found = disk.get(key) if disk is not None else None
     if found is not None:

@@ -20,22 +20,23 @@ import threading
 
 import numpy as np
 
-from .cache import DiskCache
+from jit.cache import DiskCache
+
 from .once import ForkSafeLock, compile_or_load
 
 DEFAULT_SPIN = 2000
 
 
 def available() -> bool:
-    from .llvm import target
-    from .llvm.pool_kernel import supported
+    from jit.llvm import target
+    from jit.targets.cpu.pool_kernel import supported
     return supported(target.host().triple)
 
 
 class NativePool:
     def __init__(self, threads: int, disk: DiskCache | None = None, spin: int | None = None):
-        from .llvm import target
-        from .llvm.pool_kernel import MAX_ARGS, STATE_BYTES, pool_module
+        from jit.llvm import target
+        from jit.targets.cpu.pool_kernel import MAX_ARGS, STATE_BYTES, pool_module
         self.threads = max(1, threads)
         self.max_args = MAX_ARGS
         self._loaded, _ = compile_or_load(str(pool_module(target.host().triple)), "pool", disk)

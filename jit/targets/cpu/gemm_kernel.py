@@ -40,7 +40,7 @@ from dataclasses import dataclass
 
 from llvmlite import ir
 
-from .irutil import F32, I32, I64, PTR, const, for_range, intrinsic
+from jit.llvm.irutil import F32, I32, I64, PTR, const, for_range, intrinsic
 
 FUNC_NAME = "dlvm_sgemm"
 

@@ -18,9 +18,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from isa.dtypes import DType
+from jit.kernel_ir import Kernel
 
 from .gemm import Epilogue
-from .kernel_ir import Kernel
 
 
 @dataclass(frozen=True)

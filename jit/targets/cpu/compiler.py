@@ -7,9 +7,9 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from .cache import DiskCache, cache_key
-from .kernel_ir import Kernel
-from .plan import Spec
+from jit.cache import DiskCache, cache_key
+from jit.kernel_ir import Kernel
+from jit.plan import Spec
 
 FUNC_NAME = "dlvm_kernel"
 
@@ -30,13 +30,13 @@ _memory_lock = threading.Lock()
 
 
 def lower_to_llvm(kernel: Kernel, spec: Spec) -> tuple[str, int]:
-    from .llvm.lower import lower_kernel
+    from jit.llvm.lower import lower_kernel
     mod, slots = lower_kernel(kernel, spec, FUNC_NAME)
     return str(mod), slots
 
 
 def compile_variant(kernel: Kernel, spec: Spec, opt_level: int, disk: DiskCache | None) -> Compiled:
-    from .llvm import target
+    from jit.llvm import target
     n_args = 4 + len(kernel.inputs) + sum(1 for j in range(len(kernel.outputs))
                                           if not (spec.inplace and spec.inplace[j] >= 0))
     key = cache_key(kernel.text().replace(f"@{kernel.name} ", "@k ", 1), spec.text() + f"O{opt_level}",
@@ -67,12 +67,12 @@ def compile_variant(kernel: Kernel, spec: Spec, opt_level: int, disk: DiskCache 
 
 
 def optimized_ir(kernel: Kernel, spec: Spec, opt_level: int) -> str:
-    from .llvm import target
+    from jit.llvm import target
     text, _ = lower_to_llvm(kernel, spec)
     return str(target.optimize(text, opt_level))
 
 
 def assembly(kernel: Kernel, spec: Spec, opt_level: int) -> str:
-    from .llvm import target
+    from jit.llvm import target
     text, _ = lower_to_llvm(kernel, spec)
     return target.emit_asm(target.optimize(text, opt_level), opt_level)

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from .irutil import I32, I64, PTR, const
+from jit.llvm.irutil import I32, I64, PTR, const
 
 MAX_ARGS = 24
 STATE_BYTES = 512

@@ -18,12 +18,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .cache import DiskCache
+from jit.cache import DiskCache
+
 from .once import ForkSafeLock, PerProcess, compile_or_load
 from .threads import Job
 
 if TYPE_CHECKING:
-    from .llvm.gemm_kernel import GemmShape
+    from jit.targets.cpu.gemm_kernel import GemmShape
 
 # below this many multiply-adds a product stays with NumPy (a packed kernel's fixed costs win
 # nothing on a 32 x 32 x 32 attention score); from PARALLEL_MACS on it is split across threads
@@ -42,8 +43,8 @@ class Gemm:
     """The compiled kernel and per-thread packing buffers."""
 
     def __init__(self, disk: DiskCache | None, shape: GemmShape | None = None):
-        from .llvm import target
-        from .llvm.gemm_kernel import FUNC_NAME, gemm_module, shape_for
+        from jit.llvm import target
+        from jit.targets.cpu.gemm_kernel import FUNC_NAME, gemm_module, shape_for
         self.shape = shape or shape_for(target.host().features)
         t0 = time.perf_counter()
         self._loaded, self.source = compile_or_load(str(gemm_module(self.shape)),

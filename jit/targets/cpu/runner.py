@@ -27,16 +27,16 @@ from isa.module import ConstRef, Module
 from isa.ops import OPS
 from isa.types import TensorType
 from isa.verify import verify_module
+from jit import background as background_compiler
+from jit.build import KernelBuildError, build_kernel
+from jit.kernel_ir import Kernel
+from jit.plan import Decline, Plan, Spec, make_plan
+from jit.regions import EPILOGUE_KINDS, Region
 
-from . import background as background_compiler
 from . import blas_threads, conv, maxpool, store_epilogue
-from .build import KernelBuildError, build_kernel
 from .compiler import Compiled, assembly, compile_variant, optimized_ir
 from .gemm import PARALLEL_MACS, gemm, gemm_ready
 from .gemm import use_for as use_gemm
-from .kernel_ir import Kernel
-from .plan import Decline, Plan, Spec, make_plan
-from .regions import EPILOGUE_KINDS, Region
 from .threads import Job
 from .threads import warm as warm_pool
 
@@ -574,7 +574,7 @@ class RegionRunner:
 
 
 def _status_text(status: int) -> str:
-    from .llvm.ops import RANGE, TRAP
+    from jit.llvm.ops import RANGE, TRAP
     parts = []
     if status & TRAP:
         parts.append("a trap condition (integer division or modulo by zero, negative integer exponent)")

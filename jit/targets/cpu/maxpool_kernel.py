@@ -51,7 +51,7 @@ from contextlib import contextmanager
 
 from llvmlite import ir
 
-from .irutil import F32, I32, I64, PTR, const, for_range
+from jit.llvm.irutil import F32, I32, I64, PTR, const, for_range
 
 FUNC_NAME = "dlvm_maxpool2d_f32"
 
