@@ -131,7 +131,7 @@ def small_conv(n: int, c: int, hw: int, o: int, k: int, stride: int, pads: list[
 ])
 def test_small_conv2d_runs_on_the_kernel(jit, monkeypatch, n, c, hw, o, k, stride, pads,
                                          dilation, epilogue):
-    from jit import conv
+    from jit.targets.cpu import conv
     runs = []
     plain = conv.ConvPlan.run
     monkeypatch.setattr(conv.ConvPlan, "run", lambda self, *a, **kw: runs.append(1) or plain(self, *a, **kw))
@@ -143,7 +143,7 @@ def test_small_conv2d_runs_on_the_kernel(jit, monkeypatch, n, c, hw, o, k, strid
 def test_tiny_1x1_conv2d_keeps_the_definition():
     # a 1x1, stride-1, unpadded convolution is a product of the input as it is: the definition
     # multiplies it without a copy, and a product this small is not worth the kernel's packing
-    from jit import conv
+    from jit.targets.cpu import conv
     x, w = np.zeros((1, 4, 4, 4), np.float32), np.zeros((4, 4, 1, 1), np.float32)
     attrs = {"strides": [1, 1], "pads": [0, 0, 0, 0], "dilations": [1, 1], "groups": 1}
     assert not conv.supported(x, w, attrs)
