@@ -12,6 +12,7 @@ from typing import Any
 
 from .dtypes import DType
 from .ops import OPS, AttrSpec, Family, OpDef, Syntax
+from .ops.opdef import NO_GRADIENT
 
 REGENERATE = "python -m isa.opdoc > specs/ops.md"
 
@@ -107,12 +108,24 @@ def _attr_row(a: AttrSpec) -> str:
     return f"| `{a.name}` | {a.kind.value} | {default} | {doc} |"
 
 
+def gradient_text(op: OpDef) -> str:
+    """What `grad` does with the op (specs/autodiff.md)."""
+    if op.family is Family.CONTROL:
+        return "control flow and calls are differentiated by the transform itself"
+    if op.vjp is NO_GRADIENT:
+        return "none flows through it (integer, boolean or index results, or piecewise constant)"
+    if op.vjp is None:
+        return "not differentiable in this version (`grad` reports it when it lies on the path)"
+    return "differentiable (adjoint rule in its record)"
+
+
 def render_op(op: OpDef) -> list[str]:
     out = [f"### `{op.name}`", "", "```", syntax_line(op), "```", ""]
     out.append(f"- code: {op.code}")
     out.append(f"- operands: {op.arity_text}")
     if op.dtypes:
         out.append(f"- dtypes: {op.dtypes}")
+    out.append(f"- gradient: {gradient_text(op)}")
     if op.n_results != 1:
         results = "decided by the instruction" if op.n_results is None else str(op.n_results)
         out.append(f"- results: {results}")

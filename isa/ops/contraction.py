@@ -9,6 +9,7 @@ import numpy as np
 
 from ..errors import OpTypeError, Trap
 from ..types import Dim, TensorType
+from .adjoints_reduce import matmul_vjp
 from .opdef import Family, OpDef
 from .shapes import broadcast_shapes, is_numeric, require_dtype, same_dtype
 
@@ -51,5 +52,5 @@ OPS = [
           "r := a @ b as NumPy matmul: the last dim of a contracts with the second-to-last of b "
           "(a 1-D a acts as a row, a 1-D b as a column, and that dim is dropped from r); leading "
           "batch dims broadcast; integers wrap",
-          dtypes="numeric, both operands of one dtype"),
+          dtypes="numeric, both operands of one dtype", vjp=matmul_vjp),
 ]

@@ -16,8 +16,9 @@ import numpy as np
 
 from ..errors import OpTypeError, Trap
 from ..types import Dim, TensorType
+from . import adjoints_movement as adj
 from .movement import slice_range
-from .opdef import AttrKind, AttrSpec, Family, OpDef
+from .opdef import NO_GRADIENT, AttrKind, AttrSpec, Family, OpDef
 
 
 def _vector_len(op: str, t: TensorType, what: str) -> int:
@@ -289,11 +290,13 @@ OPS = [
           "position (ONNX Reshape); rank = len(shape), dims unknown; traps on a bad shape",
           attrs=(AttrSpec("copy_zero", AttrKind.BOOL, False,
                           "0 in shape copies a's dim (ONNX) instead of meaning size 0"),),
-          dtypes="a: any; shape: integer", extra={"operands": ("a", "shape")}),
+          dtypes="a: any; shape: integer", extra={"operands": ("a", "shape")},
+          vjp=adj.reshape_vjp),
     OpDef("broadcast_dyn", 172, Family.MOVEMENT, (2, 2), broadcast_dyn_rule, broadcast_dyn_ref,
           "r := a broadcast with the run-time shape vector (ONNX Expand: both ways, so a dim of "
           "a may be larger than the target's 1); traps when they do not broadcast",
-          dtypes="a: any; shape: integer", extra={"operands": ("a", "shape")}),
+          dtypes="a: any; shape: integer", extra={"operands": ("a", "shape")},
+          vjp=adj.broadcast_vjp),
     OpDef("tile_dyn", 173, Family.MOVEMENT, (2, 2), tile_dyn_rule, tile_dyn_ref,
           "r := a repeated repeats[i] times along each dim i (np.tile); repeats is a run-time "
           "vector with one count per dim; a negative count traps",
@@ -314,11 +317,13 @@ OPS = [
           "r := [start, start + delta, ...] below limit (above it for a negative delta): "
           "max(ceil((limit - start) / delta), 0) elements of the scalars' dtype (ONNX Range); a "
           "zero delta traps",
-          dtypes="numeric scalars of one dtype", extra={"operands": ("start", "limit", "delta")}),
+          dtypes="numeric scalars of one dtype", extra={"operands": ("start", "limit", "delta")},
+          vjp=NO_GRADIENT),
     OpDef("fill", 193, Family.MISC, (2, 2), fill_rule, fill_ref,
           "r := a tensor of the run-time shape vector `shape`, every element the scalar `value` "
           "(ONNX ConstantOfShape); a negative size traps",
-          dtypes="shape: integer; value: any", extra={"operands": ("shape", "value")}),
+          dtypes="shape: integer; value: any", extra={"operands": ("shape", "value")},
+          vjp=adj.fill_vjp),
     OpDef("reduce_dyn", 176, Family.MOVEMENT, (2, 2), reduce_dyn_rule, reduce_dyn_ref,
           "r := reduce_KIND a over the axes in the run-time vector `axes` (as the reduce_* ops; "
           "empty axes reduce every axis, or none with noop_with_empty_axes); a bad or repeated "
@@ -331,9 +336,11 @@ OPS = [
     OpDef("squeeze_dyn", 177, Family.MOVEMENT, (2, 2), squeeze_dyn_rule, squeeze_dyn_ref,
           "r := a without the dims in the run-time vector `axes`; each must have size 1 (traps "
           "otherwise)",
-          dtypes="a: any; axes: integer", extra={"operands": ("a", "axes")}),
+          dtypes="a: any; axes: integer", extra={"operands": ("a", "axes")},
+          vjp=adj.reshape_vjp),
     OpDef("unsqueeze_dyn", 178, Family.MOVEMENT, (2, 2), unsqueeze_dyn_rule, unsqueeze_dyn_ref,
           "r := a with a size-1 dim inserted at each position of the run-time vector `axes`, "
           "which index r's dims (ONNX Unsqueeze)",
-          dtypes="a: any; axes: integer", extra={"operands": ("a", "axes")}),
+          dtypes="a: any; axes: integer", extra={"operands": ("a", "axes")},
+          vjp=adj.reshape_vjp),
 ]

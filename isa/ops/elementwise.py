@@ -12,9 +12,10 @@ import numpy as np
 
 from ..dtypes import BY_NAME
 from ..errors import OpTypeError, Trap
+from ..module import Imm
 from ..types import TensorType
 from . import mathref
-from .opdef import AttrKind, AttrSpec, Family, OpDef
+from .opdef import NO_GRADIENT, AttrKind, AttrSpec, Family, OpDef
 from .shapes import (
     broadcast_shapes,
     is_float,
@@ -155,18 +156,102 @@ def float_to_int_saturating(a: np.ndarray, to: np.dtype) -> np.ndarray:
     return np.where(over, to.type(info.max), np.where(under, to.type(info.min), inside)).astype(to)
 
 
-def _u(name, code, ref, doc, ok=None, what="", result=None, expand=None, attrs=(), check=None):
+def _u(name, code, ref, doc, ok=None, what="", result=None, expand=None, attrs=(), check=None,
+       vjp=None):
     rule = unary_rule(ok, what, result, check)
     rule.op = name
     return OpDef(name, code, Family.UNARY, (1, 1), rule, ref, doc, attrs=attrs, expand=expand,
-                 dtypes=what or "any")
+                 dtypes=what or "any", vjp=vjp)
 
 
-def _b(name, code, ref, doc, ok=None, what="", result=None, expand=None):
+def _b(name, code, ref, doc, ok=None, what="", result=None, expand=None, vjp=None):
     rule = binary_rule(ok, what, result)
     rule.op = name
     return OpDef(name, code, Family.BINARY, (2, 2), rule, ref, doc, expand=expand,
-                 dtypes=what or "any")
+                 dtypes=what or "any", vjp=vjp)
+
+
+# ---- adjoint rules (g emits dlvm instructions; see OpDef.vjp) --------------------------------
+# A unary rule gets (g, attrs, [x], y, ct); a binary one (g, attrs, [a, b], y, ct) and may
+# return cotangents of the broadcast shape: the transform sums them back to each operand's.
+
+def _d1(f):
+    """A unary rule from the derivative: ct * f(g, x, y)."""
+    return lambda g, attrs, xs, y, ct: [g.mul(ct, f(g, xs[0], y))]
+
+
+def _gelu_vjp(g, attrs, xs, y, ct):
+    (x,) = xs
+    if attrs["approximate"] == "tanh":
+        c, k = 0.7978845608028654, 0.044715
+        x2 = g.mul(x, x)
+        t = g.tanh(g.mul(g.mul(x, g.add(g.mul(x2, k), 1.0)), c))
+        dt = g.mul(g.sub(1.0, g.mul(t, t)), g.mul(g.add(g.mul(x2, 3 * k), 1.0), c))
+        d = g.add(g.mul(g.add(t, 1.0), 0.5), g.mul(g.mul(x, dt), 0.5))
+    else:
+        cdf = g.mul(g.add(g.erf(g.mul(x, 1 / math.sqrt(2.0))), 1.0), 0.5)
+        pdf = g.mul(g.exp(g.mul(g.mul(x, x), -0.5)), 1 / math.sqrt(2 * math.pi))
+        d = g.add(cdf, g.mul(x, pdf))
+    return [g.mul(ct, d)]
+
+
+def _select_mask(g, cond, ct):
+    """ct where cond holds, 0 elsewhere."""
+    return g.select(cond, ct, g.scalar(0, g.dtype(ct)))
+
+
+def _max_vjp(pick):
+    """max / min: the cotangent goes to the operand that won; a tie splits it evenly (as
+    PyTorch's maximum does)."""
+    def rule(g, attrs, xs, y, ct):
+        half = g.mul(ct, 0.5)
+        out = []
+        for me, other in ((xs[0], xs[1]), (xs[1], xs[0])):
+            if isinstance(me, Imm):
+                out.append(None)
+                continue
+            wins = g.emit(pick, [me, other])
+            tie = g.eq(me, other)
+            out.append(g.select(wins, ct, _select_mask(g, tie, half)))
+        return out
+    return rule
+
+
+def _pow_vjp(g, attrs, xs, y, ct):
+    a, b = xs
+    da = g.mul(ct, g.mul(b, g.pow(a, g.sub(b, 1.0) if not isinstance(b, Imm) else b.value - 1)))
+    if isinstance(b, Imm):
+        return [da, None]
+    zero = g.scalar(0, g.dtype(ct))
+    # d/db a^b = a^b ln a; where a is 0 the limit is 0 (PyTorch too), not 0 * -inf
+    db = g.mul(ct, g.select(g.eq(a, 0.0), zero, g.mul(y, g.log(a))))
+    return [da, db]
+
+
+def _div_vjp(g, attrs, xs, y, ct):
+    a, b = xs
+    return [g.div(ct, b), None if isinstance(b, Imm) else g.neg(g.div(g.mul(ct, y), b))]
+
+
+def _mod_vjp(g, attrs, xs, y, ct):
+    a, b = xs
+    return [ct, None if isinstance(b, Imm) else g.neg(g.mul(ct, g.floor(g.div(a, b))))]
+
+
+def _select_vjp(g, attrs, xs, y, ct):
+    c = xs[0]
+    zero = g.scalar(0, g.dtype(ct))
+    return [None, g.select(c, ct, zero), g.select(c, zero, ct)]
+
+
+def _cast_vjp(g, attrs, xs, y, ct):
+    (x,) = xs
+    if isinstance(x, Imm) or not is_float(g.dtype(x)) or not is_float(attrs["to"]):
+        return [None]
+    return [g.cast(ct, to=g.dtype(x))]
+
+
+ZERO_GRADIENT = NO_GRADIENT   # piecewise constant: the derivative is 0 wherever it exists
 
 
 def _np1(f):
@@ -207,69 +292,108 @@ LOG = (is_int_or_bool, "bool or integer")
 
 OPS = [
     # -- unary --------------------------------------------------------------------------------
-    _u("neg", 1, _np1(np.negative), "r := -a (integers wrap)", *SGN),
-    _u("abs", 2, _np1(np.abs), "r := |a| (integers wrap at the minimum)", *NUM),
-    _u("exp", 3, _np1(np.exp), "r := e^a", *FLT),
-    _u("log", 4, _np1(np.log), "r := ln a (log 0 = -inf, log of a negative = NaN)", *FLT),
-    _u("sqrt", 5, _np1(np.sqrt), "r := sqrt a (NaN for a < 0)", *FLT),
+    _u("neg", 1, _np1(np.negative), "r := -a (integers wrap)", *SGN,
+       vjp=lambda g, attrs, xs, y, ct: [g.neg(ct)]),
+    _u("abs", 2, _np1(np.abs), "r := |a| (integers wrap at the minimum)", *NUM,
+       vjp=_d1(lambda g, x, y: g.sign(x))),
+    _u("exp", 3, _np1(np.exp), "r := e^a", *FLT,
+       vjp=_d1(lambda g, x, y: y)),
+    _u("log", 4, _np1(np.log), "r := ln a (log 0 = -inf, log of a negative = NaN)", *FLT,
+       vjp=lambda g, attrs, xs, y, ct: [g.div(ct, xs[0])]),
+    _u("sqrt", 5, _np1(np.sqrt), "r := sqrt a (NaN for a < 0)", *FLT,
+       vjp=lambda g, attrs, xs, y, ct: [g.div(g.mul(ct, 0.5), y)]),
     _u("rsqrt", 6, lambda attrs, a: (1 / np.sqrt(a)).astype(a.dtype), "r := 1 / sqrt a", *FLT,
-       expand=lambda s, attrs, x: s.div(s.const(1.0, x), s.sqrt(x))),
+       expand=lambda s, attrs, x: s.div(s.const(1.0, x), s.sqrt(x)),
+       vjp=_d1(lambda g, x, y: g.mul(g.mul(g.mul(y, y), y), -0.5))),
     _u("reciprocal", 7, lambda attrs, a: (1 / a).astype(a.dtype), "r := 1 / a", *FLT,
-       expand=lambda s, attrs, x: s.div(s.const(1.0, x), x)),
-    _u("tanh", 8, _np1(np.tanh), "r := tanh a", *FLT),
+       expand=lambda s, attrs, x: s.div(s.const(1.0, x), x),
+       vjp=_d1(lambda g, x, y: g.neg(g.mul(y, y)))),
+    _u("tanh", 8, _np1(np.tanh), "r := tanh a", *FLT,
+       vjp=_d1(lambda g, x, y: g.sub(1.0, g.mul(y, y)))),
     _u("sigmoid", 9, lambda attrs, a: (1 / (1 + np.exp(-a))).astype(a.dtype),
        "r := 1 / (1 + e^-a)", *FLT,
-       expand=lambda s, attrs, x: s.div(s.const(1.0, x), s.add(s.const(1.0, x), s.exp(s.neg(x))))),
+       expand=lambda s, attrs, x: s.div(s.const(1.0, x), s.add(s.const(1.0, x), s.exp(s.neg(x)))),
+       vjp=_d1(lambda g, x, y: g.mul(y, g.sub(1.0, y)))),
     _u("relu", 10, lambda attrs, a: np.maximum(a, a.dtype.type(0)), "r := max(a, 0) (NaN stays NaN)",
-       *NUM, expand=lambda s, attrs, x: s.max(x, s.const(0, x))),
+       *NUM, expand=lambda s, attrs, x: s.max(x, s.const(0, x)),
+       vjp=lambda g, attrs, xs, y, ct: [_select_mask(g, g.gt(xs[0], 0), ct)]),
     _u("gelu", 11, gelu_ref, "r := a/2 * (1 + erf(a / sqrt 2)); approximate = \"tanh\": "
        "a/2 * (1 + tanh(sqrt(2/pi) * (a + 0.044715 a^3)))", *FLT, expand=gelu_expand,
        attrs=(AttrSpec("approximate", AttrKind.STR, "none", 'one of "none", "tanh"'),),
-       check=check_gelu_attrs),
-    _u("erf", 12, lambda attrs, a: mathref.erf(a), "r := erf a", *FLT),
-    _u("sin", 13, _np1(np.sin), "r := sin a", *FLT),
-    _u("cos", 14, _np1(np.cos), "r := cos a", *FLT),
-    _u("floor", 15, _np1(np.floor), "r := the largest integer <= a", *FLT),
-    _u("ceil", 16, _np1(np.ceil), "r := the smallest integer >= a", *FLT),
-    _u("round", 17, _np1(np.rint), "r := a rounded to the nearest integer, halves to even", *FLT),
+       check=check_gelu_attrs,
+       vjp=_gelu_vjp),
+    _u("erf", 12, lambda attrs, a: mathref.erf(a), "r := erf a", *FLT,
+       vjp=_d1(lambda g, x, y: g.mul(g.exp(g.neg(g.mul(x, x))), 2 / math.sqrt(math.pi)))),
+    _u("sin", 13, _np1(np.sin), "r := sin a", *FLT,
+       vjp=_d1(lambda g, x, y: g.cos(x))),
+    _u("cos", 14, _np1(np.cos), "r := cos a", *FLT,
+       vjp=_d1(lambda g, x, y: g.neg(g.sin(x)))),
+    _u("floor", 15, _np1(np.floor), "r := the largest integer <= a", *FLT,
+       vjp=ZERO_GRADIENT),
+    _u("ceil", 16, _np1(np.ceil), "r := the smallest integer >= a", *FLT,
+       vjp=ZERO_GRADIENT),
+    _u("round", 17, _np1(np.rint), "r := a rounded to the nearest integer, halves to even", *FLT,
+       vjp=ZERO_GRADIENT),
     _u("sign", 18, _np1(np.sign), "r := -1, 0 or 1 by the sign of a (NaN stays NaN)", *NUM,
-       expand=sign_expand),
-    _u("not", 19, logical_not_ref, "r := logical not (bool), bitwise not (integers)", *LOG),
+       expand=sign_expand,
+       vjp=ZERO_GRADIENT),
+    _u("not", 19, logical_not_ref, "r := logical not (bool), bitwise not (integers)", *LOG,
+       vjp=NO_GRADIENT),
     _u("isnan", 20, _np1(np.isnan), "r := a is NaN (bool result)", *FLT, result=BOOL,
-       expand=lambda s, attrs, x: s.ne(x, x)),
+       expand=lambda s, attrs, x: s.ne(x, x),
+       vjp=NO_GRADIENT),
     # -- binary (NumPy broadcasting; both operands of one dtype) ------------------------------
-    _b("add", 32, _np2(np.add), "r := a + b (integers wrap)"),
-    _b("sub", 33, _np2(np.subtract), "r := a - b (integers wrap)", *NUM),
-    _b("mul", 34, _np2(np.multiply), "r := a * b (integers wrap)"),
+    _b("add", 32, _np2(np.add), "r := a + b (integers wrap)",
+       vjp=lambda g, attrs, xs, y, ct: [ct, ct]),
+    _b("sub", 33, _np2(np.subtract), "r := a - b (integers wrap)", *NUM,
+       vjp=lambda g, attrs, xs, y, ct: [ct, g.neg(ct)]),
+    _b("mul", 34, _np2(np.multiply), "r := a * b (integers wrap)",
+       vjp=lambda g, attrs, xs, y, ct: [g.mul(ct, xs[1]), g.mul(ct, xs[0])]),
     _b("div", 35, div_ref, "r := a / b; integers truncate toward zero and trap on a zero divisor",
-       *NUM),
-    _b("pow", 36, pow_ref, "r := a ^ b; integers trap on a negative exponent", *NUM),
+       *NUM,
+       vjp=_div_vjp),
+    _b("pow", 36, pow_ref, "r := a ^ b; integers trap on a negative exponent", *NUM,
+       vjp=_pow_vjp),
     _b("max", 37, _signed_zero_extreme(np.maximum, negative_wins=False),
-       "r := the larger of a, b (NaN if either is NaN; -0 < +0)"),
+       "r := the larger of a, b (NaN if either is NaN; -0 < +0)",
+       vjp=_max_vjp("gt")),
     _b("min", 38, _signed_zero_extreme(np.minimum, negative_wins=True),
-       "r := the smaller of a, b (NaN if either is NaN; -0 < +0)"),
+       "r := the smaller of a, b (NaN if either is NaN; -0 < +0)",
+       vjp=_max_vjp("lt")),
     _b("mod", 39, mod_ref, "r := a - floor(a / b) * b, the sign of b (NumPy); integers trap on "
-       "a zero divisor", *NUM),
+       "a zero divisor", *NUM,
+       vjp=_mod_vjp),
     _b("and", 40, _np2(np.bitwise_and), "r := a and b (logical for bool, bitwise for integers)",
-       *LOG),
-    _b("or", 41, _np2(np.bitwise_or), "r := a or b (logical for bool, bitwise for integers)", *LOG),
+       *LOG,
+       vjp=NO_GRADIENT),
+    _b("or", 41, _np2(np.bitwise_or), "r := a or b (logical for bool, bitwise for integers)", *LOG,
+       vjp=NO_GRADIENT),
     _b("xor", 42, _np2(np.bitwise_xor), "r := a xor b (logical for bool, bitwise for integers)",
-       *LOG),
-    _b("eq", 43, _np2(np.equal), "r := a == b (bool result)", result=BOOL),
-    _b("ne", 44, _np2(np.not_equal), "r := a != b (bool result; NaN != NaN)", result=BOOL),
-    _b("lt", 45, _np2(np.less), "r := a < b (bool result)", *NUM, result=BOOL),
-    _b("le", 46, _np2(np.less_equal), "r := a <= b (bool result)", *NUM, result=BOOL),
-    _b("gt", 47, _np2(np.greater), "r := a > b (bool result)", *NUM, result=BOOL),
-    _b("ge", 48, _np2(np.greater_equal), "r := a >= b (bool result)", *NUM, result=BOOL),
+       *LOG,
+       vjp=NO_GRADIENT),
+    _b("eq", 43, _np2(np.equal), "r := a == b (bool result)", result=BOOL,
+       vjp=NO_GRADIENT),
+    _b("ne", 44, _np2(np.not_equal), "r := a != b (bool result; NaN != NaN)", result=BOOL,
+       vjp=NO_GRADIENT),
+    _b("lt", 45, _np2(np.less), "r := a < b (bool result)", *NUM, result=BOOL,
+       vjp=NO_GRADIENT),
+    _b("le", 46, _np2(np.less_equal), "r := a <= b (bool result)", *NUM, result=BOOL,
+       vjp=NO_GRADIENT),
+    _b("gt", 47, _np2(np.greater), "r := a > b (bool result)", *NUM, result=BOOL,
+       vjp=NO_GRADIENT),
+    _b("ge", 48, _np2(np.greater_equal), "r := a >= b (bool result)", *NUM, result=BOOL,
+       vjp=NO_GRADIENT),
     # -- select and cast ----------------------------------------------------------------------
     OpDef("select", 56, Family.SELECT, (3, 3), select_rule,
           lambda attrs, c, a, b: np.where(c, a, b),
           "r := c ? a : b elementwise, the three broadcast together", dtypes="c: bool; a, b: any",
-          extra={"operands": ("c", "a", "b")}),  # named as in the doc line, for specs/ops.md
+          extra={"operands": ("c", "a", "b")},  # named as in the doc line, for specs/ops.md
+          vjp=_select_vjp),
     OpDef("cast", 57, Family.CAST, (1, 1), cast_rule, cast_ref,
           "r := a converted to dtype `to`; float to integer truncates toward zero and saturates "
           "(out-of-range values and infinities give the nearest integer of the range, NaN gives "
           "0); to bool is a != 0",
-          attrs=(AttrSpec("to", AttrKind.DTYPE, doc="the result dtype"),), dtypes="any"),
+          attrs=(AttrSpec("to", AttrKind.DTYPE, doc="the result dtype"),), dtypes="any",
+          vjp=_cast_vjp),
 ]
 

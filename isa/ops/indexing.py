@@ -13,7 +13,8 @@ import numpy as np
 from ..dtypes import BY_NAME
 from ..errors import OpTypeError, Trap
 from ..types import TensorType
-from .opdef import AttrKind, AttrSpec, Family, OpDef
+from . import adjoints_movement as adj
+from .opdef import NO_GRADIENT, AttrKind, AttrSpec, Family, OpDef
 from .shapes import normalize_axis, same_dtype
 
 I64 = BY_NAME["i64"]
@@ -209,7 +210,8 @@ OPS = [
           "r[i0, .., ik, ..] := a[i0, .., indices[i0, .., ik, ..], ..] with the index on `axis` "
           "(ONNX GatherElements, np.take_along_axis); r has indices' shape",
           attrs=(AttrSpec("axis", AttrKind.INT, 0, "the axis indexed"),),
-          dtypes="a: any; indices: i32 or i64", extra={"operands": ("a", "indices")}),
+          dtypes="a: any; indices: i32 or i64", extra={"operands": ("a", "indices")},
+          vjp=adj.gather_elements_vjp),
     OpDef("scatter_elements", 183, Family.MOVEMENT, (3, 3), scatter_elements_rule,
           scatter_elements_ref,
           "r := a with r[.., indices[i, ..], ..] := updates[i, ..] on `axis` (ONNX "
@@ -232,7 +234,8 @@ OPS = [
     OpDef("nonzero", 186, Family.MOVEMENT, (1, 1), nonzero_rule, nonzero_ref,
           "r := the indices of a's non-zero elements as i64[rank, count], in row-major order "
           "(ONNX NonZero; a scalar counts as rank 1); count is unknown before the run",
-          dtypes="any", extra={"operands": ("a",)}),
+          dtypes="any", extra={"operands": ("a",)},
+          vjp=NO_GRADIENT),
     OpDef("compress", 187, Family.MOVEMENT, (2, 2), compress_rule, compress_ref,
           "r := the slices of a along `axis` whose entry in the bool vector cond is true "
           "(np.compress; absent axis: of the flattened a); a cond longer than the axis traps",
@@ -264,4 +267,5 @@ OPS.append(
           "r := the bytes of a read as `to`, an element type of the same size (ONNX BitCast); "
           "no value conversion (bool reads as the byte 0 or 1)",
           attrs=(AttrSpec("to", AttrKind.DTYPE, doc="the result dtype, same element size"),),
-          dtypes="any; to: not bool", extra={"operands": ("a",)}))
+          dtypes="any; to: not bool", extra={"operands": ("a",)},
+          vjp=NO_GRADIENT))

@@ -16,6 +16,7 @@ import numpy as np
 
 from ..errors import OpTypeError, Trap
 from ..types import Dim, TensorType
+from . import adjoints_nn as adj
 from .opdef import AttrKind, AttrSpec, Family, OpDef
 from .shapes import broadcast_shapes, is_float, normalize_axis, require_dtype, same_dtype
 
@@ -342,28 +343,33 @@ OPS = [
                  AttrSpec("pads", AttrKind.INTS, [0, 0, 0, 0], WINDOW_DOC),
                  AttrSpec("dilations", AttrKind.INTS, [1, 1], "kernel spacing [height, width]"),
                  AttrSpec("groups", AttrKind.INT, 1, "channel groups; C and O divide by it")),
-          dtypes="float, all operands of one dtype", extra={"operands": ("x", "w", "bias")}),
+          dtypes="float, all operands of one dtype", extra={"operands": ("x", "w", "bias")},
+          vjp=adj.conv2d_vjp),
     OpDef("softmax", 139, Family.NN, (1, 1), float_same_rule("softmax"), softmax_ref,
           "r := e^(x - m) / sum(e^(x - m)) along axis, m = max along axis (no overflow); "
           "traps on an empty axis",
           attrs=(AttrSpec("axis", AttrKind.INT, -1, "the axis normalized"),),
-          decompose=softmax_decompose, dtypes="float", extra={"operands": ("x",)}),
+          decompose=softmax_decompose, dtypes="float", extra={"operands": ("x",)},
+          vjp=adj.softmax_vjp),
     OpDef("log_softmax", 140, Family.NN, (1, 1), float_same_rule("log_softmax"), log_softmax_ref,
           "r := (x - m) - log(sum(e^(x - m))) along axis, m = max along axis; traps on an empty "
           "axis",
           attrs=(AttrSpec("axis", AttrKind.INT, -1, "the axis normalized"),),
-          decompose=log_softmax_decompose, dtypes="float", extra={"operands": ("x",)}),
+          decompose=log_softmax_decompose, dtypes="float", extra={"operands": ("x",)},
+          vjp=adj.log_softmax_vjp),
     OpDef("layer_norm", 141, Family.NN, (1, 3), layer_norm_rule, layer_norm_ref,
           "r := (x - mean) / sqrt(var + epsilon) * scale + bias, mean and (biased) var over "
           "axes axis .. rank-1 (ONNX LayerNormalization); scale and bias broadcast against those "
           "dims",
           attrs=(AttrSpec("axis", AttrKind.INT, -1, "the first normalized axis"), EPSILON),
           decompose=layer_norm_decompose, dtypes="float, all operands of one dtype",
-          extra={"operands": ("x", "scale", "bias")}),
+          extra={"operands": ("x", "scale", "bias")},
+          vjp=adj.layer_norm_vjp),
     OpDef("batch_norm", 142, Family.NN, (5, 5), batch_norm_rule, batch_norm_ref,
           "r := (x - mean) * (scale / sqrt(var + epsilon)) + bias per channel (axis 1), with "
           "given statistics (inference); scale, bias, mean and var are [C]",
           attrs=(EPSILON,), decompose=batch_norm_decompose,
           dtypes="float, all operands of one dtype",
-          extra={"operands": ("x", "scale", "bias", "mean", "var")}),
+          extra={"operands": ("x", "scale", "bias", "mean", "var")},
+          vjp=adj.batch_norm_vjp),
 ]

@@ -82,6 +82,16 @@ Reference = Callable[..., Any]
 # (emit, operands, attrs, operand_types) -> result operand(s), where emit(op, operands, attrs)
 # appends one instruction and returns its result register.
 Decomposition = Callable[..., Any]
+# adjoint (reverse-mode) rule: (g, attrs, operands, result, cotangent) -> one cotangent per
+# operand (None: none flows there). g is an emitter (isa/autodiff/emitter.py) whose methods are
+# the ops (`g.mul(ct, y)`), so a rule is written in dlvm instructions; a cotangent may keep the
+# result's broadcast shape (the transform sums it back to the operand's). For a one-result op
+# `result` and `cotangent` are that result's; for several results, lists (None where no
+# cotangent reaches a result).
+Adjoint = Callable[..., Any]
+# an op whose results carry no gradient: integer, boolean or index results, or piecewise
+# constant functions (floor, sign): nothing flows back through it
+NO_GRADIENT: Adjoint = lambda g, attrs, xs, y, ct: [None] * len(xs)   # noqa: E731
 # scalar expansion for fusing backends: (scalar_ops, attrs, *values) -> value. None means the op
 # is a primitive that each backend lowers itself (see isa/scalar.py for the primitive set).
 Expansion = Callable[..., Any]
@@ -103,6 +113,7 @@ class OpDef:
     expand: Expansion | None = None
     decompose: Decomposition | None = None
     dtypes: str = ""                # which operand dtypes are accepted, in words (for the spec)
+    vjp: Adjoint | None = None      # the adjoint rule; None: not differentiable in this version
     extra: dict[str, Any] = field(default_factory=dict)
 
     def attr(self, name: str) -> AttrSpec | None:

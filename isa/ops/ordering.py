@@ -12,6 +12,7 @@ import numpy as np
 from ..dtypes import BY_NAME
 from ..errors import OpTypeError, Trap
 from ..types import TensorType
+from . import adjoints_movement as adj
 from .opdef import AttrKind, AttrSpec, Family, OpDef
 
 I64 = BY_NAME["i64"]
@@ -103,7 +104,8 @@ OPS = [
           "the end; integers wrap",
           attrs=(AttrSpec("exclusive", AttrKind.BOOL, False, "sum of the elements before"),
                  AttrSpec("reverse", AttrKind.BOOL, False, "run from the last element")),
-          dtypes="a: numeric; axis: integer", extra={"operands": ("a", "axis")}),
+          dtypes="a: numeric; axis: integer", extra={"operands": ("a", "axis")},
+          vjp=adj.cumsum_vjp),
     OpDef("cumprod", 180, Family.MOVEMENT, (2, 2), cumulative_rule("cumprod"),
           cumulative_ref("cumprod", np.cumprod),
           "r := running products of a along the axis given by the integer scalar `axis` (ONNX "
@@ -117,5 +119,6 @@ OPS = [
           attrs=(AttrSpec("axis", AttrKind.INT, -1, "the axis searched"),
                  AttrSpec("largest", AttrKind.BOOL, True, "largest (true) or smallest"),
                  AttrSpec("sorted", AttrKind.BOOL, True, "results in sorted order (always)")),
-          n_results=2, dtypes="a: numeric; k: integer", extra={"operands": ("a", "k")}),
+          n_results=2, dtypes="a: numeric; k: integer", extra={"operands": ("a", "k")},
+          vjp=adj.topk_vjp),
 ]

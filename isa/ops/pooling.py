@@ -18,6 +18,7 @@ import numpy as np
 
 from ..errors import OpTypeError, Trap
 from ..types import Dim, TensorType
+from . import adjoints_nn as adj
 from .opdef import AttrKind, AttrSpec, Family, OpDef
 from .shapes import is_float, is_numeric, require_dtype
 
@@ -125,11 +126,15 @@ def _window_sums(xp: np.ndarray, attrs, outs: list[int]) -> np.ndarray:
 def avgpool_ref(attrs, x: np.ndarray) -> np.ndarray:
     xp, outs, extra = _padded("avgpool2d", attrs, x, 0)
     sums = _window_sums(xp, attrs, outs)
-    nd, p = x.ndim - 2, attrs["pads"]
     if attrs["count_include_pad"] and not any(extra):
         return (sums / x.dtype.type(np.prod(attrs["kernel"]))).astype(x.dtype)
-    # divide each window by the positions it covers that count: the input, plus the explicit
-    # pads with count_include_pad; never the ceil-mode overhang
+    return (sums / _window_counts(attrs, x, outs, extra)).astype(x.dtype)
+
+
+def _window_counts(attrs, x: np.ndarray, outs: list[int], extra: list[int]) -> np.ndarray:
+    """The divisor of each average window: the positions it covers that count (the input, plus
+    the explicit pads with count_include_pad; never the ceil-mode overhang)."""
+    nd, p = x.ndim - 2, attrs["pads"]
     if attrs["count_include_pad"]:
         core = [x.shape[2 + i] + p[i] + p[i + nd] for i in range(nd)]
         widths = [(0, 0), (0, 0)] + [(0, e) for e in extra]
@@ -137,8 +142,7 @@ def avgpool_ref(attrs, x: np.ndarray) -> np.ndarray:
         core = list(x.shape[2:])
         widths = [(0, 0), (0, 0)] + [(p[i], p[i + nd] + extra[i]) for i in range(nd)]
     ones = np.pad(np.ones([1, 1] + core, dtype=x.dtype), widths)
-    counts = _window_sums(ones, attrs, outs)
-    return (sums / counts).astype(x.dtype)
+    return _window_sums(ones, attrs, outs)
 
 
 WINDOW_DOC = ("pads are [begin of each spatial dim..., end of each...] (2-D: [top, left, "
@@ -161,7 +165,8 @@ OPS = [
           "r[n, c, i..] := max of the window of x at (i*s - begin pad) with taps d apart; "
           "(N, C, D1..Dk) with k = len(kernel) in 1..3; padding never wins (-inf, or the "
           "integer minimum); NaN propagates",
-          attrs=POOL_ATTRS, dtypes="numeric", extra={"operands": ("x",)}),
+          attrs=POOL_ATTRS, dtypes="numeric", extra={"operands": ("x",)},
+          vjp=adj.maxpool_vjp),
     OpDef("avgpool2d", 138, Family.NN, (1, 1), pool_rule("avgpool2d", is_float, "float"),
           avgpool_ref,
           "r[n, c, i..] := mean of the window of x at (i*s - begin pad) with taps d apart; "
@@ -169,5 +174,61 @@ OPS = [
           "only with count_include_pad, the ceil-mode overhang never",
           attrs=POOL_ATTRS + (AttrSpec("count_include_pad", AttrKind.BOOL, False,
                                        "divide by the whole window, padding included"),),
-          dtypes="float", extra={"operands": ("x",)}),
+          dtypes="float", extra={"operands": ("x",)},
+          vjp=adj.avgpool_vjp),
 ]
+
+
+# ---- the adjoint of pooling (what reverse-mode autodiff emits) ------------------------------
+
+def pool_grad_rule(types: list[TensorType], attrs) -> list[TensorType]:
+    x, ct = types
+    if attrs["kind"] not in ("max", "avg"):
+        raise OpTypeError(f'pool_grad kind must be "max" or "avg", got "{attrs["kind"]}"')
+    if ct.dtype != x.dtype or ct.rank != x.rank:
+        raise OpTypeError(f"pool_grad: the cotangent {ct} must have x's dtype and rank ({x})")
+    pool_rule("pool_grad", is_float, "float")([x], attrs)
+    return [x]
+
+
+def pool_grad_ref(attrs, x: np.ndarray, ct: np.ndarray) -> np.ndarray:
+    """The gradient of maxpool2d / avgpool2d at x for the output cotangent ct: a max window
+    sends its cotangent to its first maximum (row-major, as PyTorch's index does), an average
+    window spreads it over the positions its divisor counted."""
+    nd = x.ndim - 2
+    if attrs["kind"] == "max":
+        xp, outs, _ = _padded("pool_grad", attrs, x, _lowest(x.dtype))
+        best = maxpool_ref(attrs, x)
+        if ct.shape != best.shape:
+            raise Trap(f"pool_grad: cotangent shape {list(ct.shape)} is not the pool's output "
+                       f"{list(best.shape)}")
+        gp = np.zeros(xp.shape, dtype=x.dtype)
+        taken = np.zeros(best.shape, dtype=bool)
+        for tap, gtap in zip(_taps(xp, attrs, outs), _taps(gp, attrs, outs)):
+            hit = (tap == best) & ~taken
+            gtap += np.where(hit, ct, x.dtype.type(0))
+            taken |= hit
+    else:
+        xp, outs, extra = _padded("pool_grad", attrs, x, 0)
+        counts = _window_counts(attrs, x, outs, extra)
+        if ct.shape[2:] != counts.shape[2:] or ct.shape[:2] != x.shape[:2]:
+            raise Trap(f"pool_grad: cotangent shape {list(ct.shape)} is not the pool's output")
+        share = ct / counts      # each window spreads its cotangent over what it averaged
+        gp = np.zeros(xp.shape, dtype=x.dtype)
+        for gtap in _taps(gp, attrs, outs):
+            gtap += share
+    p = attrs["pads"]
+    core = (slice(None), slice(None)) + tuple(slice(p[i], p[i] + x.shape[2 + i])
+                                              for i in range(nd))
+    return np.ascontiguousarray(gp[core]).astype(x.dtype)
+
+
+OPS.append(
+    OpDef("pool_grad", 143, Family.NN, (2, 2), pool_grad_rule, pool_grad_ref,
+          "r := the gradient of maxpool2d (kind \"max\": each window's cotangent goes to its "
+          "first maximum) or avgpool2d (kind \"avg\": spread evenly over the positions its "
+          "divisor counts) at x, for the pool's output cotangent ct; the pool's attributes",
+          attrs=POOL_ATTRS + (AttrSpec("count_include_pad", AttrKind.BOOL, False,
+                                       "as avgpool2d's"),
+                              AttrSpec("kind", AttrKind.STR, "max", 'one of "max", "avg"')),
+          dtypes="float", extra={"operands": ("x", "ct")}))

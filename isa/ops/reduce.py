@@ -10,7 +10,8 @@ import numpy as np
 from ..dtypes import BY_NAME
 from ..errors import OpTypeError, Trap
 from ..types import TensorType
-from .opdef import AttrKind, AttrSpec, Family, OpDef
+from . import adjoints_reduce as adj
+from .opdef import NO_GRADIENT, AttrKind, AttrSpec, Family, OpDef
 from .shapes import is_float, is_numeric, normalize_axes, normalize_axis, require_dtype
 
 I64 = BY_NAME["i64"]
@@ -86,23 +87,58 @@ def _arg(f, name):
     return ref
 
 
-def _reduce(name, code, ref, doc, ok=is_numeric, what="numeric"):
+def _reduce(name, code, ref, doc, ok=is_numeric, what="numeric", vjp=None):
     return OpDef(name, code, Family.REDUCE, (1, 1), reduce_rule(name, ok, what), ref, doc,
-                 attrs=REDUCE_ATTRS, dtypes=what)
+                 attrs=REDUCE_ATTRS, dtypes=what, vjp=vjp)
 
 
 OPS = [
-    _reduce("reduce_sum", 64, _sum_like(np.sum), "r := sum of a over axes (integers wrap)"),
-    _reduce("reduce_mean", 65, _sum_like(np.mean), "r := mean of a over axes", is_float, "float"),
+    _reduce("reduce_sum", 64, _sum_like(np.sum), "r := sum of a over axes (integers wrap)",
+            vjp=adj.sum_vjp),
+    _reduce("reduce_mean", 65, _sum_like(np.mean), "r := mean of a over axes", is_float, "float",
+            vjp=adj.mean_vjp),
     _reduce("reduce_max", 66, _extremum(np.max, "reduce_max"),
-            "r := maximum of a over axes (NaN if any is NaN); traps on an empty axis"),
+            "r := maximum of a over axes (NaN if any is NaN); traps on an empty axis",
+            vjp=adj.extremum_vjp),
     _reduce("reduce_min", 67, _extremum(np.min, "reduce_min"),
-            "r := minimum of a over axes (NaN if any is NaN); traps on an empty axis"),
-    _reduce("reduce_prod", 68, _sum_like(np.prod), "r := product of a over axes (integers wrap)"),
+            "r := minimum of a over axes (NaN if any is NaN); traps on an empty axis",
+            vjp=adj.extremum_vjp),
+    _reduce("reduce_prod", 68, _sum_like(np.prod), "r := product of a over axes (integers wrap)",
+            vjp=adj.prod_vjp),
     OpDef("argmax", 69, Family.ARGREDUCE, (1, 1), arg_rule("argmax"), _arg(np.argmax, "argmax"),
           "r := i64 index of the first maximum along axis (a NaN counts as the maximum)",
-          attrs=ARG_ATTRS, dtypes="numeric"),
+          attrs=ARG_ATTRS, dtypes="numeric", vjp=NO_GRADIENT),
     OpDef("argmin", 70, Family.ARGREDUCE, (1, 1), arg_rule("argmin"), _arg(np.argmin, "argmin"),
           "r := i64 index of the first minimum along axis (a NaN counts as the minimum)",
-          attrs=ARG_ATTRS, dtypes="numeric"),
+          attrs=ARG_ATTRS, dtypes="numeric", vjp=NO_GRADIENT),
 ]
+
+
+# ---- unbroadcast: the adjoint of broadcasting ----------------------------------------------
+
+def unbroadcast_rule(types: list[TensorType], attrs) -> list[TensorType]:
+    a, like = types
+    if like.rank > a.rank:
+        raise OpTypeError(f"unbroadcast: {like} has more dims than {a}")
+    return [TensorType(a.dtype, like.shape)]
+
+
+def unbroadcast_ref(attrs, a: np.ndarray, like: np.ndarray) -> np.ndarray:
+    lead = a.ndim - like.ndim
+    axes = tuple(range(lead)) + tuple(lead + i for i, d in enumerate(like.shape)
+                                      if d == 1 and a.shape[lead + i] != 1)
+    for i, d in enumerate(like.shape):
+        if d != 1 and a.shape[lead + i] != d:
+            raise Trap(f"unbroadcast: {list(like.shape)} does not broadcast to "
+                       f"{list(a.shape)}")
+    out = np.sum(a, axis=axes, keepdims=True, dtype=a.dtype) if axes else a
+    return np.ascontiguousarray(out.reshape(like.shape)).astype(a.dtype, copy=False)
+
+
+OPS.append(
+    OpDef("unbroadcast", 144, Family.MOVEMENT, (2, 2), unbroadcast_rule, unbroadcast_ref,
+          "r := a summed over the axes NumPy broadcasting added or stretched to reach a's shape "
+          "from like's (leading axes, and like's size-1 dims): r has like's shape and a's dtype "
+          "(the adjoint of broadcasting; like's values are not read)",
+          dtypes="a: numeric; like: any", extra={"operands": ("a", "like")},
+          vjp=adj.unbroadcast_vjp))

@@ -5,7 +5,8 @@ import numpy as np
 
 from ..errors import OpTypeError
 from ..types import TensorType
-from .opdef import AttrKind, AttrSpec, Family, OpDef, Syntax
+from . import adjoints_movement as adj
+from .opdef import NO_GRADIENT, AttrKind, AttrSpec, Family, OpDef, Syntax
 
 
 def const_rule(types: list[TensorType], attrs) -> list[TensorType]:
@@ -33,7 +34,9 @@ OPS = [
           "r := VALUE of TYPE; a scalar literal fills the shape, a nested list gives every element",
           attrs=(AttrSpec("value", AttrKind.TENSOR, doc="the literal"),
                  AttrSpec("type", AttrKind.TYPE, doc="the result type")),
-          syntax=Syntax.CONST, dtypes="any"),
+          syntax=Syntax.CONST, dtypes="any",
+          vjp=NO_GRADIENT),
     OpDef("mov", 97, Family.MISC, (1, 1), lambda types, attrs: [types[0]],
-          lambda attrs, a: a, "r := a", dtypes="any"),
+          lambda attrs, a: a, "r := a", dtypes="any",
+          vjp=adj.mov_vjp),
 ]
