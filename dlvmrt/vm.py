@@ -37,6 +37,7 @@ shared by every VM of the process (the in-memory and on-disk code caches).
 from __future__ import annotations
 
 import os
+import sys
 import threading
 import warnings
 import weakref
@@ -69,7 +70,17 @@ class JitWarning(UserWarning):
     """The JIT failed on a block (a bug in dlvm): it keeps running on the interpreter."""
 DEFAULT_HOT_THRESHOLD = 2
 DEFAULT_MAX_STEPS = 5_000_000
-DEFAULT_MAX_CALL_DEPTH = 200
+DEFAULT_MAX_CALL_DEPTH = 10_000   # deep enough for the adjoint of a long loop (one call per iteration)
+_PYTHON_FRAMES_PER_CALL = 3     # a dlvm call runs as about this many nested Python calls
+
+
+def _allow_python_depth(max_call_depth: int) -> None:
+    """Let Python nest as deep as the VM may: a deeper limit (e.g. for the adjoint of a long
+    loop, one call per iteration) must end in the VM's own clean trap, not a RecursionError.
+    Python 3.11+ runs Python-to-Python calls without growing the C stack."""
+    need = _PYTHON_FRAMES_PER_CALL * max_call_depth + 1000
+    if sys.getrecursionlimit() < need:
+        sys.setrecursionlimit(need)
 
 
 def _env_int(name: str, default: int) -> int:
@@ -120,6 +131,7 @@ class VM:
         if self.max_steps <= 0:
             raise ValueError(f"max_steps must be positive, got {self.max_steps}")
         self.max_call_depth = max_call_depth
+        _allow_python_depth(max_call_depth)
         # What one run changes lives per thread (its step budget and call depth; frames are per
         # call): one VM may run on many threads at once. What runs share is guarded by
         # _lock: preparing a function's code, forming regions, installing compiled ones.

@@ -252,6 +252,8 @@ COMMANDS: list[Command] = [
             tools.cmd_profile, _TOOLS, complete=(FUNC, ARGS)),
     Command("opt", "[@f]", "print the module after the optimizer passes", tools.cmd_opt, _TOOLS,
             complete=(FUNC,)),
+    Command("grad", "[@f] [NAMES]", "show @f's adjoint (@f_grad and the functions it calls)",
+            tools.cmd_grad, _TOOLS, complete=(FUNC,)),
     Command("help", "[CMD]", "this help, or one command's", cmd_help, _SESSION, aliases=("h", "?"),
             complete=(COMMAND,)),
     Command("quit", "", "leave the REPL (also Ctrl-D)", cmd_quit, _SESSION, aliases=("q", "exit")),

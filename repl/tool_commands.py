@@ -144,3 +144,23 @@ def cmd_opt(s: ReplSession, arg: str) -> str:
             p.lines.append("")
     used = " -> ".join(passes) if passes else "the default pipeline"
     return f"; after {used} (passes: {', '.join(PASSES)})\n" + "\n".join(p.lines).rstrip()
+
+
+def cmd_grad(s: ReplSession, arg: str) -> str:
+    """Show the adjoint of a function: `:grad @f [x w ...]` (default: every float parameter)."""
+    from isa.autodiff import grad
+    words = arg.split()
+    funcs = [w[1:] for w in words if w.startswith("@")]
+    wrt = [w for w in words if not w.startswith("@")] or None
+    fname = funcs[0] if funcs else "main"
+    if fname not in s.module.functions:
+        raise ReplError(f"no function @{fname} (:funcs lists them)")
+    out = grad(s.module, fname, wrt)
+    from assembler.printer import Printer
+    p = Printer(out, debug=False)
+    new = [f for name, f in out.functions.items() if name not in s.module.functions]
+    for f in new:
+        p.function(f)
+        p.lines.append("")
+    return f"; the adjoint of @{fname}: @{fname}_grad returns its results, then the gradients\n" \
+        + "\n".join(p.lines).rstrip()

@@ -327,10 +327,14 @@ class Adjoints:
     def through(self, orig: Instr, ins: Instr) -> None:
         """Propagate the results' cotangents to the operands of one forward instruction."""
         cts = [self.regs.get(r) for r in ins.results]
-        if all(c is None for c in cts) or not any(self.active(o) for o in ins.operands):
+        if all(c is None for c in cts):
             return
-        if ins.op == "call":
-            self.through_call(ins, cts)
+        if ins.op == "call":      # a callee may read differentiated constants itself
+            if any(self.active(o) for o in ins.operands) or \
+                    self.ta.rb.const_users[ins.attrs["callee"]]:
+                self.through_call(ins, cts)
+            return
+        if not any(self.active(o) for o in ins.operands):
             return
         op = OPS[ins.op]
         if op.vjp is None:

@@ -1,0 +1,214 @@
+"""`grad` on whole programs: loops, branches, calls, recursion, constants, errors, the CLI."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from gradcheck import check
+
+import assembler
+import isa.bytecode as bc
+from dlvmrt.vm import VM
+from isa.autodiff import GradError, grad
+
+RNN = """module rnn
+func @main(%x: f64[T, 2, 3], %w: f64[3, 4], %u: f64[4, 4], %h: f64[2, 4]) -> f64[] {
+entry:
+  %s = shape_of %x
+  %zero = const 0 : i64[]
+  %n = gather %s, %zero
+  %t = const 0 : i64[]
+  jmp head
+head:
+  %c = lt %t, %n
+  br %c, body, done
+body:
+  %xt = gather %x, %t {axis = 0}
+  %a = matmul %xt, %w
+  %b = matmul %h, %u
+  %h = add %a, %b
+  %h = tanh %h
+  %t = add %t, 1
+  jmp head
+done:
+  %l = mul %h, %h
+  %r = reduce_sum %l
+  ret %r
+}
+"""
+
+BRANCH = """module br
+const @k : f64[3] = [0.5, -1.0, 2.0]
+func @sq(%v: f64[N]) -> f64[N] {
+  %r = mul %v, %v
+  %r = mul %r, @k
+  %r = sin %r
+  ret %r
+}
+func @main(%x: f64[3], %y: f64[3]) -> f64[] {
+entry:
+  %s = reduce_sum %x
+  %p = gt %s, 0.0
+  br %p, pos, neg
+pos:
+  %z = call @sq(%x)
+  %z = mul %z, %y
+  jmp join
+neg:
+  %z = exp %x
+  %z = sub %z, %y
+  jmp join
+join:
+  %z = max %z, %x
+  %r = reduce_mean %z
+  ret %r
+}
+"""
+
+RECURSIVE = """module rec
+func @power(%x: f64[2], %n: i64[]) -> f64[2] {
+entry:
+  %done = le %n, 0
+  br %done, base, more
+base:
+  %one = const 1.0 : f64[2]
+  ret %one
+more:
+  %m = sub %n, 1
+  %p = call @power(%x, %m)
+  %p = mul %p, %x
+  ret %p
+}
+func @main(%x: f64[2], %n: i64[]) -> f64[] {
+  %p = call @power(%x, %n)
+  %s = reduce_sum %p
+  ret %s
+}
+"""
+
+RNG = np.random.default_rng(3)
+
+
+def rnn_inputs(steps: int) -> dict[str, np.ndarray]:
+    return {"x": RNG.standard_normal((steps, 2, 3)), "w": RNG.standard_normal((3, 4)) * 0.5,
+            "u": RNG.standard_normal((4, 4)) * 0.5, "h": RNG.standard_normal((2, 4))}
+
+
+def test_a_loop_differentiates_through_every_iteration():
+    check(assembler.assemble(RNN), rnn_inputs(4))
+
+
+def test_a_loop_of_zero_iterations_gives_the_identity_gradient():
+    grads = check(assembler.assemble(RNN), rnn_inputs(0))
+    assert not np.any(grads[1])        # w is never used
+
+
+def test_a_long_loop_runs_within_the_call_depth():
+    m = grad(assembler.assemble(RNN), "main", ["u"])
+    inputs = rnn_inputs(600)
+    inputs["u"] *= 0.2
+    out = VM(m, jit="off").run("main_grad", *inputs.values())
+    assert out[1].shape == (4, 4) and np.all(np.isfinite(out[1]))
+
+
+@pytest.mark.parametrize("sign", [1.0, -1.0])
+def test_both_sides_of_a_branch_and_a_call(sign):
+    x = np.abs(RNG.standard_normal(3)) * sign
+    check(assembler.assemble(BRANCH), {"x": x, "y": RNG.standard_normal(3)})
+
+
+def test_constants_differentiate_through_calls():
+    m = assembler.assemble(BRANCH)
+    x, y = np.array([0.3, 0.7, 0.2]), RNG.standard_normal(3)
+    g = grad(m, "main", ["@k", "y"])
+    _, dk, dy = VM(g, jit="off").run("main_grad", x, y)
+    eps = 1e-6
+    k = m.constants["k"].value
+    for i in range(3):
+        for s in (1, -1):
+            m.constants["k"].value = k.copy()
+            m.constants["k"].value[i] += s * eps
+            val = VM(m, jit="off").run("main", x, y)[0]
+            if s == 1:
+                up = val
+        want = (up - val) / (2 * eps)
+        assert abs(dk[i] - want) < 1e-6
+    m.constants["k"].value = k
+
+
+def test_recursion_gets_an_adjoint_of_its_own():
+    check(assembler.assemble(RECURSIVE), {"x": RNG.uniform(0.5, 1.5, 2), "n": np.int64(3)},
+          wrt=["x"])
+
+
+def test_a_vector_result_takes_its_cotangent_as_a_parameter():
+    m = assembler.assemble("module v\nfunc @main(%x: f64[3]) -> f64[3] {\n  %y = exp %x\n"
+                           "  ret %y\n}\n")
+    g = grad(m, "main", ["x"])
+    assert [p.name for p in g.functions["main_grad"].params] == ["x", "d_out"]
+    x, ct = RNG.standard_normal(3), RNG.standard_normal(3)
+    y, dx = VM(g, jit="off").run("main_grad", x, ct)
+    np.testing.assert_allclose(dx, ct * np.exp(x))
+
+
+def test_the_adjoint_is_ordinary_code():
+    g = grad(assembler.assemble(RNN), "main", ["w", "u"])
+    text = assembler.disassemble(g)
+    again = assembler.assemble(text)
+    assert again == g
+    assert bc.decode(bc.encode(g)) == g
+    inputs = rnn_inputs(3)
+    want = VM(g, jit="off").run("main_grad", *inputs.values())
+    got = VM(g, jit="always").run("main_grad", *inputs.values())
+    for a, b in zip(want, got):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+
+
+def test_what_cannot_be_differentiated_is_named():
+    m = assembler.assemble(RECURSIVE)
+    with pytest.raises(GradError, match="parameter %n: it is i64"):
+        grad(m, "main", ["n"])
+    with pytest.raises(GradError, match="did you mean x"):
+        grad(m, "main", ["xx"])
+    with pytest.raises(GradError, match="no function @mian"):
+        grad(m, "mian", ["x"])
+    e = assembler.assemble("module e\nfunc @main(%x: f64[2, 2]) -> f64[] {\n"
+                           "  %d = det %x\n  %s = reduce_sum %d\n  ret %s\n}\n", "e.dlasm")
+    with pytest.raises(GradError) as err:
+        grad(e, "main", ["x"])
+    assert "det is not differentiable" in err.value.format()
+    assert err.value.loc is not None and err.value.loc.line == 3
+
+
+def test_an_op_off_the_path_needs_no_rule():
+    m = assembler.assemble("module e\nfunc @main(%x: f64[2, 2], %y: f64[2, 2]) -> (f64[], f64[]) {"
+                           "\n  %d = det %y\n  %s = reduce_sum %x\n  %t = reduce_sum %d\n"
+                           "  ret %s, %t\n}\n")
+    out = VM(grad(m, "main", ["x"]), jit="off").run("main_grad", np.ones((2, 2)), np.eye(2))
+    np.testing.assert_array_equal(out[2], np.ones((2, 2)))
+
+
+def test_cli_grad_then_run(tmp_path):
+    prog = tmp_path / "rnn.dlasm"
+    prog.write_text(RNN)
+    inputs = rnn_inputs(3)
+    np.savez(tmp_path / "in.npz", **inputs)
+    dlvm = [sys.executable, "-m", "cli"]
+    for out in ("g.dlasm", "g.dlbc"):
+        r = subprocess.run(dlvm + ["grad", str(prog), "--wrt", "w,%u", "-o",
+                                   str(tmp_path / out)], capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        r = subprocess.run(dlvm + ["run", str(tmp_path / out), "--entry", "main_grad",
+                                   "--inputs", str(tmp_path / "in.npz"), "--out",
+                                   str(tmp_path / "g.npz")], capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        got = np.load(tmp_path / "g.npz")
+        want = VM(grad(assembler.assemble(RNN), "main", ["w", "u"]), jit="off").run(
+            "main_grad", *inputs.values())
+        for i, w in enumerate(want):
+            np.testing.assert_allclose(got[f"out{i}"], w, rtol=1e-12)
+    r = subprocess.run(dlvm + ["grad", str(prog), "--wrt", "t"], capture_output=True, text=True)
+    assert r.returncode == 1 and "'t' is neither a parameter" in r.stderr
+    assert "Traceback" not in r.stderr
