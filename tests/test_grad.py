@@ -212,3 +212,17 @@ def test_cli_grad_then_run(tmp_path):
     r = subprocess.run(dlvm + ["grad", str(prog), "--wrt", "t"], capture_output=True, text=True)
     assert r.returncode == 1 and "'t' is neither a parameter" in r.stderr
     assert "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize("src", [RNN, BRANCH], ids=["loop", "branch-call"])
+def test_jvp_through_loops_branches_and_calls(src):
+    from isa.autodiff import jvp
+    m = assembler.assemble(src)
+    ins = list(rnn_inputs(3).values()) if src is RNN else [np.array([0.3, 0.7, 0.2]),
+                                                             RNG.standard_normal(3)]
+    ts = [RNG.standard_normal(np.shape(a)) for a in ins]
+    out = VM(jvp(m, "main"), jit="off").run("main_jvp", *ins, *ts)
+    vm, e = VM(m, jit="off"), 1e-6
+    fd = (vm.run("main", *[a + e * t for a, t in zip(ins, ts)])[0] -
+          vm.run("main", *[a - e * t for a, t in zip(ins, ts)])[0]) / (2 * e)
+    np.testing.assert_allclose(out[-1], fd, rtol=1e-6)

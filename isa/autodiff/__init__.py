@@ -3,5 +3,6 @@ generation, and forward mode (`jvp`). Each op's adjoint rule lives in its record
 (`OpDef.vjp`); this package walks functions and control flow and applies them."""
 from .api import grad
 from .emitter import GradError
+from .forward import jvp
 
-__all__ = ["grad", "GradError"]
+__all__ = ["grad", "jvp", "GradError"]

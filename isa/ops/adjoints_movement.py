@@ -184,3 +184,30 @@ def mov_vjp(g, attrs, xs, y, ct):
 
 def fill_vjp(g, attrs, xs, y, ct):
     return [None, g.reduce_sum(ct)]
+
+
+def _scatter_vjp(gather_op: str, scatter_op: str):
+    """scatter_*: the cotangent of the updates is read back where they were written; the data's
+    is the cotangent with overwritten positions cleared (reduction "none") or untouched
+    ("add")."""
+    def rule(g, attrs, xs, y, ct):
+        a, idx, upd = xs
+        red = attrs["reduction"]
+        if red not in ("none", "add"):
+            raise _unsupported(f"{scatter_op} with reduction {red}")
+        axis = {"axis": attrs["axis"]} if "axis" in attrs else {}
+        d_upd = g.emit(gather_op, [ct, idx], axis)
+        d_a = ct if red == "add" else g.emit(scatter_op, [ct, idx, g.zeros_like(upd)], axis)
+        return [d_a, None, d_upd]
+    return rule
+
+
+scatter_elements_vjp = _scatter_vjp("gather_elements", "scatter_elements")
+scatter_nd_vjp = _scatter_vjp("gather_nd", "scatter_nd")
+
+
+def gather_nd_vjp(g, attrs, xs, y, ct):
+    a, idx = xs
+    if attrs["batch_dims"]:
+        raise _unsupported("gather_nd with batch_dims")
+    return [g.scatter_nd(g.zeros_like(a), idx, ct, reduction="add"), None]

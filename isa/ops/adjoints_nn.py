@@ -144,3 +144,13 @@ def _pool_vjp(kind: str):
 
 maxpool_vjp = _pool_vjp("max")
 avgpool_vjp = _pool_vjp("avg")
+
+
+def pool_grad_vjp(g, attrs, xs, y, ct):
+    """pool_grad is linear in its cotangent operand; for averages its transpose is the average
+    pool itself (the same windows and divisors). The max form's transpose is not written yet."""
+    if attrs["kind"] != "avg":
+        raise InvalidError("the adjoint of pool_grad kind \"max\" (a second derivative through "
+                           "max pooling) is not supported in this version")
+    keys = ("kernel", "strides", "pads", "dilations", "ceil_mode", "count_include_pad")
+    return [None, g.avgpool2d(ct, **{k: attrs[k] for k in keys})]

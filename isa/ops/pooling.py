@@ -231,4 +231,5 @@ OPS.append(
           attrs=POOL_ATTRS + (AttrSpec("count_include_pad", AttrKind.BOOL, False,
                                        "as avgpool2d's"),
                               AttrSpec("kind", AttrKind.STR, "max", 'one of "max", "avg"')),
-          dtypes="float", extra={"operands": ("x", "ct")}))
+          dtypes="float", extra={"operands": ("x", "ct")},
+          vjp=adj.pool_grad_vjp))
