@@ -151,6 +151,40 @@ class _Run:
         self.inner: int | None = None
         self.heavy = False
         self.closed = False
+        self.domain: list = []        # the static broadcast of its values' shapes, right-aligned
+
+
+def _joined_domain(domain: list, shapes) -> list | None:
+    """`domain` broadcast with `shapes` (NumPy rules, dims right-aligned), or None where two
+    sizes can never broadcast: a kernel computes all of a region's values over one domain, so
+    such values (an optimizer's update of weights of different shapes) belong to separate
+    regions. Named and unknown dims are taken as fitting (the plan checks them at run time)."""
+    out = list(domain)
+    for shape in shapes:
+        shape = list(shape)
+        if len(shape) > len(out):
+            out = [1] * (len(shape) - len(out)) + out
+        off = len(out) - len(shape)
+        for i, d in enumerate(shape):
+            have = out[off + i]
+            if d == 1 or d == have:
+                continue
+            if have == 1:
+                out[off + i] = d
+            elif isinstance(d, int) and isinstance(have, int):
+                return None
+            else:
+                out[off + i] = None
+    return out
+
+
+def _value_shapes(ins, row) -> list:
+    """The shapes an instruction's values take in its region's domain: its operands', and
+    its results' unless a keepdims=false reduction drops axes."""
+    shapes = [t.shape for t in row.operands if t is not None]
+    if not (ins.op in REDUCE_OPS and not ins.attrs.get("keepdims", False)):
+        shapes += [t.shape for t in row.results]
+    return shapes
 
 
 def _region_io(func, bi: int, start: int, end: int, live: Liveness) -> tuple[list[Operand], list[str]]:
@@ -238,10 +272,17 @@ def form_regions(module: Module, func_name: str, types: FunctionTypes) -> list[R
             joins = run is not None and not run.closed and shape.fusible and (
                 run.inner is None or shape.inner is None or run.inner == shape.inner) and not (
                 in_epilogue and shape.inner is not None)
+            domain = None
+            if shape.fusible:
+                domain = _joined_domain(run.domain if joins else [], _value_shapes(ins, rows[ii]))
+                if joins and domain is None:
+                    joins = False
+                    domain = _joined_domain([], _value_shapes(ins, rows[ii]))
             if not joins:
                 close(run)
                 run = _Run(ii, "elementwise") if shape.fusible else None
             if run is not None:
+                run.domain = domain or []
                 run.end = ii + 1
                 run.heavy |= shape.heavy
                 if shape.inner is not None:

@@ -1,0 +1,40 @@
+"""The region former keeps values that can never broadcast together out of one region (a kernel
+computes a region over one domain): an optimizer's update of weights of different shapes is
+several regions, each compiled, not one region that declines on every call."""
+from __future__ import annotations
+
+import numpy as np
+
+import assembler
+from dlvmrt.vm import VM
+from isa.verify import verify_module
+from jit.regions import form_regions
+
+UPDATE = """module u
+func @main(%a: f32[16, 3], %ga: f32[16, 3], %b: f32[16], %gb: f32[16]) -> (f32[16, 3], f32[16]) {
+  %sa = mul %ga, 0.1
+  %a = sub %a, %sa
+  %sb = mul %gb, 0.1
+  %b = sub %b, %sb
+  ret %a, %b
+}
+"""
+
+
+def test_values_of_conflicting_shapes_form_separate_regions():
+    m = assembler.assemble(UPDATE)
+    regions = form_regions(m, "main", verify_module(m)["main"])
+    assert [(r.start, r.end) for r in regions] == [(0, 2), (2, 4)]
+
+
+def test_and_every_region_runs_compiled():
+    m = assembler.assemble(UPDATE)
+    rng = np.random.default_rng(0)
+    args = [rng.standard_normal(s).astype(np.float32) for s in [(16, 3), (16, 3), (16,), (16,)]]
+    vm = VM(m, jit="always", profile=True)
+    for _ in range(3):
+        got = vm.run("main", *args)
+    want = VM(m, jit="off").run("main", *args)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-6, atol=1e-7)   # mul+sub may fuse (FMA)
+    assert "fell back" not in vm.profiler.table(vm)
