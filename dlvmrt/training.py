@@ -61,17 +61,16 @@ class Trainer:
         out = out or sys.stderr
         history = []
         steps = max(n // batch_size, 1)
+        live = progress and hasattr(out, "isatty") and out.isatty()   # redraw only on a terminal
         for epoch in range(epochs):
             order = rng.permutation(n) if shuffle else np.arange(n)
             total, t0 = 0.0, time.perf_counter()
             for s in range(steps):
                 idx = order[s * batch_size:(s + 1) * batch_size]
                 total += self.step(*[x[idx] for x in xs], labels[idx])
-                if progress:
-                    _bar(out, epoch + 1, epochs, s + 1, steps, total / (s + 1), t0)
+                if progress and (live or s + 1 == steps):
+                    _bar(out, epoch + 1, epochs, s + 1, steps, total / (s + 1), t0, live)
             history.append(total / steps)
-            if progress:
-                out.write("\n")
         return history
 
     # -- using the trained model ---------------------------------------------------------------
@@ -109,10 +108,12 @@ class Trainer:
                 "parameters": int(sum(w.size for w in self.weights))}
 
 
-def _bar(out, epoch: int, epochs: int, step: int, steps: int, loss: float, t0: float) -> None:
+def _bar(out, epoch: int, epochs: int, step: int, steps: int, loss: float, t0: float,
+         live: bool) -> None:
     width = 24
     done = int(width * step / steps)
     rate = step / max(time.perf_counter() - t0, 1e-9)
-    out.write(f"\repoch {epoch}/{epochs} [{'#' * done}{'.' * (width - done)}] {step}/{steps} "
-              f"loss {loss:.4f} ({rate:.0f} steps/s)")
+    out.write(f"{chr(13) if live else ''}epoch {epoch}/{epochs} [{'#' * done}"
+              f"{'.' * (width - done)}] {step}/{steps} loss {loss:.4f} ({rate:.0f} steps/s)"
+              + ("\n" if step == steps else ""))
     out.flush()

@@ -89,6 +89,8 @@ class Emitter:
         self.consts = consts
         self.labels = Namer({"entry"})
         self._const_cache: dict[tuple, ConstRef] = {}
+        self.trainable_names: set[str] = set()   # initializers imported for training
+        self.trainable: dict[str, str] = {}      # ... and their constants' names
 
     # -- operands ------------------------------------------------------------------------
 
@@ -111,6 +113,10 @@ class Emitter:
         """An initializer: a module constant under (a sanitized form of) its graph name."""
         arr = np.require(arr, requirements="C")
         ref = self.mb.constant(self.consts.fresh(name, "c"), arr)
+        if name in self.trainable_names:
+            # read as it is at run time: nothing folded into it, so training updates apply
+            self.trainable[name] = ref.name
+            return Value(type_of_array(arr, self.error), ref, None)
         return Value(type_of_array(arr, self.error), ref, arr)
 
     # -- instructions --------------------------------------------------------------------

@@ -33,6 +33,8 @@ class ImportResult:
     inputs: dict[str, str] = field(default_factory=dict)    # ONNX input name -> parameter name
     outputs: list[str] = field(default_factory=list)         # ONNX output names, result order
     dims: dict[str, str] = field(default_factory=dict)       # ONNX dim_param -> dlvm dim name
+    # ONNX initializer name -> dlvm constant name, for those imported as trainable
+    trainable: dict[str, str] = field(default_factory=dict)
     source_opset: int = 0        # the model's ai.onnx opset as written
     opset: int = 0               # the opset imported (newer when the model was converted)
 
@@ -88,11 +90,15 @@ def check_model(model, opsets: dict[str, int]) -> None:
 
 
 def import_onnx_result(model: Any, name: str | None = None,
-                       freeze: dict[str, Any] | None = None) -> ImportResult:
+                       freeze: dict[str, Any] | None = None,
+                       trainable: Any = None) -> ImportResult:
     """Import and also return the name mappings (ONNX input -> parameter, dims).
 
     `freeze` gives graph inputs a value fixed at import (they become constants, not
-    parameters): shape-like inputs that dlvm needs before the program runs."""
+    parameters): shape-like inputs that dlvm needs before the program runs. `trainable` names
+    initializers to fine-tune: they stay module constants that the program reads as they are
+    (nothing is folded into them at import, e.g. a Gemm's transpose), so their gradients and
+    updates apply to them (`result.trainable` maps each to its constant's name)."""
     model = load_model(model)
     opsets = model_opsets(model)
     source_opset = opsets.get("", 0)
@@ -122,6 +128,14 @@ def import_onnx_result(model: Any, name: str | None = None,
         raise OnnxImportError(f"freeze names no graph input: {', '.join(sorted(freeze))}")
     fb = mb.function("main", params, [])
     e = Emitter(mb, fb, regs, Namer())
+    wanted = set(trainable or ())
+    missing = sorted(wanted - init_names)
+    if missing:
+        raise OnnxImportError(f"trainable names no initializer: {', '.join(missing)} "
+                              f"(initializers: {', '.join(sorted(init_names)[:12])}"
+                              f"{', ...' if len(init_names) > 12 else ''})")
+    e.trainable = result.trainable
+    e.trainable_names = wanted
 
     scope = ChainMap({vi_name: Value(t, Reg(p)) for (vi_name, (p, t)) in
                       zip(result.inputs, params)})
@@ -141,14 +155,14 @@ def import_onnx_result(model: Any, name: str | None = None,
     return result
 
 
-def import_onnx(model: Any, name: str | None = None, freeze: dict[str, Any] | None = None
-                ) -> Module:
+def import_onnx(model: Any, name: str | None = None, freeze: dict[str, Any] | None = None,
+                trainable: Any = None) -> Module:
     """Import an ONNX model (path, bytes or ModelProto) as a verified dlvm module whose entry
     function `main` takes the graph's non-initializer inputs and returns its outputs.
 
     Raises OnnxImportError naming every unsupported op (with its opset), or the node and
     attribute the importer cannot represent."""
-    return import_onnx_result(model, name, freeze).module
+    return import_onnx_result(model, name, freeze, trainable).module
 
 
 def import_to_file(model_path: str | os.PathLike, out_path: str | os.PathLike) -> Module:
