@@ -74,6 +74,28 @@ def cnn(seed: int = 0) -> Module:
     return mb.finish()
 
 
+def pytorch_model(name: str, module: Module):
+    """The same network in PyTorch with the dlvm module's weights (for comparisons: the tests
+    check the loss curves agree, bench/train.py times both)."""
+    import torch
+    nn = torch.nn
+    c = {k: torch.tensor(v.value) for k, v in module.constants.items()}
+    if name == "mlp":
+        net = nn.Sequential(nn.Linear(64, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(),
+                            nn.Linear(256, 10))
+        for i, layer in enumerate([net[0], net[2], net[4]]):
+            layer.weight.data = c[f"w{i}"].T.contiguous()
+            layer.bias.data = c[f"b{i}"]
+        return net
+    net = nn.Sequential(nn.Conv2d(1, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                        nn.Conv2d(16, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                        nn.Flatten(), nn.Linear(128, 10))
+    net[0].weight.data, net[0].bias.data = c["conv1_w"], c["conv1_b"]
+    net[3].weight.data, net[3].bias.data = c["conv2_w"], c["conv2_b"]
+    net[7].weight.data, net[7].bias.data = c["fc_w"].T.contiguous(), c["fc_b"]
+    return net
+
+
 MODELS = {"mlp": (mlp, 20, 1e-3), "cnn": (cnn, 30, 2e-3)}   # builder, epochs, learning rate
 
 

@@ -152,13 +152,14 @@ class _Run:
         self.heavy = False
         self.closed = False
         self.domain: list = []        # the static broadcast of its values' shapes, right-aligned
+        self.kept: list = []          # shapes of its values the block keeps (its outputs)
 
 
 def _joined_domain(domain: list, shapes) -> list | None:
     """`domain` broadcast with `shapes` (NumPy rules, dims right-aligned), or None where two
     sizes can never broadcast: a kernel computes all of a region's values over one domain, so
     such values (an optimizer's update of weights of different shapes) belong to separate
-    regions. Named and unknown dims are taken as fitting (the plan checks them at run time)."""
+    regions. Unknown dims are taken as fitting (the plan checks them at run time)."""
     out = list(domain)
     for shape in shapes:
         shape = list(shape)
@@ -171,11 +172,47 @@ def _joined_domain(domain: list, shapes) -> list | None:
                 continue
             if have == 1:
                 out[off + i] = d
-            elif isinstance(d, int) and isinstance(have, int):
-                return None
-            else:
+            elif d is None or have is None:
                 out[off + i] = None
+            else:
+                # two sizes, or a size and a name (N against 256 in a gradient's products):
+                # equal only by chance, so not one domain
+                return None
     return out
+
+
+def _size(shape) -> int | None:
+    n = 1
+    for d in shape:
+        if not isinstance(d, int):
+            return None
+        n *= d
+    return n
+
+
+def _same_dims(a, b) -> bool:
+    """Right-aligned equality of two shapes, size-1 padding allowed, unknown dims wildcards."""
+    n = max(len(a), len(b))
+    a, b = [1] * (n - len(a)) + list(a), [1] * (n - len(b)) + list(b)
+    return all(x == y or x is None or y is None for x, y in zip(a, b))
+
+
+def _fills(run: _Run, domain: list, ins, row, shape: _Shape, kept: set[str]) -> bool:
+    """Whether an instruction may join `run` without a smaller computation riding along in a
+    larger domain: a value the block keeps (`kept`: live after it, so a region output) must
+    cover the domain, be a scalar or be a reduction's keepdims result; otherwise it would be
+    computed once per element of the larger domain (an optimizer's bias update inside its
+    weight's domain). Values only feeding larger ones fuse as before."""
+    inner = shape.inner if shape.inner is not None else run.inner
+    reduced = list(domain[:len(domain) - inner]) + [1] * inner if inner else None
+    shapes = list(run.kept) + [t.shape for r, t in zip(ins.results, row.results) if r in kept]
+    for s in shapes:
+        if _same_dims(s, domain) or _size(s) == 1:
+            continue
+        if reduced is not None and _same_dims(s, reduced):
+            continue
+        return False
+    return True
 
 
 def _value_shapes(ins, row) -> list:
@@ -255,6 +292,8 @@ def form_regions(module: Module, func_name: str, types: FunctionTypes) -> list[R
 
         rows = types[bi] if bi < len(types) else []
         unread = unread_traps(func, bi, rows, live)
+        kept = set(live.live_out[bi]) | {o.name for ins in block.instrs[-1:] if ins.op == "ret"
+                                         for o in ins.operands if isinstance(o, Reg)}
         for ii, ins in enumerate(block.instrs):
             if ii >= len(rows):
                 break
@@ -263,6 +302,7 @@ def form_regions(module: Module, func_name: str, types: FunctionTypes) -> list[R
                 close(run)
                 run = _Run(ii, head)
                 run.end = ii + 1
+                run.domain = list(rows[ii].results[0].shape)   # the epilogue's domain
                 continue
             shape = (classify_instr(module, ins, rows[ii]) if ii not in unread else
                      _Shape(False, reason="an unread instruction that may trap stays interpreted"))
@@ -275,7 +315,8 @@ def form_regions(module: Module, func_name: str, types: FunctionTypes) -> list[R
             domain = None
             if shape.fusible:
                 domain = _joined_domain(run.domain if joins else [], _value_shapes(ins, rows[ii]))
-                if joins and domain is None:
+                if joins and (domain is None or
+                              not _fills(run, domain, ins, rows[ii], shape, kept)):
                     joins = False
                     domain = _joined_domain([], _value_shapes(ins, rows[ii]))
             if not joins:
@@ -283,6 +324,7 @@ def form_regions(module: Module, func_name: str, types: FunctionTypes) -> list[R
                 run = _Run(ii, "elementwise") if shape.fusible else None
             if run is not None:
                 run.domain = domain or []
+                run.kept += [t.shape for r, t in zip(ins.results, rows[ii].results) if r in kept]
                 run.end = ii + 1
                 run.heavy |= shape.heavy
                 if shape.inner is not None:

@@ -38,3 +38,16 @@ def test_and_every_region_runs_compiled():
     for g, w in zip(got, want):
         np.testing.assert_allclose(g, w, rtol=1e-6, atol=1e-7)   # mul+sub may fuse (FMA)
     assert "fell back" not in vm.profiler.table(vm)
+
+
+def test_an_epilogue_takes_only_values_of_the_products_domain():
+    m = assembler.assemble("""module e
+func @main(%a: f32[8, 4], %b: f32[8, 3], %c: f32[8, 5]) -> (f32[4, 3], f32[8, 5]) {
+  %t = transpose %a {perm = [1, 0]}
+  %p = matmul %t, %b
+  %q = relu %c
+  ret %p, %q
+}
+""")
+    regions = form_regions(m, "main", verify_module(m)["main"])
+    assert [(r.start, r.end) for r in regions if r.kind.startswith("matmul")] == [(1, 2)]

@@ -22,27 +22,6 @@ pytest.importorskip("sklearn")
 CURVE_RTOL = 2e-3
 
 
-def torch_twin(name: str, module):
-    """The same network in PyTorch, with the dlvm module's initial weights."""
-    torch = pytest.importorskip("torch")
-    c = {k: torch.tensor(v.value) for k, v in module.constants.items()}
-    nn = torch.nn
-    if name == "mlp":
-        net = nn.Sequential(nn.Linear(64, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(),
-                            nn.Linear(256, 10))
-        for i, layer in enumerate([net[0], net[2], net[4]]):
-            layer.weight.data = c[f"w{i}"].T.contiguous()
-            layer.bias.data = c[f"b{i}"]
-    else:
-        net = nn.Sequential(nn.Conv2d(1, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-                            nn.Conv2d(16, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-                            nn.Flatten(), nn.Linear(128, 10))
-        net[0].weight.data, net[0].bias.data = c["conv1_w"], c["conv1_b"]
-        net[3].weight.data, net[3].bias.data = c["conv2_w"], c["conv2_b"]
-        net[7].weight.data, net[7].bias.data = c["fc_w"].T.contiguous(), c["fc_b"]
-    return net
-
-
 @pytest.mark.parametrize("name, opt", [("mlp", "adam"), ("mlp", "sgd"), ("cnn", "adam")])
 def test_loss_curve_matches_pytorch_for_50_steps(name, opt):
     torch = pytest.importorskip("torch")
@@ -54,7 +33,7 @@ def test_loss_curve_matches_pytorch_for_50_steps(name, opt):
     lr = 1e-3 if opt == "adam" else 0.05
     optimizer = Adam() if opt == "adam" else SGD(momentum=0.9, weight_decay=1e-4)
     trainer = Trainer(module, optimizer=optimizer, lr=lr, jit="auto")
-    net = torch_twin(name, module)
+    net = train_digits.pytorch_model(name, module)
     topt = torch.optim.Adam(net.parameters(), lr=lr) if opt == "adam" else \
         torch.optim.SGD(net.parameters(), lr=lr, momentum=0.9, weight_decay=1e-4)
     rng = np.random.default_rng(1)
