@@ -226,3 +226,25 @@ def test_jvp_through_loops_branches_and_calls(src):
     fd = (vm.run("main", *[a + e * t for a, t in zip(ins, ts)])[0] -
           vm.run("main", *[a - e * t for a, t in zip(ins, ts)])[0]) / (2 * e)
     np.testing.assert_allclose(out[-1], fd, rtol=1e-6)
+
+
+@pytest.mark.parametrize("body, most", [("%y = gelu %x", 1), ('%y = gelu %x {approximate = "tanh"}', 1),
+                                        ("%y = layer_norm %x, %s, %b", 2)])
+def test_adjoints_of_elementwise_chains_and_layer_norm_fuse(body, most):
+    from isa.verify import verify_module
+    from jit.regions import form_regions
+    src = ("module g\nfunc @main(%x: f32[64, 256], %s: f32[256], %b: f32[256]) -> f32[64, 256] "
+           f"{{\n  {body}\n  ret %y\n}}\n")
+    m = grad(assembler.assemble(src), "main", ["x", "s", "b"] if "layer" in body else ["x"])
+    regions = form_regions(m, "main.vjp", verify_module(m)["main.vjp"])
+    assert 1 <= len(regions) <= most
+    # the input's gradient (and the forward value) come out of the first kernel
+    instrs = m.functions["main.vjp"].blocks[0].instrs
+    ret = instrs[-1]
+    assert {ret.operands[0].name, ret.operands[1].name} <= set(regions[0].outputs)
+    args = [np.random.default_rng(0).standard_normal(s).astype(np.float32)
+            for s in [(64, 256), (256,), (256,), (64, 256)]]
+    want = VM(m, jit="off").run("main_grad", *args)
+    got = VM(m, jit="always").run("main_grad", *args)
+    for a, b in zip(want, got):
+        np.testing.assert_allclose(b, a, rtol=2e-5, atol=2e-5)
