@@ -225,3 +225,34 @@ def test_a_killed_worker_loses_and_duplicates_nothing(ray_local, tmp_path):
     assert report.count("written") == 8
     assert_outputs(prog, shards, tmp_path / "out")
     assert all(is_complete(tmp_path / "out" / s.name, 1) for s in shards)
+
+
+@pytest.mark.ray
+@pytest.mark.parametrize("opt", ["sgd", "adam"])
+def test_data_parallel_training_equals_one_process(ray_local, opt):
+    pytest.importorskip("torch")
+    import sys as _sys
+    _sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
+    train_digits = pytest.importorskip("train_digits")
+    from dlvmrt.distributed.train import DataParallelTrainer
+    from dlvmrt.training import Trainer
+    from isa.training import SGD, Adam
+    module = train_digits.mlp(0, sizes=(16, 32, 4))
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((256, 16)).astype(np.float32)
+    y = rng.integers(0, 4, 256)
+    optimizer = SGD(momentum=0.9) if opt == "sgd" else Adam()
+    dp = DataParallelTrainer(module, workers=2, optimizer=optimizer, lr=1e-2, jit="off",
+                             cpus_per_worker=0.5)
+    single = Trainer(module, optimizer=optimizer, lr=1e-2, jit="off")
+    try:
+        for s in range(4):            # K = 4 steps on global batches of 64
+            b = slice(s * 64, (s + 1) * 64)
+            np.testing.assert_allclose(dp.step(x[b], y[b]), single.step(x[b], y[b]), rtol=1e-5)
+        if opt == "sgd":    # Adam divides by sqrt(v): where a gradient is ~0 it scales the
+            for a, b in zip(dp.weights, single.weights):   # summation order's noise up
+                np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+        with pytest.raises(ValueError, match="does not split evenly"):
+            dp.step(x[:63], y[:63])
+    finally:
+        dp.shutdown()

@@ -10,7 +10,7 @@ it is ordinary dlvm code: it verifies, serializes, runs in the interpreter and t
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from ..builder import FunctionBuilder
 from ..dtypes import BY_NAME
@@ -79,7 +79,8 @@ class TrainStep:
     labels: TensorType
     loss_fn: str                       # @objective(inputs..., labels, weights...) -> loss
     model: str                         # the lifted model: (inputs..., weights...) -> outputs
-    extra: dict = field(default_factory=dict)
+    gradient: str = ""                 # (inputs..., labels, weights...) -> (loss, grads...)
+    update: str = ""                   # (weights..., state..., lr, grads...) -> (weights..., state...)
 
 
 def _fresh_function(module: Module, base: str) -> str:
@@ -154,18 +155,33 @@ def build_train_step(module: Module, model: str = "main", weights: Sequence[str]
         [Param(n, t) for n, t in zip(snames, state_types)] + [Param(lr, TensorType(dt, ()))] + \
         list(inputs) + [Param(label_name, labels_t)]
     results = wtypes + state_types + [TensorType(dt, ())]
+    # the update alone: (weights..., state..., lr, grads...) -> (weights..., state...), for
+    # data-parallel training, where the gradients are averaged between the two halves
+    update_name = _fresh_function(g, f"{step_name}.update")
+    gnames = [_unique(f"g.{p.name}", set(wnames) | set(snames) | {lr}) for p in wparams]
+    uf = Function(update_name, [Param(n, t) for n, t in zip(wnames, wtypes)] +
+                  [Param(n, t) for n, t in zip(snames, state_types)] +
+                  [Param(lr, TensorType(dt, ()))] +
+                  [Param(n, t) for n, t in zip(gnames, wtypes)], wtypes + state_types)
+    g.functions[update_name] = uf
+    ub = FunctionBuilder(uf, g)
+    new_w, new_s = _update(ub, optimizer, [ub.arg(n) for n in wnames],
+                           [ub.arg(n) for n in gnames], [ub.arg(n) for n in snames], ub.arg(lr))
+    ub.ret(*new_w, *new_s)
+
     sf = Function(step_name, params, results)
     g.functions[step_name] = sf
     sb = FunctionBuilder(sf, g)
     got = sb.call(gname, *[sb.arg(p.name) for p in inputs], sb.arg(label_name),
                   *[sb.arg(n) for n in wnames], n_results=1 + len(wparams))
     loss_v, grads = got[0], got[1:]
-    new_w, new_s = _update(sb, optimizer, [sb.arg(n) for n in wnames], grads,
-                           [sb.arg(n) for n in snames], sb.arg(lr))
-    sb.ret(*new_w, *new_s, loss_v)
+    updated = sb.call(update_name, *[sb.arg(n) for n in wnames], *[sb.arg(n) for n in snames],
+                      sb.arg(lr), *grads, n_results=len(wtypes) + len(state_types))
+    updated = updated if isinstance(updated, list) else [updated]
+    sb.ret(*updated, loss_v)
     verify_module(g)
     return TrainStep(g, step_name, weights, wtypes, state_types, list(inputs), labels_t, obj,
-                     lifted)
+                     lifted, gradient=gname, update=update_name)
 
 
 def _unique(base: str, taken: set[str]) -> str:
