@@ -70,6 +70,29 @@ def varied_registers(func: Function, varied_params: set[str], wrt_consts: set[st
     return varied
 
 
+def useful_registers(func: Function, mask: tuple[int, ...]) -> set[str]:
+    """Registers that may flow into a result that gets a cotangent (flow-insensitive): the
+    others need none, and a cotangent of zeros sent back through them could only turn into NaN
+    (0 * inf) on the way."""
+    useful: set[str] = set()
+    for b in func.blocks:
+        for ins in b.instrs:
+            if ins.op == "ret":
+                useful.update(o.name for i, o in enumerate(ins.operands)
+                              if i in mask and isinstance(o, Reg))
+    changed = True
+    while changed:
+        changed = False
+        for b in func.blocks:
+            for ins in b.instrs:
+                if any(r in useful for r in ins.results):
+                    new = {o.name for o in ins.operands if isinstance(o, Reg)} - useful
+                    if new:
+                        useful |= new
+                        changed = True
+    return useful
+
+
 def constants_used(module: Module, wrt_consts: set[str]) -> dict[str, set[str]]:
     """For each function, the differentiated constants it reads, through its calls too."""
     direct = {f.name: {o.name for b in f.blocks for i in b.instrs for o in i.operands
@@ -139,7 +162,8 @@ class ReverseBuilder:
         func = self.module.functions[fname]
         v = Variant(func, mask, varied_params, tag=f"{fname}.vjp")
         v.types = register_types(func, self.tables[fname])
-        v.varied = varied_registers(func, set(varied_params), self.wrt_consts, self.const_users)
+        v.varied = varied_registers(func, set(varied_params), self.wrt_consts,
+                                    self.const_users) & useful_registers(func, mask)
         v.trees = trees(func)
         v.consts = sorted(self.const_users[fname])
         base = self.fresh_function_name(f"{fname}.vjp")
