@@ -10,11 +10,14 @@ from typing import Any
 
 
 def import_torch(model: Any, example_args: Any = (), dynamic_shapes: Any = None,
-                 name: str | None = None):
+                 name: str | None = None, trainable: Any = False):
     """A torch.nn.Module (exported here) or torch.export.ExportedProgram -> verified isa.Module
-    with entry `main`; parameters and buffers are module constants, Dims are named dims."""
+    with entry `main`; parameters and buffers are module constants, Dims are named dims.
+    `trainable` (True: every parameter, or a list of parameter names) keeps those parameters
+    constants the program reads as they are (named like the parameter, `.` as `_`), with
+    nothing folded into them at import, so `grad` and training reach all their uses."""
     from .importer import import_torch as _imp
-    return _imp(model, example_args, dynamic_shapes, name)
+    return _imp(model, example_args, dynamic_shapes, name, trainable)
 
 
 def import_to_file(pt2_path: Any, out_path: Any):

@@ -190,7 +190,8 @@ def check_supported(graph: Any) -> None:
 
 
 def import_exported(ep: Any, name: str | None = None,
-                    user_dims: list[dict[int, str]] | None = None) -> Module:
+                    user_dims: list[dict[int, str]] | None = None, trainable: Any = False
+                    ) -> Module:
     import warnings
 
     import torch
@@ -251,8 +252,16 @@ def import_exported(ep: Any, name: str | None = None,
             pending_consts.append((node, target, to_numpy(tensor)))
     fb = mb.function("main", params, [])
     e = TorchEmitter(mb, fb, regs, consts)
+    params_of = {s.target for s in sig.input_specs if s.kind == InputKind.PARAMETER}
+    wanted = set(params_of) if trainable is True else set(trainable or ())
+    unknown = sorted(wanted - params_of)
+    if unknown:
+        raise TorchImportError(f"trainable names no parameter: {', '.join(unknown)}")
+    e.trainable_names = wanted
     for node, target, arr in pending_consts:
-        env[node] = e.parameter(target, arr)
+        # a trainable parameter stays a constant read as it is (nothing folded into it at
+        # import), so gradients and updates of it reach every use
+        env[node] = e.constant(target, arr) if target in wanted else e.parameter(target, arr)
     low = Lowerer(e, env, dims)
     outs = low.run(gm.graph)
     results = []
@@ -278,7 +287,7 @@ def to_numpy(t: Any) -> np.ndarray:
 
 
 def import_torch(model: Any, example_args: Any = (), dynamic_shapes: Any = None,
-                 name: str | None = None) -> Module:
+                 name: str | None = None, trainable: Any = False) -> Module:
     import torch
     if not isinstance(example_args, (tuple, list)):
         example_args = (example_args,)
@@ -288,7 +297,7 @@ def import_torch(model: Any, example_args: Any = (), dynamic_shapes: Any = None,
         if not isinstance(model, torch.export.ExportedProgram) else []
     if name is None and isinstance(model, torch.nn.Module):
         name = type(model).__name__
-    return import_exported(ep, name, user_dims)
+    return import_exported(ep, name, user_dims, trainable)
 
 
 def load_pt2(path: str | os.PathLike, name: str | None = None) -> Module:
