@@ -197,6 +197,11 @@ def _same_dims(a, b) -> bool:
     return all(x == y or x is None or y is None for x, y in zip(a, b))
 
 
+# a kept value smaller than this rides along in a larger domain: recomputing a few elements per
+# domain element costs less than a region of its own
+SMALL_KEPT = 64
+
+
 def _fills(run: _Run, domain: list, ins, row, shape: _Shape, kept: set[str]) -> bool:
     """Whether an instruction may join `run` without a smaller computation riding along in a
     larger domain: a value the block keeps (`kept`: live after it, so a region output) must
@@ -205,9 +210,12 @@ def _fills(run: _Run, domain: list, ins, row, shape: _Shape, kept: set[str]) -> 
     weight's domain). Values only feeding larger ones fuse as before."""
     inner = shape.inner if shape.inner is not None else run.inner
     reduced = list(domain[:len(domain) - inner]) + [1] * inner if inner else None
-    shapes = list(run.kept) + [t.shape for r, t in zip(ins.results, row.results) if r in kept]
+    dropping = ins.op in REDUCE_OPS and not ins.attrs.get("keepdims", False)
+    shapes = list(run.kept) + ([] if dropping else   # a reduction's dropped axes end the run
+                               [t.shape for r, t in zip(ins.results, row.results) if r in kept])
     for s in shapes:
-        if _same_dims(s, domain) or _size(s) == 1:
+        size = _size(s)
+        if _same_dims(s, domain) or (size is not None and size < SMALL_KEPT):
             continue
         if reduced is not None and _same_dims(s, reduced):
             continue
