@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -248,3 +249,61 @@ def test_adjoints_of_elementwise_chains_and_layer_norm_fuse(body, most):
     got = VM(m, jit="always").run("main_grad", *args)
     for a, b in zip(want, got):
         np.testing.assert_allclose(b, a, rtol=2e-5, atol=2e-5)
+
+
+SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "examples"
+EXAMPLES = sorted(SHARED.glob("*.dlasm")) + [Path(__file__).resolve().parents[1] / "examples" /
+                                             "rnn.dlasm"]
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
+def test_every_example_program_differentiates(path):
+    """Each example: with respect to every float parameter and constant, gradients match
+    central differences in f32 (a loose tolerance: f32 and a step of 1e-2); a program with no
+    float input (loop.dlasm) is refused by name."""
+    m = assembler.assemble_file(path)
+    inputs = dict(np.load(path.with_suffix("").with_suffix(".inputs.npz")))
+    f = m.functions["main"]
+    args = [inputs[p.name] for p in f.params]
+    names = ["%" + p.name for p in f.params if p.type.dtype.text.startswith("f")] + \
+        ["@" + c for c, v in m.constants.items() if v.type.dtype.text.startswith("f")]
+    if not names:
+        with pytest.raises(GradError, match="no float parameter"):
+            grad(m, "main")
+        return
+    g = grad(m, "main", names, cotangent=True)
+    first = f.results[0]
+    rng = np.random.default_rng(0)
+    res = VM(m, jit="off").run("main", *args)
+    ct = rng.standard_normal(np.shape(res[0])).astype(first.dtype.np)
+    out = VM(g, jit="auto").run("main_grad", *args, ct)
+    np.testing.assert_allclose(out[0], res[0], rtol=1e-5, atol=1e-6)
+    grads = out[len(f.results):]
+    # spot-check three elements of each gradient against a difference quotient in f64
+    m64 = assembler.assemble(assembler.disassemble(m).replace("f32", "f64"))
+    args64 = [a.astype(np.float64) if a.dtype == np.float32 else a for a in args]
+    def loss(a, consts):
+        for k, v in consts.items():
+            m64.constants[k].value = v
+        return float(np.sum(VM(m64, jit="off").run("main", *a)[0] * ct))   # a VM per constant
+
+    base_consts = {k: v.value.copy() for k, v in m64.constants.items()}
+    for name, gr in zip(names, grads):
+        for _ in range(3):
+            i = tuple(int(rng.integers(0, s)) for s in gr.shape)
+            h = 1e-5
+            if name.startswith("%"):
+                k = [p.name for p in f.params].index(name[1:])
+                up, down = [a.copy() for a in args64], [a.copy() for a in args64]
+                up[k][i] += h
+                down[k][i] -= h
+                num = (loss(up, base_consts) - loss(down, base_consts)) / (2 * h)
+            else:
+                c = name[1:]
+                up = {**base_consts, c: base_consts[c].copy()}
+                down = {**base_consts, c: base_consts[c].copy()}
+                up[c][i] += h
+                down[c][i] -= h
+                num = (loss(args64, up) - loss(args64, down)) / (2 * h)
+            assert abs(gr[i] - num) <= 2e-3 * (1 + abs(num)), (path.stem, name, i, gr[i], num)
+        loss(args64, base_consts)

@@ -146,11 +146,17 @@ def gather_vjp(g, attrs, xs, y, ct):
     ta, ti = g.type(a), g.type(idx)
     axis = normalize_axis("gather", attrs["axis"], ta.rank)
     idx = _index_in_range(g, idx, a, axis)
-    flat = [d if isinstance(d, int) else -1 for d in ta.shape[:axis]] + [-1] + \
-        [d if isinstance(d, int) else -1 for d in ta.shape[axis + 1:]]
-    if sum(1 for d in flat if d == -1) > 1:
-        raise _unsupported("gather from a tensor with unknown dims beside the gathered axis")
-    rows = g.reshape(ct, shape=flat) if ti.rank != 1 else ct
+    if ti.rank == 0:            # one slice: its axis is back as size 1
+        rows = g.expand_dims(ct, axes=[axis])
+    elif ti.rank == 1:
+        rows = ct
+    else:                       # the index dims flattened into one
+        flat = [d if isinstance(d, int) else -1 for d in ta.shape[:axis]] + [-1] + \
+            [d if isinstance(d, int) else -1 for d in ta.shape[axis + 1:]]
+        if sum(1 for d in flat if d == -1) > 1:
+            raise _unsupported("gather with a multi-dim index from a tensor with unknown dims "
+                               "beside the gathered axis")
+        rows = g.reshape(ct, shape=flat)
     where = g.reshape(idx, shape=[1] * axis + [-1] + [1] * (ta.rank - axis - 1))
     where = g.broadcast_like(where, rows)
     return [g.scatter_elements(g.zeros_like(a), where, rows, axis=axis, reduction="add"), None]

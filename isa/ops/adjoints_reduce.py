@@ -76,3 +76,28 @@ def matmul_vjp(g, attrs, xs, y, ct):
         return [g.matmul(col, g.expand_dims(b, axes=[0])),
                 g.squeeze(g.matmul(_swap_last(g, a), col), axes=[-1])]
     return [g.matmul(ct, _swap_last(g, b)), g.matmul(_swap_last(g, a), ct)]
+
+
+def einsum_vjp(g, attrs, xs, y, ct):
+    """Each operand's cotangent is an einsum of the output's cotangent with the other operands
+    into that operand's letters; letters only that operand has (summed alone) are broadcast
+    back. Repeated letters within one operand (diagonals) and `...` are not supported yet."""
+    from ..errors import InvalidError
+    from .einsum import parse_equation
+    terms, out = parse_equation(attrs["equation"], len(xs))
+    if "..." in attrs["equation"] or any(len(set(t)) != len(t) for t in terms):
+        raise InvalidError("the adjoint of einsum with '...' or a repeated letter in one "
+                           "operand is not supported in this version")
+    result = []
+    for i, (x, term) in enumerate(zip(xs, terms)):
+        others = [(xs[j], terms[j]) for j in range(len(xs)) if j != i]
+        seen = set(out) | {c for _, t in others for c in t}
+        kept = "".join(c for c in term if c in seen)
+        eq = ",".join([out] + [t for _, t in others]) + "->" + kept
+        d = g.einsum(ct, *[o for o, _ in others], equation=eq)
+        if kept != term:       # letters summed in this operand alone: broadcast back
+            d = g.expand_dims(d, axes=[k for k, c in enumerate(term) if c not in seen])
+            d = g.broadcast_like(d, x)
+        result.append(d)
+    return result
+

@@ -14,6 +14,7 @@ import numpy as np
 
 from ..errors import OpTypeError, Trap
 from ..types import Dim, TensorType
+from .adjoints_reduce import einsum_vjp
 from .opdef import AttrKind, AttrSpec, Family, OpDef
 from .shapes import broadcast_shapes, same_dtype
 
@@ -113,5 +114,6 @@ OPS = [
           "operands' elements, axes named by `equation` (np.einsum / ONNX Einsum; `...` "
           "broadcasts; no `->`: the letters used once, sorted)",
           attrs=(AttrSpec("equation", AttrKind.STR, doc="e.g. 'bij,bjk->bik'"),),
-          dtypes="numeric, all operands of one dtype", extra={"operands": ("a", "b", "...")}),
+          dtypes="numeric, all operands of one dtype", extra={"operands": ("a", "b", "...")},
+          vjp=einsum_vjp),
 ]
