@@ -91,10 +91,11 @@ def run(a) -> int:
         _print_results(outs)
     if a.profile:
         print(vm.profiler.table(vm), file=sys.stderr)
-        for fname, block, region, runner in vm.runners:
-            info = runner.describe() if hasattr(runner, "describe") else {}
-            print(f"compiled @{fname} {block} [{region.start}:{region.end}] {region.kind}: {info}",
-                  file=sys.stderr)
+        lines = vm.profiler.region_lines(vm)
+        if lines:
+            print("\ncompiled regions:", file=sys.stderr)
+            for line in lines:
+                print("  " + line, file=sys.stderr)
     if a.trace:
         try:
             vm.profiler.write_trace(a.trace)

@@ -26,6 +26,7 @@ class Record:
     ns: int = 0
     fallbacks: int = 0
     compile_ns: int = 0     # JIT compiles (or cache loads) during these calls, not in `ns`
+    first_ns: int = 0       # the first call: one-time set-up (kernels loaded, weights packed)
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -66,9 +67,11 @@ class Profiler:
         return rec
 
     def _event(self, rec: Record, start: int, dur: int) -> None:
+        self._span(rec.label, rec.kind, 1 if rec.kind == "compiled" else 0, start, dur, rec)
+
+    def _span(self, name: str, cat: str, tid: int, start: int, dur: int, rec: Record) -> None:
         if len(self.events) < MAX_TRACE_EVENTS:
-            self.events.append({"name": rec.label, "cat": rec.kind, "ph": "X", "pid": 1,
-                                "tid": 1 if rec.kind == "compiled" else 0,
+            self.events.append({"name": name, "cat": cat, "ph": "X", "pid": 1, "tid": tid,
                                 "ts": (start - self.t0) / 1000, "dur": dur / 1000,
                                 "args": {"function": rec.func, "block": rec.block,
                                          "instruction": rec.index, "device": rec.device}})
@@ -107,27 +110,64 @@ class Profiler:
                 compiled = _compile_ns(runner) - compiled_before
                 rec.device = getattr(runner, "last_device", "cpu")
                 rec.calls += 1
-                rec.ns += dt - compiled
+                if rec.calls == 1:
+                    rec.first_ns = dt - compiled
+                else:
+                    rec.ns += dt - compiled
                 rec.compile_ns += compiled
                 rec.fallbacks += getattr(runner, "fallbacks", 0) - before
                 if trace:
-                    self._event(rec, t, dt)
+                    if compiled:     # a compile span of its own, on the compiler's track
+                        self._span("compile " + rec.label, "compile", 2, t, compiled, rec)
+                    self._event(rec, t + compiled, dt - compiled)
         timed.where = fused.where
         return timed
 
     # -- reports ----------------------------------------------------------------------------
 
+    @staticmethod
+    def region_lines(vm) -> list[str]:
+        """One readable line per compiled region: its kernel, variants (compile time, and
+        whether from the disk cache), calls, fallbacks and the last fallback's reason."""
+        out = []
+        for fname, block, region, runner in getattr(vm, "runners", []):
+            info = runner.describe() if hasattr(runner, "describe") else {}
+            variants = info.get("variants", [])
+            vtext = ", ".join(f"{v.get('compile_ms', 0):.1f} ms from {v.get('source', '?')}"
+                              for v in variants) or "none"
+            line = (f"@{fname} {block} [{region.start}:{region.end}] {region.kind}: kernel "
+                    f"{info.get('kernel', '?')}, {len(variants)} variant"
+                    f"{'s' if len(variants) != 1 else ''} ({vtext}), "
+                    f"{info.get('compiled_calls', 0)}/{info.get('calls', 0)} calls compiled, "
+                    f"{info.get('threads', 1)} thread{'s' if info.get('threads', 1) != 1 else ''}")
+            if info.get("fallbacks"):
+                line += f"; {info['fallbacks']} fell back: {info.get('last_fallback_reason')}"
+            errors = info.get("compile_errors") or []
+            if errors:
+                line += f"; compile failed: {errors[0]}"
+            out.append(line)
+        return out
+
     def table(self, vm=None) -> str:
         # steps a tier-up replaced before they ever ran have no calls: not worth a row
-        rows = sorted((r for r in self.records.values() if r.calls), key=lambda r: -r.ns)
-        total = sum(r.ns for r in rows) or 1
-        out = [f"{'function':<12} {'block':<10} {'#':>3} {'op / region':<28} {'mode':<12} "
-               f"{'device':<6} {'calls':>8} {'total ms':>10} {'us/call':>9} {'%':>6}"]
+        def steady_ns(r: Record) -> int:      # the first call counts when it is the only one
+            return r.ns if r.first_ns and r.calls > 1 else r.ns + r.first_ns
+        rows = sorted((r for r in self.records.values() if r.calls), key=lambda r: -steady_ns(r))
+        total = sum(steady_ns(r) for r in rows) or 1
+        out = ["time of each instruction and compiled region; a region's first call (kernel "
+               "set-up: loading, packing constant weights) and its compiles are apart",
+               f"{'function':<12} {'block':<10} {'#':>3} {'op / region':<28} {'mode':<12} "
+               f"{'device':<6} {'calls':>8} {'total ms':>10} {'us/call':>9} {'%':>6} "
+               f"{'first ms':>9} {'compile ms':>10}"]
         for r in rows:
+            steady = r.calls - 1 if r.first_ns and r.calls > 1 else r.calls
+            ns = steady_ns(r)
+            first = f"{r.first_ns / 1e6:>9.3f}" if r.kind == "compiled" else f"{'':>9}"
+            comp = f"{r.compile_ns / 1e6:>10.1f}" if r.compile_ns else f"{'':>10}"
             out.append(f"@{r.func:<11} {r.block:<10} {r.index:>3} {r.label:<28.28} {r.kind:<12} "
-                       f"{r.device:<6} {r.calls:>8} {r.ns / 1e6:>10.3f} "
-                       f"{(r.ns / max(r.calls, 1)) / 1e3:>9.2f} {100 * r.ns / total:>5.1f}%"
-                       + (f"  (+{r.compile_ns / 1e6:.1f} ms compiling)" if r.compile_ns else "")
+                       f"{r.device:<6} {r.calls:>8} {ns / 1e6:>10.3f} "
+                       f"{(ns / max(steady, 1)) / 1e3:>9.2f} "
+                       f"{100 * ns / total:>5.1f}% {first} {comp}"
                        + (f"  ({r.fallbacks} fell back)" if r.fallbacks else ""))
         if vm is not None:       # compiles that failed: those regions stay interpreted
             failed = list(getattr(vm, "jit_errors", []))

@@ -102,6 +102,21 @@ def _optimize_wanted(optimize: bool | None, jit: str) -> bool:
 
 
 class VM:
+    """Runs a program: `VM(program).run("main", *arrays)` returns the entry's results.
+
+    `program`: a Module, a Program, bytecode or a path. `jit`: "off" (the NumPy interpreter
+    only), "auto" (the default: hot regions compile in the background, the interpreter runs
+    them meanwhile; `wait_compiled()` waits), "always" (compile on first run). `device`: "auto",
+    "cpu" or a GPU. `max_steps` bounds the blocks a run may execute, `max_call_depth` the call
+    nesting (the adjoint of a loop makes one call per iteration); both end in a clean
+    ResourceExhausted. `profile=True` times every instruction and compiled region
+    (`vm.profiler.table(vm)`, `vm.profiler.region_lines(vm)`), `trace=True` also records Chrome
+    trace events (`vm.profiler.write_trace(path)`), compiles as spans of their own.
+
+    One VM may be called from many threads at once; each run has its own frames, step budget
+    and call depth, and gives the interpreter's results.
+    """
+
     def __init__(self, program: ProgramSource, jit: str | None = None,
                  device: str | Device = "auto", *, gpus: list[Device] | None = None,
                  hot_threshold: int | None = None, max_steps: int | None = None,

@@ -46,6 +46,18 @@ def test_profile_and_trace(capsys, tmp_path):
     assert {"matmul", "softmax"} <= names
 
 
+def test_profile_is_readable_and_traces_show_compiles(capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("DLVM_CACHE_DIR", str(tmp_path / "cache"))      # a cold cache: compiles
+    trace = tmp_path / "t.json"
+    code, _, err = run_cli(capsys, "run", MLP, "-q", "--jit", "always", "--repeat", "3",
+                           "--profile", "--trace", str(trace))
+    assert code == 0
+    assert "first ms" in err and "compile ms" in err and "compiled regions:" in err
+    assert "{" not in err.split("compiled regions:")[1]          # no dict reprs
+    events = json.loads(trace.read_text())["traceEvents"]
+    assert any(e.get("cat") == "compile" and e["name"].startswith("compile region") for e in events)
+
+
 def test_verify_and_disasm(capsys, tmp_path):
     code, out, _ = run_cli(capsys, "verify", MLP)
     assert code == 0 and "ok" in out
