@@ -350,15 +350,22 @@ class FunctionVerifier:
         imms = [i for i, o in enumerate(ins.operands) if isinstance(o, Imm)]
         if not imms:
             return types
+        fixed = op.extra.get("immediates", {})    # operand -> dtype, e.g. an index: i64
         if op.family is Family.BINARY:
             groups = [[0, 1]]
         elif op.family is Family.SELECT:
             groups = [[1, 2]]
+        elif fixed and all(i in fixed for i in imms):
+            groups = []
         else:
-            raise OpTypeError(f"{op.name} does not take immediate operands")
+            where = f" (only as operand{'s' if len(fixed) > 1 else ''} " \
+                f"{', '.join(str(k + 1) for k in fixed)})" if fixed else ""
+            raise OpTypeError(f"{op.name} does not take immediate operands{where}")
         out = list(types)
         for i in imms:
-            if op.family is Family.SELECT and i == 0:
+            if i in fixed:
+                peer = BY_NAME[fixed[i]]
+            elif op.family is Family.SELECT and i == 0:
                 peer = BOOL
             else:
                 group = next(g for g in groups if i in g)

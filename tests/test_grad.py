@@ -307,3 +307,13 @@ def test_every_example_program_differentiates(path):
                 num = (loss(args64, up) - loss(args64, down)) / (2 * h)
             assert abs(gr[i] - num) <= 2e-3 * (1 + abs(num)), (path.stem, name, i, gr[i], num)
         loss(args64, base_consts)
+
+
+def test_literal_indices_work_and_differentiate():
+    src = ("module imm\nfunc @main(%v: f64[4, 3]) -> f64[] {\n  %r = gather %v, 2 {axis = 0}\n"
+           "  %c = cumsum %v, 1\n  %t, %i = topk %c, 2\n  %s = reduce_sum %t\n"
+           "  %q = reduce_sum %r\n  %s = add %s, %q\n  ret %s\n}\n")
+    check(assembler.assemble(src), {"v": RNG.standard_normal((4, 3))})
+    with pytest.raises(Exception, match=r"does not take immediate operands \(only as operand 2\)"):
+        assembler.assemble("module b\nfunc @main(%v: f32[4, 4]) -> f32[4] {\n"
+                           "  %r = gather 1, %v\n  ret %r\n}\n")

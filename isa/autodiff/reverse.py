@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..dtypes import DType
+from ..dtypes import BY_NAME, DType
 from ..errors import InvalidError, OpTypeError, SourceLoc
 from ..module import Block, ConstRef, Function, Imm, Instr, Module, Operand, Param, Reg
 from ..ops import OPS
@@ -367,11 +367,15 @@ class Adjoints:
                             ins.loc, context=f"in @{self.ta.v.func.name}")
         attrs = op.with_defaults(ins.attrs)
         ys = [Reg(r) for r in ins.results]
+        # an index given as a literal (gather %v, 0) becomes a typed register the rule can use
+        fixed = op.extra.get("immediates", {})
+        xs = [self.g.scalar(o.value, BY_NAME[fixed[i]]) if isinstance(o, Imm) and i in fixed
+              else o for i, o in enumerate(ins.operands)]
         try:
             if len(ys) == 1:
-                got = op.vjp(self.g, attrs, ins.operands, ys[0], cts[0])
+                got = op.vjp(self.g, attrs, xs, ys[0], cts[0])
             else:
-                got = op.vjp(self.g, attrs, ins.operands, ys, cts)
+                got = op.vjp(self.g, attrs, xs, ys, cts)
         except (InvalidError, OpTypeError) as e:
             raise GradError(getattr(e, "message", str(e)), ins.loc,
                             context=f"in @{self.ta.v.func.name}, differentiating {ins.op}") from e

@@ -421,7 +421,8 @@ OPS = [
           "is a.shape[:axis] + indices.shape + a.shape[axis+1:]; a negative index counts from "
           "the back once; an index outside [-size, size) traps",
           attrs=(AttrSpec("axis", AttrKind.INT, 0, "the axis indexed, may be negative"),),
-          dtypes="a: any; indices: i32 or i64", extra={"operands": ("a", "indices")},
+          dtypes="a: any; indices: i32 or i64",
+          extra={"operands": ("a", "indices"), "immediates": {1: "i64"}},
           vjp=adj.gather_vjp),
     OpDef("pad", 168, Family.MOVEMENT, (1, 1), pad_rule, pad_ref,
           "r := a with `value` added before and after each axis (constant mode); pads are in "
