@@ -158,6 +158,13 @@ class FunctionCode:
         """Turn whatever a step raised into a dlvm error that names function, block, instruction
         and source line."""
         if isinstance(e, KeyboardInterrupt):
+            # where the run was, innermost call first: the REPL shows it (:where) after Ctrl-C
+            where = getattr(step, "where", None)
+            ins = self.func.blocks[where[0]].instrs[where[1]] if where else None
+            stack = getattr(e, "dlvm_stack", [])
+            stack.append((self.func.name, blk.label, where[1] if where else None,
+                          ins.loc.line if ins is not None and ins.loc else None))
+            e.dlvm_stack = stack
             return e
         where = getattr(e, "dlvm_where", None) or getattr(step, "where", None)
         ins = self.func.blocks[where[0]].instrs[where[1]] if where else None

@@ -110,6 +110,12 @@ def _report(s: ReplSession, d: Debugger, stop: Stop, written: list) -> str:
 
 def cmd_where(s: ReplSession, arg: str) -> str:
     d = s.debugger
+    if (d is None or not d.frames) and getattr(s, "interrupted", None):
+        lines = [f"  #{k} @{f}:{b}" + (f":{i}" if i is not None else "") +
+                 (f" (line {line})" if line else "")
+                 for k, (f, b, i, line) in enumerate(s.interrupted)]
+        return ("call stack where the run was interrupted (it cannot resume; :debug runs "
+                "under the debugger, which can):\n" + "\n".join(lines))
     if d is None or not d.frames:
         raise ReplError("no run to show: start one with :debug @f ARGS")
     lines = [f"  #{i} {p}" for i, p in enumerate(d.where())]

@@ -62,6 +62,7 @@ class ReplSession:
         self.last_run: str | None = None          # the argument text of the last :run
         self.rng = np.random.default_rng(seed)
         self.pending = ""                         # an unfinished definition, line by line
+        self.interrupted: list = []               # where the last run was stopped by Ctrl-C
         self.sources: dict[str, str] = {}         # pseudo file name -> text typed at the prompt
         self.inputs = 0
         self.done = False
@@ -83,7 +84,14 @@ class ReplSession:
             return self.format_error(e)
         except ReplError as e:
             return f"error: {e}"
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as e:
+            stack = list(reversed(getattr(e, "dlvm_stack", [])))      # outermost first
+            self.interrupted = stack
+            if stack and not self.paused_note():
+                f, b, i, line = stack[-1]
+                at = f"@{f}:{b}" + (f":{i}" if i is not None else "") + \
+                    (f" (line {line})" if line else "")
+                return f"interrupted in {at}; :where shows the call stack"
             return "interrupted" + self.paused_note()
         except Exception as e:    # noqa: BLE001 - a bug of ours must not end the session
             if os.environ.get("DLVM_DEBUG"):

@@ -45,6 +45,23 @@ def open_history(path: Path | None = None) -> History:
     return FileHistory(str(path))
 
 
+def _normalize_current_line(buf) -> None:
+    """The finished line of a definition gets the indentation of the examples' bodies (two
+    spaces; none for a label or the closing brace), whatever was typed on top of the automatic
+    indent: typing one's own indent after it doubled it."""
+    doc = buf.document
+    line = doc.current_line
+    body = line.strip()
+    if not body or doc.cursor_position_row == 0:
+        return
+    want = "" if body.endswith(":") or body == "}" else "  "
+    if line == want + body:
+        return
+    start = doc.cursor_position + doc.get_start_of_line_position()
+    buf.text = buf.text[:start] + want + body + buf.text[start + len(line):]
+    buf.cursor_position = start + len(want) + len(body)
+
+
 def _key_bindings() -> KeyBindings:
     kb = KeyBindings()
 
@@ -52,6 +69,7 @@ def _key_bindings() -> KeyBindings:
     def _(event) -> None:
         buf = event.current_buffer
         if needs_more(buf.text):
+            _normalize_current_line(buf)
             buf.insert_text("\n  ")     # indented like the bodies in examples/
         else:
             buf.validate_and_handle()

@@ -281,3 +281,17 @@ def test_a_paused_frame_shadows_session_registers(mlp):
     assert mlp.handle("%s = reduce_sum %x").startswith("%s = f32[]")
     mlp.handle(":continue")
     assert mlp.handle(":print %x").startswith("%x = f32[1, 4]")       # the session's again
+
+
+def test_where_after_ctrl_c_shows_where_the_run_was():
+    import _thread
+    import threading
+    s = ReplSession()
+    s.handle("func @spin(%n: i64[]) -> i64[] {\nentry:\n  %i = const 0 : i64[]\n  jmp head\n"
+             "head:\n  %c = lt %i, %n\n  br %c, body, done\nbody:\n  %i = add %i, 1\n"
+             "  jmp head\ndone:\n  ret %i\n}")
+    threading.Timer(0.3, _thread.interrupt_main).start()
+    out = s.handle(":run @spin 1000000000")
+    assert out.startswith("interrupted in @spin:")
+    where = s.handle(":where")
+    assert "where the run was interrupted" in where and "#0 @spin:" in where

@@ -236,3 +236,16 @@ def test_end_to_end_in_tmux(tmp_path):
         assert ":debug @main random N=2" in hist.read_text()
     finally:
         subprocess.run([*tmux, "kill-server"], capture_output=True, env=env)
+
+
+def test_typed_indentation_is_not_added_to_the_automatic_one():
+    session = ReplSession(MLP)
+    out: list[str] = []
+    history = InMemoryHistory()
+    with create_pipe_input() as inp:
+        inp.send_text("func @h(%a: f32[N, 3]) -> f32[N, 3] {\r    %b = mul %a, 2.0\r"
+                      "  ret %b\r}\r")
+        inp.send_text("\x04")
+        run_ui(session, input=inp, output=DummyOutput(), history=history, write=out.append)
+    entries = list(history.get_strings())
+    assert entries[0] == "func @h(%a: f32[N, 3]) -> f32[N, 3] {\n  %b = mul %a, 2.0\n  ret %b\n}"
