@@ -83,8 +83,10 @@ def run(a) -> int:
     vm = VM(program, jit=a.jit, device=a.device, profile=a.profile or bool(a.trace),
             trace=bool(a.trace), max_steps=a.max_steps)
     outs = None
-    for _ in range(max(a.repeat, 1)):
-        outs = vm.run(a.entry, **inputs)
+    from .progress import CompileProgress
+    with CompileProgress(vm, enabled=None if not a.quiet else False):
+        for _ in range(max(a.repeat, 1)):
+            outs = vm.run(a.entry, **inputs)
     if a.out:
         save_npz(a.out, {f"out{i}": o for i, o in enumerate(outs)})
     if not a.quiet and not a.out:

@@ -174,3 +174,12 @@ def test_import_of_a_missing_or_non_onnx_file(capsys, tmp_path):
     assert code == 1 and "cannot read" in err
     code, _, err = run_cli(capsys, "import", MLP, "-o", str(tmp_path / "x.dlbc"))
     assert code == 1 and "is not an ONNX model" in err
+
+
+def test_long_compiles_show_progress(capsys, tmp_path, monkeypatch):
+    from cli import progress
+    monkeypatch.setattr(progress, "SHOW_AFTER_S", 0.0)
+    monkeypatch.setenv("DLVM_PROGRESS", "1")
+    monkeypatch.setenv("DLVM_CACHE_DIR", str(tmp_path / "cache"))
+    code, _, err = run_cli(capsys, "run", MLP, "--jit", "always")
+    assert code == 0 and "compiling:" in err and "compiled " in err and "kernel" in err
