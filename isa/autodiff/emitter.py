@@ -184,6 +184,8 @@ class Emitter:
             if like is None:
                 raise GradError(f"cannot tell how {target} was broadcast to {tc}")
             return self.emit("unbroadcast", [ct, like])
+        if axes == list(range(lead)):     # only leading axes: one reduction drops them
+            return self.emit("reduce_sum", [ct], {"axes": axes})
         out = ct
         if axes:
             out = self.emit("reduce_sum", [out], {"axes": axes, "keepdims": True})
