@@ -153,6 +153,7 @@ class _Run:
         self.closed = False
         self.domain: list = []        # the static broadcast of its values' shapes, right-aligned
         self.kept: list = []          # shapes of its values the block keeps (its outputs)
+        self.defined: set[str] = set()  # registers its instructions write
 
 
 def _joined_domain(domain: list, shapes) -> list | None:
@@ -311,9 +312,15 @@ def form_regions(module: Module, func_name: str, types: FunctionTypes) -> list[R
                 run = _Run(ii, head)
                 run.end = ii + 1
                 run.domain = list(rows[ii].results[0].shape)   # the epilogue's domain
+                run.defined.update(ins.results)
                 continue
             shape = (classify_instr(module, ins, rows[ii]) if ii not in unread else
                      _Shape(False, reason="an unread instruction that may trap stays interpreted"))
+            if ins.op == "mov" and not (run is not None and isinstance(ins.operands[0], Reg)
+                                        and ins.operands[0].name in run.defined):
+                # a mov of a value from outside the run is free interpreted (a reference),
+                # while a kernel would copy it (a loop's growing output, moved every step)
+                shape = _Shape(False, reason="a mov of a value computed elsewhere")
             # a matmul epilogue is elementwise only: a reduction (softmax, layer_norm after the
             # bias and residual adds) ends it and starts a region of its own
             in_epilogue = run is not None and run.kind in EPILOGUE_KINDS
@@ -331,6 +338,7 @@ def form_regions(module: Module, func_name: str, types: FunctionTypes) -> list[R
                 close(run)
                 run = _Run(ii, "elementwise") if shape.fusible else None
             if run is not None:
+                run.defined.update(ins.results)
                 run.domain = domain or []
                 run.kept += [t.shape for r, t in zip(ins.results, rows[ii].results) if r in kept]
                 run.end = ii + 1

@@ -277,6 +277,11 @@ def gather_rule(types: list[TensorType], attrs) -> list[TensorType]:
 def gather_ref(attrs, data: np.ndarray, indices: np.ndarray) -> np.ndarray:
     axis = attrs["axis"] % data.ndim
     size = data.shape[axis]
+    if np.ndim(indices) == 0:      # one slice (a loop's step): plain indexing, no array work
+        i = int(indices)
+        if not -size <= i < size:
+            raise Trap(f"gather index {i} is out of range for axis {axis} of size {size}")
+        return np.array(data[(slice(None),) * axis + (i,)])
     idx = indices.astype(np.int64)
     bad = (idx < -size) | (idx >= size)
     if np.any(bad):

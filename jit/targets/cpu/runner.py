@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 import sys
 import threading
 import warnings
@@ -65,6 +66,18 @@ def matmul_shape(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(batch) + ((a2[-2],) if len(a) > 1 else ()) + ((b2[-1],) if len(b) > 1 else ())
 
 
+# the cost model of worth_a_kernel (ns; measured on the 2-core CI machine: a 4-instruction
+# region of [1, 64] values took 21 us compiled and 15 us interpreted, VM entry included; a GRU
+# step's 6 instructions on [32, 64] 42 us compiled, about 18 interpreted)
+KERNEL_CALL_NS = 25_000
+KERNEL_ELEMENT_NS = 0.25          # a product's epilogue, per element and instruction
+KERNEL_NODE_NS = 0.05             # an elementwise kernel, per element and node (vectorized)
+INTERP_INSTR_NS = 2_000
+INTERP_ELEMENT_NS = 1.0
+LARGE_PRODUCT_FLOPS = 1 << 20     # multiply-adds from which a product always takes the kernel
+SMALL_REASON = "too small for a kernel to pay: the interpreter runs these shapes faster"
+
+
 @dataclasses.dataclass
 class _Call:
     """Everything one exact input-shape signature needs, prepared once."""
@@ -81,6 +94,7 @@ class _Call:
     conv_plan: conv.ConvPlan | None = None      # a conv2d head's geometry and buffers
     store: store_epilogue.StoreEpilogue | None = None   # an epilogue the GEMM kernel applies
     jobs: dict[tuple, Job] = dataclasses.field(default_factory=dict)   # by argument pointers
+    small: bool = False           # the interpreter runs these shapes faster (worth_a_kernel)
 
 
 class RegionRunner:
@@ -285,6 +299,16 @@ class RegionRunner:
     # ---- calls ---------------------------------------------------------------------------
 
     def __call__(self, args: list[np.ndarray]) -> list[np.ndarray] | None:
+        # shapes known to be faster interpreted decline before anything else (no lock: the
+        # dict read is atomic, and a stale miss only takes the full path below)
+        try:
+            known = self._calls.get(tuple(a.shape for a in args))
+        except AttributeError:
+            known = None
+        if known is not None and known.small:
+            self.calls += 1
+            self.fallbacks += 1
+            return None
         with self._lock:
             self.calls += 1
             try:
@@ -317,10 +341,13 @@ class RegionRunner:
                 raise Decline("compiling in the background; the interpreter runs the region meanwhile")
             self._current_key = key
             call = self._prepare(args)
+            call.small = not self._worth_a_kernel(args, call)
             self._waiting.pop(key, None)
             if len(self._calls) >= _MAX_SHAPES:      # the oldest shape's buffers go
                 self._calls.pop(next(iter(self._calls)))
             self._calls[key] = call
+        if call.small:
+            raise Decline(SMALL_REASON)
         self._last = call
         bufs = call.bufs
         head = None
@@ -367,6 +394,37 @@ class RegionRunner:
         out = list(bufs)
         bufs[:] = [None] * len(bufs)     # the runner keeps them only in `spare`
         return out
+
+    def _worth_a_kernel(self, args: list[np.ndarray], call: _Call) -> bool:
+        """Whether a kernel call beats interpreting the region's instructions for these shapes:
+        a kernel call costs a fixed ~20 us in Python (guards, buffers, the job), an
+        interpreted instruction ~2 us plus a pass over memory. Tiny tensors (an LSTM step at
+        batch 1: [1, 64]) ran 3x slower compiled. Heads (products, convolutions) decide by
+        their own rules; DLVM_JIT_SMALL=compile compiles regardless (the JIT's own tests)."""
+        if os.environ.get("DLVM_JIT_SMALL") == "compile":
+            return True
+        instrs = self.region.end - self.region.start
+        interpreted = instrs * INTERP_INSTR_NS
+        if self._mm is not None:
+            if self._head_op != "matmul" or call.mm_shape is None:
+                return True          # convolutions and pools: their own kernels decide
+            # a large product goes to the GEMM kernel (its own rules pick it or BLAS); a small
+            # one costs about the same either way, so what decides is the kernel call's fixed
+            # cost against the epilogue's interpreted passes (an LSTM step's [32, 64] x
+            # [64, 256] + bias: 47 us compiled, about 15 interpreted)
+            a = args[self._mm[0]]
+            if math.prod(call.mm_shape) * a.shape[-1] >= LARGE_PRODUCT_FLOPS:
+                return True
+            out = math.prod(call.mm_shape)
+            saved = (instrs - 1) * out * (INTERP_ELEMENT_NS - KERNEL_ELEMENT_NS)
+            return KERNEL_CALL_NS < interpreted + saved
+        elements = max([a.size for a in args] + [math.prod(s) for s in call.plan.out_shapes]
+                       + [1])
+        nodes = sum(1 for n in self.kernel.nodes if n.op not in ("load", "const"))
+        # NumPy makes one pass per instruction; the kernel one pass, nodes vectorized
+        interpreted += elements * instrs * INTERP_ELEMENT_NS
+        compiled = KERNEL_CALL_NS + elements * nodes * KERNEL_NODE_NS
+        return compiled < interpreted
 
     def _free_buffer(self, call: _Call, j: int, shape: tuple[int, ...]) -> np.ndarray:
         """An output array nobody outside the runner holds: one of the last two, or a new one.

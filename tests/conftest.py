@@ -1,0 +1,9 @@
+"""Test-wide settings.
+
+The JIT leaves regions over tiny tensors to the interpreter when a kernel call would cost more
+than it saves (jit/targets/cpu/runner.py: worth_a_kernel). The JIT's tests check kernels on
+tiny inputs, so the suite compiles regardless (DLVM_JIT_SMALL=compile); the policy itself is
+tested with it unset (tests/test_jit_small.py)."""
+import os
+
+os.environ.setdefault("DLVM_JIT_SMALL", "compile")
