@@ -74,7 +74,7 @@ KERNEL_ELEMENT_NS = 0.25          # a product's epilogue, per element and instru
 KERNEL_NODE_NS = 0.05             # an elementwise kernel, per element and node (vectorized)
 INTERP_INSTR_NS = 2_000
 INTERP_ELEMENT_NS = 1.0
-LARGE_PRODUCT_FLOPS = 1 << 20     # multiply-adds from which a product always takes the kernel
+LARGE_PRODUCT_FLOPS = 1 << 23     # multiply-adds from which a product always takes the kernel
 SMALL_REASON = "too small for a kernel to pay: the interpreter runs these shapes faster"
 
 
