@@ -126,12 +126,19 @@ def test_backend_training_step_matches_eager(monkeypatch):
     m = MLP()
     ref = MLP()
     ref.load_state_dict(m.state_dict())
+    import frontends.torch.backend as backend
+    made = []
+    real = backend.compile_graph
+    monkeypatch.setattr(backend, "compile_graph",
+                        lambda gm, ex: made.append(real(gm, ex)) or made[-1])
     c = torch.compile(m, backend=dlvm_backend)
     x = torch.randn(6, 4)
     c(x).square().sum().backward()
     ref(x).square().sum().backward()
     for p, q in zip(m.parameters(), ref.parameters()):
         torch.testing.assert_close(p.grad, q.grad, rtol=1e-4, atol=1e-5)
+    # the forward and the backward graph both ran as dlvm modules (strict: no fallback)
+    assert len(made) == 2 and all(hasattr(f, "dlvm_module") for f in made)
 
 
 def test_backend_keeps_dynamos_graph_breaks(monkeypatch):

@@ -5,7 +5,7 @@ Dynamo keeps its guards and graph breaks; each FX graph it hands over goes throu
 with torch's core-ATen decompositions, and the forward graph becomes a dlvm module run by a VM
 with the tiered JIT (`DLVM_JIT`, default `auto`). CPU tensors cross as NumPy views, without
 copies. A graph with ATen ops the importer lacks runs in torch eagerly, with one warning listing
-them (`DLVM_TORCH_STRICT=1` makes that an error). Backward graphs run in torch.
+them (`DLVM_TORCH_STRICT=1` makes that an error). Backward graphs (training) go the same way.
 """
 from __future__ import annotations
 
@@ -66,11 +66,18 @@ def module_from_graph(gm: Any, name: str = "torch_graph") -> tuple[Module, list[
                     where.setdefault(expr, (i, ax))
         elif getattr(getattr(getattr(val, "node", None), "expr", None), "is_Symbol", False):
             where.setdefault(val.node.expr, (i, None))
+    out_node = next(n for n in gm.graph.nodes if n.op == "output")
+    written = list(out_node.args[0]) if isinstance(out_node.args[0], (list, tuple)) else \
+        [out_node.args[0]]
     results, spec = [], []
-    for v in outs:
+    for v, w in zip(outs, written):
+        if v is None and w is not None:
+            raise TorchImportError(f"the graph's output {w} has no lowering to a tensor")
         if isinstance(v, Value):
             spec.append(len(results))
             results.append(v)
+        elif v is None:           # a backward graph's gradient of an input that needs none
+            spec.append(("none", None, {}))
         elif isinstance(v, int):
             spec.append(("size", v, {}))
         elif isinstance(v, torch.SymInt):
@@ -116,7 +123,8 @@ def compile_graph(gm: Any, example_inputs: list) -> Any:
 
     def run(args: list) -> list:
         xs = [args[i].detach().numpy() for i in tensor_inputs]
-        sizes = [_size(s[1], s[2], args) for s in spec if not isinstance(s, int)]
+        sizes = [None if s[0] == "none" else _size(s[1], s[2], args)
+                 for s in spec if not isinstance(s, int)]
         args.clear()          # boxed calling convention: let the inputs be freed early
         outs = [_to_torch(np.asarray(o)) for o in vm.run("main", *xs)]
         k = iter(sizes)
@@ -131,10 +139,9 @@ def dlvm_backend(gm: Any, example_inputs: list, **options: Any) -> Any:
     """The `torch.compile` backend: `torch.compile(model, backend="dlvm")`."""
     from torch._decomp import core_aten_decompositions
     from torch._dynamo.backends.common import aot_autograd
-    from torch._functorch.aot_autograd import make_boxed_func
 
-    def backward(gm: Any, example_inputs: list) -> Any:
-        return make_boxed_func(gm.forward)
-
-    return aot_autograd(fw_compiler=compile_graph, bw_compiler=backward,
+    # the backward graph AOT autograd derives is ATen too: it runs in dlvm as well (a graph
+    # with an op the importer lacks, such as convolution_backward, runs in torch, with the
+    # warning that names it)
+    return aot_autograd(fw_compiler=compile_graph, bw_compiler=compile_graph,
                         decompositions=core_aten_decompositions())(gm, example_inputs)
