@@ -154,3 +154,19 @@ def test_backend_keeps_dynamos_graph_breaks(monkeypatch):
     x = torch.randn(3, 3)
     torch.testing.assert_close(torch.compile(f, backend=dlvm_backend)(x),
                                torch.tanh(torch.relu(x) * 2) + 1)
+
+
+def test_backend_trains_layer_norm_and_gelu_in_dlvm(monkeypatch):
+    from frontends.torch.backend import dlvm_backend
+    monkeypatch.setenv("DLVM_TORCH_STRICT", "1")       # no graph may fall back to torch
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    nn = torch.nn
+    m = nn.Sequential(nn.Linear(8, 16), nn.GELU(), nn.LayerNorm(16), nn.Linear(16, 4))
+    ref = nn.Sequential(nn.Linear(8, 16), nn.GELU(), nn.LayerNorm(16), nn.Linear(16, 4))
+    ref.load_state_dict(m.state_dict())
+    x = torch.randn(5, 8)
+    torch.compile(m, backend=dlvm_backend)(x).square().sum().backward()
+    ref(x).square().sum().backward()
+    for p, q in zip(m.parameters(), ref.parameters()):
+        torch.testing.assert_close(p.grad, q.grad, rtol=1e-4, atol=1e-5)

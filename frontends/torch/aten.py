@@ -388,7 +388,21 @@ def _ln(lo: Lowerer, x: Value, shape: list, w: Value | None, b: Value | None, ep
     r = lo.emit("layer_norm", args, axis=axis, epsilon=float(eps))
     if b is not None and w is None:
         r = lo.emit("add", [r, b])
-    return (r, None, None)
+    if not _used_outputs(lo) - {0}:
+        return (r, None, None)
+    # the mean and 1/std a training graph saves for its backward, over the normalized dims
+    axes = list(range(axis, x.rank))
+    mean = lo.emit("reduce_mean", [x], axes=axes, keepdims=True)
+    d = lo.emit("sub", [x, mean])
+    var = lo.emit("reduce_mean", [lo.emit("mul", [d, d])], axes=axes, keepdims=True)
+    rstd = lo.emit("rsqrt", [lo.emit("add", [var, lo.tensor(float(eps), x.dtype)])])
+    return (r, mean, rstd)
+
+
+def _used_outputs(lo: Lowerer) -> set:
+    """Which results of a multi-output node the graph reads (getitem indices)."""
+    import operator
+    return {u.args[1] for u in lo.node.users if u.target is operator.getitem}
 
 
 @lowers("aten._softmax.default", "aten._log_softmax.default")
