@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from ..builder import FunctionBuilder
 from ..dtypes import BY_NAME
+from ..inline import inline_calls
 from ..module import Function, Module, Param, Reg
 from ..ops.shapes import is_float
 from ..types import TensorType
@@ -139,6 +140,9 @@ def build_train_step(module: Module, model: str = "main", weights: Sequence[str]
                    n_results=len(f.results))
     pred = outs[0] if isinstance(outs, list) else outs
     fb.ret(LOSSES[loss](fb, pred, fb.arg(label_name)))
+    # a one-block model is inlined into the objective: its adjoint then needs no second run
+    # of the model's forward (a call's adjoint recomputes the callee) and no call frames
+    m = inline_calls(m, obj)
     g = grad(m, obj, ["%" + p.name for p in wparams], name=_fresh_function(m, f"{obj}_grad"))
     gname = [n for n in g.functions if n not in m.functions and n.startswith(obj + "_grad")][0]
 
