@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ..callgraph import unused_name
 from ..module import Block, Function, Instr, Module, Param, Reg
 from ..types import TensorType
 from .api import _resolve, grad
@@ -97,11 +98,7 @@ def _zeros_like(code: list[Instr], v: Reg, t: TensorType, taken: set[str]) -> Re
 
 
 def _free(module: Module, base: str) -> str:
-    name, n = base, 1
-    while name in module.functions:
-        n += 1
-        name = f"{base}{n}"
-    return name
+    return unused_name(module.functions, base)
 
 
 def _fresh(base: str, taken: set[str]) -> str:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..callgraph import constants_read, unused_name
 from ..dtypes import BY_NAME, DType
 from ..errors import InvalidError, OpTypeError, SourceLoc
 from ..module import Block, ConstRef, Function, Imm, Instr, Module, Operand, Param, Reg
@@ -93,25 +94,6 @@ def useful_registers(func: Function, mask: tuple[int, ...]) -> set[str]:
     return useful
 
 
-def constants_used(module: Module, wrt_consts: set[str]) -> dict[str, set[str]]:
-    """For each function, the differentiated constants it reads, through its calls too."""
-    direct = {f.name: {o.name for b in f.blocks for i in b.instrs for o in i.operands
-                       if isinstance(o, ConstRef) and o.name in wrt_consts}
-              for f in module.functions.values()}
-    calls = {f.name: {i.attrs["callee"] for b in f.blocks for i in b.instrs if i.op == "call"}
-             for f in module.functions.values()}
-    out = {k: set(v) for k, v in direct.items()}
-    changed = True
-    while changed:
-        changed = False
-        for f, cs in calls.items():
-            for c in cs:
-                if not out[c] <= out[f]:
-                    out[f] |= out[c]
-                    changed = True
-    return out
-
-
 def _sanitize(t: TensorType, bound: set[str]) -> TensorType:
     return t.with_shape(tuple(d if not isinstance(d, str) or d in bound else None
                               for d in t.shape))
@@ -140,17 +122,14 @@ class ReverseBuilder:
         self.module = module
         self.tables = tables
         self.wrt_consts = wrt_consts
-        self.const_users = constants_used(module, wrt_consts)
+        self.const_users = constants_read(module, wrt_consts)
         self.variants: dict[tuple, Variant] = {}
         self.pending: list[tuple[Variant, str]] = []
         self.taken_names = set(module.functions)
 
     # -- naming and bookkeeping ----------------------------------------------------------------
     def fresh_function_name(self, base: str) -> str:
-        name, n = base, 1
-        while name in self.taken_names:
-            n += 1
-            name = f"{base}{n}"
+        name = unused_name(self.taken_names, base)
         self.taken_names.add(name)
         return name
 
@@ -273,10 +252,7 @@ class TreeAdjoint:
                                     loc=ins.loc))
 
     def fresh_label(self, base: str) -> str:
-        lab, n = base, 1
-        while lab in self.labels:
-            n += 1
-            lab = f"{base}.{n}"
+        lab = unused_name(self.labels, base, ".")
         self.labels.add(lab)
         return lab
 

@@ -9,25 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ..callgraph import constants_read
 from ..module import Block, ConstRef, Function, Instr, Module, Param, Reg
 
 
 def _reads(module: Module, names: set[str]) -> dict[str, list[str]]:
     """For each function, the named constants it reads, through its calls too (sorted)."""
-    direct = {f.name: {o.name for b in f.blocks for i in b.instrs for o in i.operands
-                       if isinstance(o, ConstRef) and o.name in names}
-              for f in module.functions.values()}
-    calls = {f.name: {i.attrs["callee"] for b in f.blocks for i in b.instrs if i.op == "call"}
-             for f in module.functions.values()}
-    changed = True
-    while changed:
-        changed = False
-        for f, cs in calls.items():
-            for c in cs:
-                if not direct[c] <= direct[f]:
-                    direct[f] |= direct[c]
-                    changed = True
-    return {f: sorted(v) for f, v in direct.items()}
+    return {f: sorted(v) for f, v in constants_read(module, names).items()}
 
 
 def lift(module: Module, func: str, names: Sequence[str], suffix: str = ".lifted"

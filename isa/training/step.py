@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..builder import FunctionBuilder
+from ..callgraph import unused_name
 from ..dtypes import BY_NAME
 from ..inline import inline_calls
 from ..module import Function, Module, Param, Reg
@@ -85,11 +86,7 @@ class TrainStep:
 
 
 def _fresh_function(module: Module, base: str) -> str:
-    name, n = base, 1
-    while name in module.functions:
-        n += 1
-        name = f"{base}{n}"
-    return name
+    return unused_name(module.functions, base)
 
 
 def build_train_step(module: Module, model: str = "main", weights: Sequence[str] | None = None,
