@@ -2,7 +2,8 @@
 
 A call costs the VM a frame and argument checks, and it is a wall for the JIT's regions and, in
 an adjoint, a second run of the callee's forward code (a call's adjoint recomputes it). A callee
-of one block (straight-line code ending in `ret`; most models) is copied into the caller instead:
+of one block (straight-line code ending in `ret`, calls allowed; most models, and wrappers) is
+copied into the caller instead:
 its registers renamed apart, its parameters bound to the arguments by `mov`, its `ret` turned
 into `mov`s to the call's results.
 """
@@ -16,12 +17,12 @@ def _inlinable(f: Function) -> bool:
         return False
     instrs = f.blocks[0].instrs
     return bool(instrs) and instrs[-1].op == "ret" and \
-        all(i.op not in ("call", "jmp", "br", "ret") for i in instrs[:-1])
+        all(i.op not in ("jmp", "br", "ret") for i in instrs[:-1])
 
 
 def inline_calls(module: Module, func: str) -> Module:
-    """A copy of `module` in which `func`'s calls of one-block functions are inlined (once:
-    the inlined code makes no calls, by the rule above)."""
+    """A copy of `module` in which `func`'s calls of one-block functions are inlined, one level
+    deep (calls the inlined code makes stay calls; a function never inlines itself)."""
     out = Module(module.name, dict(module.constants), dict(module.functions), module.source)
     f = module.functions[func]
     taken = {p.name for p in f.params} | {r for b in f.blocks for i in b.instrs

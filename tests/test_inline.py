@@ -45,6 +45,12 @@ def test_one_block_callees_are_inlined_and_results_agree():
     verify_module(out)
     calls = [i.attrs["callee"] for i in out.functions["main"].blocks[0].instrs if i.op == "call"]
     assert calls == ["loop"]                      # the loop keeps its call
+    wrapper = inline_calls(assembler.assemble(SRC + "func @wrap(%x: f32[N, 3], %n: i64[]) -> "
+                                              "i64[] {\n  %k = call @loop(%n)\n  ret %k\n}\n"
+                                              "func @top(%x: f32[N, 3], %n: i64[]) -> i64[] {\n"
+                                              "  %k = call @wrap(%x, %n)\n  ret %k\n}\n"), "top")
+    inner = [i.attrs["callee"] for i in wrapper.functions["top"].blocks[0].instrs if i.op == "call"]
+    assert inner == ["loop"]                      # a wrapper's own call stays a call
     x = np.random.default_rng(0).standard_normal((4, 3)).astype(np.float32)
     want = VM(m, jit="off").run("main", x, np.int64(3))
     got = VM(out, jit="off").run("main", x, np.int64(3))

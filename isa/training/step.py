@@ -180,6 +180,7 @@ def build_train_step(module: Module, model: str = "main", weights: Sequence[str]
                       sb.arg(lr), *grads, n_results=len(wtypes) + len(state_types))
     updated = updated if isinstance(updated, list) else [updated]
     sb.ret(*updated, loss_v)
+    g = inline_calls(g, step_name)        # the gradient's wrapper and the update: no frames
     verify_module(g)
     return TrainStep(g, step_name, weights, wtypes, state_types, list(inputs), labels_t, obj,
                      lifted, gradient=gname, update=update_name)
