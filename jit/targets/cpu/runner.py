@@ -74,6 +74,7 @@ KERNEL_ELEMENT_NS = 0.25          # a product's epilogue, per element and instru
 KERNEL_NODE_NS = 0.05             # an elementwise kernel, per element and node (vectorized)
 INTERP_INSTR_NS = 2_000
 INTERP_ELEMENT_NS = 1.0
+INTERP_REDUCE_FACTOR = 4
 LARGE_PRODUCT_FLOPS = 1 << 23     # multiply-adds from which a product always takes the kernel
 SMALL_REASON = "too small for a kernel to pay: the interpreter runs these shapes faster"
 
@@ -421,8 +422,11 @@ class RegionRunner:
         elements = max([a.size for a in args] + [math.prod(s) for s in call.plan.out_shapes]
                        + [1])
         nodes = sum(1 for n in self.kernel.nodes if n.op not in ("load", "const"))
-        # NumPy makes one pass per instruction; the kernel one pass, nodes vectorized
-        interpreted += elements * instrs * INTERP_ELEMENT_NS
+        # NumPy makes one pass per instruction; the kernel one pass, nodes vectorized; NumPy's
+        # reduction over an axis tuple walks memory strided (a global average pool of
+        # [1, 16, 16, 16]: 18 us interpreted)
+        per_element = INTERP_ELEMENT_NS * (INTERP_REDUCE_FACTOR if self.kernel.inner else 1)
+        interpreted += elements * instrs * per_element
         compiled = KERNEL_CALL_NS + elements * nodes * KERNEL_NODE_NS
         return compiled < interpreted
 
