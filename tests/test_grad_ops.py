@@ -15,7 +15,7 @@ from isa.ops import OPS, Family
 from isa.ops.opdef import NO_GRADIENT
 
 # ops without an adjoint rule in this version (grad names them when they lie on the path)
-NOT_YET = {"tile_dyn", "slice_dyn", "pad_dyn", "reduce_dyn", "cumprod", "compress",
+NOT_YET = {"tile_dyn", "slice_dyn", "pad_dyn", "reduce_dyn",
            "dft", "grid_sample", "unique", "det", "col2im", "roi_align", "non_max_suppression",
            "resize", "tfidf_vectorizer"}
 
@@ -97,6 +97,9 @@ CASES: dict[str, list[tuple[list, dict]]] = {
     "unsqueeze_dyn": [([f(3, 4), k([0])], {})],
     "broadcast_dyn": [([f(3, 1), k([2, 3, 4])], {})],
     "fill": [([k([2, 3]), f()], {})],
+    "cumprod": [([f(3, 4, lo=0.5)], {"_operand": k(1)}),
+                ([f(3, 4, lo=0.5)], {"_operand": k(0), "exclusive": True, "reverse": True})],
+    "compress": [([f(4, 3), k([True, False, True, True], np.bool_)], {"axis": 0})],
     "einsum": [([f(2, 3, 4), f(2, 4, 5)], {"equation": "bij,bjk->bik"}),
                ([f(3, 4), f(4)], {"equation": "ij,j->i"}),
                ([f(3, 4), f(5)], {"equation": "ij,k->ik"})],

@@ -217,3 +217,22 @@ def gather_nd_vjp(g, attrs, xs, y, ct):
     if attrs["batch_dims"]:
         raise _unsupported("gather_nd with batch_dims")
     return [g.scatter_nd(g.zeros_like(a), idx, ct, reduction="add"), None]
+
+
+def cumprod_vjp(g, attrs, xs, y, ct):
+    """d y_j / d x_i = y_j / x_i for the j whose product holds x_i: the cotangent-weighted
+    products summed the other way along the axis, divided by x (an x of 0 gives NaN here, as
+    reduce_prod's adjoint; see specs/autodiff.md)."""
+    x, axis = xs
+    s = g.cumsum(g.mul(ct, y), axis, exclusive=attrs["exclusive"], reverse=not attrs["reverse"])
+    return [g.div(s, x), None]
+
+
+def compress_vjp(g, attrs, xs, y, ct):
+    """The kept slices' cotangents go back to their positions (a gather's adjoint at the
+    positions where cond is true)."""
+    a, cond = xs
+    if attrs["axis"] is None:
+        raise _unsupported("compress without an axis (of the flattened tensor)")
+    where = g.reshape(g.nonzero(cond), shape=[-1])
+    return [gather_vjp(g, {"axis": attrs["axis"]}, [a, where], y, ct)[0], None]

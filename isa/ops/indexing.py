@@ -243,7 +243,8 @@ OPS = [
           "r := the slices of a along `axis` whose entry in the bool vector cond is true "
           "(np.compress; absent axis: of the flattened a); a cond longer than the axis traps",
           attrs=(AttrSpec("axis", AttrKind.INT, None, "the axis selected; absent: flatten"),),
-          dtypes="a: any; cond: bool", extra={"operands": ("a", "cond")}),
+          dtypes="a: any; cond: bool", extra={"operands": ("a", "cond")},
+          vjp=adj.compress_vjp),
 ]
 
 

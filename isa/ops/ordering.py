@@ -113,7 +113,8 @@ OPS = [
           attrs=(AttrSpec("exclusive", AttrKind.BOOL, False, "product of the elements before"),
                  AttrSpec("reverse", AttrKind.BOOL, False, "run from the last element")),
           dtypes="a: numeric; axis: integer",
-          extra={"operands": ("a", "axis"), "immediates": {1: "i64"}}),
+          extra={"operands": ("a", "axis"), "immediates": {1: "i64"}},
+          vjp=adj.cumprod_vjp),
     OpDef("topk", 181, Family.MOVEMENT, (2, 2), topk_rule, topk_ref,
           "r, i := the k largest (or smallest) elements of a along `axis`, in order, and their "
           "i64 indices (ONNX TopK); equal elements keep index order; k outside [0, size] traps",
