@@ -105,6 +105,10 @@ def test_random_program_gradients(seed):
         assert "not differentiable" in str(e), str(e)
         pytest.skip(str(e))
     got = VM(gm, jit="off").run("loss_grad", *args)[1:]
+    # the adjoint tiers up like any program: compiled, it gives the interpreter's results
+    compiled = VM(gm, jit="always").run("loss_grad", *args)[1:]
+    for c, g in zip(compiled, got):
+        np.testing.assert_allclose(c, g, rtol=1e-6, atol=1e-9, err_msg=f"seed {seed}: JIT")
     for k, g in zip(floats, got):
         want, ok = smooth_gradient(vm, args, k)
         assert g.shape == want.shape
