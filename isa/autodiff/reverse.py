@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 from ..callgraph import constants_read, unused_name
 from ..dtypes import BY_NAME, DType
-from ..errors import InvalidError, OpTypeError, SourceLoc
+from ..errors import InvalidError, OpTypeError
 from ..module import Block, ConstRef, Function, Imm, Instr, Module, Operand, Param, Reg
 from ..ops import OPS
 from ..ops.shapes import is_float
@@ -112,6 +112,10 @@ class Variant:
     consts: list[str] = field(default_factory=list)       # differentiated constants it returns
     names: dict[str, str] = field(default_factory=dict)   # head -> adjoint function name
 
+    def seed(self, i: int) -> str:
+        """The parameter holding the cotangent of result i (a name no register of F has)."""
+        return unused_name(self.types, f"ct.{i}", "_")
+
     def ct_live_in(self, head: str) -> list[str]:
         return [r for r in self.trees[head].live_in
                 if r in self.varied and _is_float(self.types[r])]
@@ -168,7 +172,7 @@ class ReverseBuilder:
         live-in cotangents, constant cotangents)."""
         params = [Param(r, v.types[r]) for r in v.trees[head].live_in]
         bound = {d for p in params for d in p.type.shape if isinstance(d, str)}
-        params += [Param(f"ct.{i}", _sanitize(v.func.results[i], bound)) for i in v.mask]
+        params += [Param(v.seed(i), _sanitize(v.func.results[i], bound)) for i in v.mask]
         bound |= {d for p in params for d in p.type.shape if isinstance(d, str)}
         results = [_sanitize(t, bound) for t in v.func.results]
         results += [_sanitize(v.types[r], bound) for r in v.ct_live_in(head)]
@@ -264,7 +268,7 @@ class TreeAdjoint:
         g = self.emitter()
         adj = Adjoints(self, g)
         for i in self.v.mask:
-            adj.add(values[i], Reg(f"ct.{i}"))
+            adj.add(values[i], Reg(self.v.seed(i)))
         self.finish(out, g, adj, values, path)
 
     def leaf_edge(self, out: Block, target: str, env: dict[str, Reg], path) -> None:
@@ -273,7 +277,7 @@ class TreeAdjoint:
         n_res = len(self.v.func.results)
         _, callee_results = self.rb.signature(self.v, target)
         live = self.v.trees[target].live_in
-        args = [env[r] for r in live] + [Reg(f"ct.{i}") for i in self.v.mask]
+        args = [env[r] for r in live] + [Reg(self.v.seed(i)) for i in self.v.mask]
         params, _ = self.rb.signature(self.v, target)
         rets = g.call_function(self.v.names[target], args, callee_results,
                                [p.type for p in params])
@@ -389,7 +393,3 @@ def dead_code_removed(instrs: list[Instr]) -> list[Instr]:
         kept.append(ins)
         live.update(o.name for o in ins.operands if isinstance(o, Reg))
     return list(reversed(kept))
-
-
-def location_of(func: Function) -> SourceLoc | None:
-    return func.loc
