@@ -19,7 +19,7 @@ from ..errors import InvalidError
 from ..module import Block, ConstRef, Function, Instr, Module, Param, Reg
 from ..types import TensorType
 from ..verify import verify_module
-from .emitter import GradError
+from .emitter import GradError, NameGen
 from .reverse import ReverseBuilder, _is_float
 
 
@@ -100,17 +100,18 @@ def grad(module: Module, func: str = "main", wrt: Sequence[str] | None = None, *
     while seed_name in taken:
         seed_name += "_"
     params = list(f.params) + ([Param(seed_name, first)] if cotangent else [])
+    names = NameGen(taken | {seed_name})
     head = f.blocks[0].label
     _, entry_results = rb.signature(v, head)
     instrs: list[Instr] = []
     if cotangent:
         seed = Reg(seed_name)
     else:
-        seed = Reg("seed" if "seed" not in taken else seed_name)
+        seed = Reg(names.fresh("seed"))
         instrs.append(Instr("const", [seed.name], [], {
             "value": np.array(1, dtype=first.dtype.np), "type": TensorType(first.dtype, ())}))
     n = len(f.results)
-    res = [f"r.{i}" for i in range(len(entry_results))]
+    res = [names.fresh("r") for _ in entry_results]
     instrs.append(Instr("call", res, [Reg(r) for r in v.trees[head].live_in] + [seed],
                         {"callee": rb.entry_name(v)}))
     by_param = dict(zip(v.ct_live_in(head), res[n:]))
@@ -124,16 +125,17 @@ def grad(module: Module, func: str = "main", wrt: Sequence[str] | None = None, *
             if kind == "param" else out.constants[nm].type
         if got is None:     # the result does not depend on it: a zero gradient
             zeros += 1
-            z = f"zero.{zeros}"
+            z = names.fresh("zero")
             src = Reg(nm) if kind == "param" else ConstRef(nm)
             if t.is_static:
                 instrs.append(Instr("const", [z], [], {"value": np.zeros((), t.dtype.np),
                                                        "type": t}))
             else:
-                instrs.append(Instr("shape_of", [z + ".shape"], [src]))
-                instrs.append(Instr("const", [z + ".v"], [], {"value": np.zeros((), t.dtype.np),
-                                                              "type": TensorType(t.dtype, ())}))
-                instrs.append(Instr("fill", [z], [Reg(z + ".shape"), Reg(z + ".v")]))
+                shape, value = names.fresh("zero_shape"), names.fresh("zero_value")
+                instrs.append(Instr("shape_of", [shape], [src]))
+                instrs.append(Instr("const", [value], [], {"value": np.zeros((), t.dtype.np),
+                                                           "type": TensorType(t.dtype, ())}))
+                instrs.append(Instr("fill", [z], [Reg(shape), Reg(value)]))
             got = z
         grads.append(Reg(got))
         results.append(t)
