@@ -317,3 +317,27 @@ def test_literal_indices_work_and_differentiate():
     with pytest.raises(Exception, match=r"does not take immediate operands \(only as operand 2\)"):
         assembler.assemble("module b\nfunc @main(%v: f32[4, 4]) -> f32[4] {\n"
                            "  %r = gather 1, %v\n  ret %r\n}\n")
+
+
+def test_odd_control_flow_entry_loop_self_loop_and_twin_branch():
+    m = assembler.assemble("""module cf
+func @main(%x: f64[3], %n: i64[]) -> f64[] {
+head:
+  %c = gt %n, 0
+  br %c, body, done
+body:
+  %x = sin %x
+  %x = mul %x, 1.5
+  %n = sub %n, 1
+  %d = gt %n, 1
+  br %d, body, head
+done:
+  %p = lt %n, 5
+  br %p, fin, fin
+fin:
+  %s = reduce_sum %x
+  ret %s
+}
+""")
+    for n in (0, 1, 4):
+        check(m, {"x": np.array([0.3, -0.7, 1.1]), "n": np.int64(n)}, wrt=["x"])
