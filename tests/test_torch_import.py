@@ -170,3 +170,18 @@ def test_backend_trains_layer_norm_and_gelu_in_dlvm(monkeypatch):
     ref(x).square().sum().backward()
     for p, q in zip(m.parameters(), ref.parameters()):
         torch.testing.assert_close(p.grad, q.grad, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("make, shape", [
+    (lambda: torch.nn.ConvTranspose2d(4, 6, 3, stride=2, padding=1, output_padding=1), (2, 4, 5, 6)),
+    (lambda: torch.nn.ConvTranspose2d(4, 6, (3, 2), stride=(2, 1), padding=(0, 1), groups=2,
+                                      dilation=(1, 2)), (2, 4, 5, 6)),
+    (lambda: torch.nn.ConvTranspose1d(3, 5, 4, stride=3, padding=1), (2, 3, 7)),
+])
+def test_transposed_convolutions_import(make, shape):
+    from frontends.torch import import_torch
+    torch.manual_seed(0)
+    net = make().eval()
+    x = torch.randn(*shape)
+    got = dlvmrt.VM(import_torch(net, (x,)), jit="off").run("main", x.numpy())[0]
+    np.testing.assert_allclose(got, net(x).detach().numpy(), rtol=1e-4, atol=1e-5)

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from frontends.base.conv_transpose import conv_transpose_2d
 from frontends.base.values import Emitter, Value, known
 from isa.dtypes import DType
 from isa.types import TensorType
@@ -351,11 +352,12 @@ def _addmm(lo: Lowerer, bias: Value, a: Value, b: Value, beta: Any = 1, alpha: A
 @lowers("aten.convolution.default")
 def _conv(lo: Lowerer, x: Value, w: Value, bias: Value | None, stride: list, padding: list,
           dilation: list, transposed: bool, output_padding: list, groups: int) -> Value:
-    if transposed:
-        raise TorchImportError("transposed convolution is not supported")
     k = len(stride)
     if k not in (1, 2):
         raise TorchImportError(f"{k}-D convolution is not supported (1-D and 2-D are)")
+    if transposed:
+        return _conv_transpose(lo, x, w, bias, list(stride), list(padding), list(dilation),
+                               list(output_padding), groups)
     args = [x, w] + ([bias] if bias is not None else [])
     if k == 1:
         x1 = lo.emit("expand_dims", [x], axes=[2])
@@ -366,6 +368,23 @@ def _conv(lo: Lowerer, x: Value, w: Value, bias: Value | None, stride: list, pad
     return lo.emit("conv2d", args, strides=list(stride),
                    pads=[padding[0], padding[1], padding[0], padding[1]],
                    dilations=list(dilation), groups=groups)
+
+
+def _conv_transpose(lo: Lowerer, x: Value, w: Value, bias: Value | None, stride: list,
+                    padding: list, dilation: list, output_padding: list, groups: int) -> Value:
+    if not (all(isinstance(d, int) for d in x.shape[1:]) and w.type.is_static):
+        raise TorchImportError("a transposed convolution needs static channels, sizes and "
+                               "weights (the batch may be dynamic)")
+    one_d = len(stride) == 1
+    if one_d:       # as 2-D with a unit height
+        x = lo.emit("expand_dims", [x], axes=[2])
+        w = lo.emit("expand_dims", [w], axes=[2])
+        stride, padding, dilation, output_padding = ([1] + stride, [0] + padding,
+                                                     [1] + dilation, [0] + output_padding)
+    y = conv_transpose_2d(lo.e, x, w, bias, strides=stride, dilations=dilation,
+                          pads=[padding[0], padding[1], padding[0], padding[1]],
+                          output_padding=output_padding, groups=groups)
+    return lo.emit("squeeze", [y], axes=[2]) if one_d else y
 
 
 # -- normalization and activations ---------------------------------------------------------

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from frontends.base.conv_transpose import conv_transpose_2d
 from isa.dtypes import BY_NAME
 from isa.types import TensorType
 
@@ -128,7 +129,6 @@ def _conv3d(ctx: NodeCtx, x: Value, w: Value, b: Value | None, kernel: list[int]
 
 def _reshape_named(e, v: Value, dims: list) -> Value:
     """A reshape whose one non-static dim (a name) is written -1 and kept in the result type."""
-    from isa.types import TensorType
     if all(isinstance(d, int) for d in dims):
         return e.emit("reshape", [v], shape=dims)
     return e.emit("reshape", [v], shape=[d if isinstance(d, int) else -1 for d in dims],
@@ -526,36 +526,8 @@ def conv_transpose(ctx: NodeCtx) -> list[Value]:
         kernel, strides, dil, out_pad, sizes = ([1] + kernel, [1] + strides, [1] + dil,
                                                 [0] + out_pad, [1] + sizes)
         pads = [0, pads[0], 0, pads[1]]
-    n, c = x.shape[0], x.shape[1]
-    (h, wd), (s0, s1) = sizes, strides
-
-    def batch_reshape(v: Value, dims: list[int]) -> Value:
-        # a named batch is the one -1 of the target, and stays named in the result type
-        if isinstance(n, int):
-            return e.emit("reshape", [v], shape=[n, *dims])
-        return e.emit("reshape", [v], shape=[-1, *dims],
-                      result_type=TensorType(v.dtype, (n, *dims)))
-    if s0 > 1 or s1 > 1:
-        t = batch_reshape(x2, [c, h, 1, wd, 1])
-        t = e.emit("pad", [t], pads=[0] * 6 + [0, 0, 0, s0 - 1, 0, s1 - 1])
-        t = batch_reshape(t, [c, h * s0, wd * s1])
-        x2 = e.emit("slice", [t], starts=[0, 0], ends=[(h - 1) * s0 + 1, (wd - 1) * s1 + 1],
-                    axes=[2, 3])
-    c_out_g = w.shape[1]
-    kh, kw = kernel
-    wt = e.emit("reshape", [w2], shape=[g, c // g, c_out_g, kh, kw])
-    wt = e.emit("transpose", [wt], perm=[0, 2, 1, 3, 4])
-    wt = e.emit("reshape", [wt], shape=[g * c_out_g, c // g, kh, kw])
-    wt = e.emit("slice", [wt], starts=[-1, -1], ends=[-(kh + 1), -(kw + 1)], axes=[2, 3],
-                steps=[-1, -1])
-    full = []
-    for i in range(2):
-        k_eff = (kernel[i] - 1) * dil[i] + 1
-        full.append((k_eff - 1 - pads[i], k_eff - 1 - pads[i + 2] + out_pad[i]))
-    x2 = e.emit("pad", [x2], pads=[0, 0, full[0][0], full[1][0], 0, 0, full[0][1], full[1][1]])
-    args = [x2, wt] + ([b] if b is not None else [])
-    y = e.emit("conv2d", args, ctx.node.output[0], strides=[1, 1], pads=[0, 0, 0, 0],
-               dilations=dil, groups=g)
+    y = conv_transpose_2d(e, x2, w2, b, strides=strides, dilations=dil, pads=pads,
+                          output_padding=out_pad, groups=g, hint=ctx.node.output[0])
     return [e.emit("squeeze", [y], axes=[2]) if nd == 1 else y]
 
 
