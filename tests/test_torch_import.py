@@ -185,3 +185,15 @@ def test_transposed_convolutions_import(make, shape):
     x = torch.randn(*shape)
     got = dlvmrt.VM(import_torch(net, (x,)), jit="off").run("main", x.numpy())[0]
     np.testing.assert_allclose(got, net(x).detach().numpy(), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("align_corners", [False, True])
+@pytest.mark.parametrize("resize", [{"scale_factor": 2}, {"size": (7, 5)}])
+def test_bilinear_upsampling_imports(align_corners, resize):
+    class Up(torch.nn.Module):
+        def forward(self, x):
+            return torch.nn.functional.interpolate(x, mode="bilinear",
+                                                   align_corners=align_corners, **resize)
+    x = torch.randn(2, 3, 4, 6)
+    got = dlvmrt.VM(import_torch(Up(), (x,)), jit="off").run("main", x.numpy())[0]
+    np.testing.assert_allclose(got, Up()(x).numpy(), rtol=1e-5, atol=1e-6)

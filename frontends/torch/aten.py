@@ -750,6 +750,21 @@ def _upsample_nearest(lo: Lowerer, x: Value, size: Any, scales: Any = None, *_: 
     return Value(t, v.operand, v.const)
 
 
+@lowers("aten.upsample_bilinear2d.vec", "aten.upsample_bilinear2d.default")
+def _upsample_bilinear(lo: Lowerer, x: Value, size: Any, align_corners: bool,
+                       scales: Any = None, *_: Any) -> Value:
+    """Bilinear resizing (F.interpolate(mode="bilinear")) by the `resize` op to the output's
+    size, with PyTorch's coordinate transform."""
+    t = lo.out_type()
+    oh, ow = t.shape[2], t.shape[3]
+    if not all(isinstance(d, int) for d in (oh, ow)):
+        raise TorchImportError("bilinear upsampling to a symbolic size is not supported")
+    v = lo.emit("resize", [x, known(np.array([oh, ow], np.int64))], axes=[2, 3], by="sizes",
+                mode="linear", transform="align_corners" if align_corners
+                else "pytorch_half_pixel")
+    return Value(t, v.operand, v.const)
+
+
 @lowers("aten.adaptive_max_pool2d.default")
 def _adaptive_max(lo: Lowerer, x: Value, size: list) -> tuple:
     if list(size) != [1, 1]:
