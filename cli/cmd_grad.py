@@ -17,7 +17,11 @@ def register(sub) -> None:
     s.add_argument("--cotangent", action="store_true",
                    help="give @F_grad a last parameter holding the first result's cotangent "
                    "(implied when that result is not a scalar)")
-    s.add_argument("--name", help="the new function's name (default: ENTRY_grad)")
+    s.add_argument("--forward", action="store_true",
+                   help="forward mode instead: add @F_jvp, taking one tangent per --wrt name "
+                   "after F's parameters and returning F's results then the directional "
+                   "derivative of the first")
+    s.add_argument("--name", help="the new function's name (default: ENTRY_grad, ENTRY_jvp)")
     s.add_argument("-o", "--output", help="where to write the module: .dlasm text or .dlbc "
                    "bytecode by its extension (default: the text on stdout)")
     s.add_argument("--weights", action="store_true",
@@ -29,12 +33,17 @@ def register(sub) -> None:
 def run(a) -> int:
     import assembler
     import isa.bytecode as bc
-    from isa.autodiff import grad
+    from isa.autodiff import grad, jvp
     module = module_of(a.prog)
     wrt = [w for w in a.wrt.split(",") if w.strip()] if a.wrt else None
     if wrt is not None and not wrt:
         raise UsageError("--wrt names no parameter or constant")
-    out = grad(module, a.entry, wrt, cotangent=a.cotangent or None, name=a.name)
+    if a.forward:
+        if a.cotangent:
+            raise UsageError("--cotangent is for reverse mode; --forward takes tangents")
+        out = jvp(module, a.entry, wrt, name=a.name)
+    else:
+        out = grad(module, a.entry, wrt, cotangent=a.cotangent or None, name=a.name)
     if a.output and a.output.endswith(".dlbc"):
         write_output(a.output, bc.encode(out))
         return 0

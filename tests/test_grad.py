@@ -210,6 +210,10 @@ def test_cli_grad_then_run(tmp_path):
             "main_grad", *inputs.values())
         for i, w in enumerate(want):
             np.testing.assert_allclose(got[f"out{i}"], w, rtol=1e-12)
+    r = subprocess.run(dlvm + ["grad", str(prog), "--forward", "--wrt", "w", "-o",
+                               str(tmp_path / "j.dlasm")], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert "func @main_jvp" in (tmp_path / "j.dlasm").read_text()
     r = subprocess.run(dlvm + ["grad", str(prog), "--wrt", "t"], capture_output=True, text=True)
     assert r.returncode == 1 and "'t' is neither a parameter" in r.stderr
     assert "Traceback" not in r.stderr
