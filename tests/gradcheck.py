@@ -20,7 +20,7 @@ def numeric_gradient(vm: VM, func: str, inputs: dict[str, np.ndarray], name: str
     x = inputs[name]
     out = np.zeros(x.shape, dtype=np.float64)
     for i in np.ndindex(x.shape):
-        args = {k: v.copy() for k, v in inputs.items()}
+        args = {k: np.array(v) for k, v in inputs.items()}
         args[name][i] += eps
         up = float(np.sum(vm.run(func, *args.values())[0]))
         args[name][i] -= 2 * eps
