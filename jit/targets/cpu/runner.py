@@ -75,6 +75,7 @@ KERNEL_NODE_NS = 0.05             # an elementwise kernel, per element and node 
 INTERP_INSTR_NS = 2_000
 INTERP_ELEMENT_NS = 1.0
 INTERP_REDUCE_FACTOR = 4
+MID_PRODUCT_NS = 0.03            # per multiply-add, below LARGE_PRODUCT_FLOPS
 LARGE_PRODUCT_FLOPS = 1 << 23     # multiply-adds from which a product always takes the kernel
 SMALL_REASON = "too small for a kernel to pay: the interpreter runs these shapes faster"
 
@@ -414,11 +415,18 @@ class RegionRunner:
             # cost against the epilogue's interpreted passes (an LSTM step's [32, 64] x
             # [64, 256] + bias: 47 us compiled, about 15 interpreted)
             a = args[self._mm[0]]
-            if math.prod(call.mm_shape) * a.shape[-1] >= LARGE_PRODUCT_FLOPS:
+            flops = math.prod(call.mm_shape) * a.shape[-1]
+            if flops >= LARGE_PRODUCT_FLOPS:
                 return True
             out = math.prod(call.mm_shape)
             saved = (instrs - 1) * out * (INTERP_ELEMENT_NS - KERNEL_ELEMENT_NS)
-            return KERNEL_CALL_NS < interpreted + saved
+            # mid-sized products by weights that change from call to call (packed afresh each
+            # time) ran slower on the region's path than on NumPy's BLAS (an MLP training
+            # step's [64, 64] x [64, 256] + bias + relu: 146 against ~120 us); constant weights
+            # are packed once and keep the kernel
+            packed = isinstance(self.region.inputs[self._mm[1]], ConstRef)
+            penalty = 0 if packed else flops * MID_PRODUCT_NS
+            return KERNEL_CALL_NS + penalty < interpreted + saved
         elements = max([a.size for a in args] + [math.prod(s) for s in call.plan.out_shapes]
                        + [1])
         nodes = sum(1 for n in self.kernel.nodes if n.op not in ("load", "const"))
