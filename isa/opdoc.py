@@ -12,7 +12,7 @@ from typing import Any
 
 from .dtypes import DType
 from .ops import OPS, AttrSpec, Family, OpDef, Syntax
-from .ops.opdef import NO_GRADIENT
+from .ops.opdef import NO_GRADIENT, NOT_DIFFERENTIABLE
 
 REGENERATE = "python -m isa.opdoc > specs/ops.md"
 
@@ -114,7 +114,7 @@ def gradient_text(op: OpDef) -> str:
         return "control flow and calls are differentiated by the transform itself"
     if op.vjp is NO_GRADIENT:
         return "none flows through it (integer, boolean or index results, or piecewise constant)"
-    if op.vjp is None:
+    if op.vjp is None or op.vjp is NOT_DIFFERENTIABLE:
         return "not differentiable in this version (`grad` reports it when it lies on the path)"
     return "differentiable (adjoint rule in its record)"
 

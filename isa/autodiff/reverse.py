@@ -26,6 +26,7 @@ from ..dtypes import BY_NAME, DType
 from ..errors import InvalidError, OpTypeError
 from ..module import Block, ConstRef, Function, Imm, Instr, Module, Operand, Param, Reg
 from ..ops import OPS
+from ..ops.opdef import NOT_DIFFERENTIABLE
 from ..ops.shapes import is_float
 from ..types import TensorType, join_dim
 from ..verify import FunctionTypes
@@ -341,7 +342,7 @@ class Adjoints:
         if not any(self.active(o) for o in ins.operands):
             return
         op = OPS[ins.op]
-        if op.vjp is None:
+        if op.vjp is None or op.vjp is NOT_DIFFERENTIABLE:
             raise GradError(f"{ins.op} is not differentiable in this version (no adjoint rule): "
                             f"it lies between the differentiated inputs and the result",
                             ins.loc, context=f"in @{self.ta.v.func.name}")

@@ -15,7 +15,7 @@ import numpy as np
 from ..dtypes import BY_NAME
 from ..errors import OpTypeError
 from ..types import TensorType
-from .opdef import AttrKind, AttrSpec, Family, OpDef
+from .opdef import NOT_DIFFERENTIABLE, AttrKind, AttrSpec, Family, OpDef
 
 I64 = BY_NAME["i64"]
 
@@ -95,5 +95,6 @@ OPS = [
           attrs=(AttrSpec("center_point_box", AttrKind.BOOL, False,
                           "boxes are (x_center, y_center, width, height), not corners"),),
           dtypes="boxes, scores: one float dtype; max_out: integer; iou, score_min: float",
-          extra={"operands": ("boxes", "scores", "max_out", "iou", "score_min")}),
+          extra={"operands": ("boxes", "scores", "max_out", "iou", "score_min")},
+          vjp=NOT_DIFFERENTIABLE),
 ]

@@ -18,7 +18,7 @@ from ..errors import OpTypeError, Trap
 from ..types import Dim, TensorType
 from . import adjoints_movement as adj
 from .movement import slice_range
-from .opdef import NO_GRADIENT, AttrKind, AttrSpec, Family, OpDef
+from .opdef import NO_GRADIENT, NOT_DIFFERENTIABLE, AttrKind, AttrSpec, Family, OpDef
 
 
 def _vector_len(op: str, t: TensorType, what: str) -> int:
@@ -300,19 +300,22 @@ OPS = [
     OpDef("tile_dyn", 173, Family.MOVEMENT, (2, 2), tile_dyn_rule, tile_dyn_ref,
           "r := a repeated repeats[i] times along each dim i (np.tile); repeats is a run-time "
           "vector with one count per dim; a negative count traps",
-          dtypes="a: any; repeats: integer", extra={"operands": ("a", "repeats")}),
+          dtypes="a: any; repeats: integer", extra={"operands": ("a", "repeats")},
+          vjp=NOT_DIFFERENTIABLE),
     OpDef("slice_dyn", 174, Family.MOVEMENT, (5, 5), slice_dyn_rule, slice_dyn_ref,
           "r := a[starts:ends:steps] on `axes` as `slice`, with all four vectors given at run "
           "time (equal static lengths); a zero step or a bad axis traps",
           dtypes="a: any; the rest: integer",
-          extra={"operands": ("a", "starts", "ends", "axes", "steps")}),
+          extra={"operands": ("a", "starts", "ends", "axes", "steps")},
+          vjp=NOT_DIFFERENTIABLE),
     OpDef("pad_dyn", 175, Family.MOVEMENT, (3, 3), pad_dyn_rule, pad_dyn_ref,
           "r := a padded by the run-time vector `pads` (ONNX order: all begins, then all ends; "
           "negative pads crop) with the scalar `value` (mode constant) or by edge, reflect or "
           "wrap padding (value unused)",
           attrs=(AttrSpec("mode", AttrKind.STR, "constant", "constant, edge, reflect or wrap"),),
           dtypes="a, value: any, one dtype; pads: integer",
-          extra={"operands": ("a", "pads", "value")}),
+          extra={"operands": ("a", "pads", "value")},
+          vjp=NOT_DIFFERENTIABLE),
     OpDef("range", 192, Family.MISC, (3, 3), range_rule, range_ref,
           "r := [start, start + delta, ...] below limit (above it for a negative delta): "
           "max(ceil((limit - start) / delta), 0) elements of the scalars' dtype (ONNX Range); a "
@@ -332,7 +335,8 @@ OPS = [
                  AttrSpec("keepdims", AttrKind.BOOL, False, "keep reduced dims as size 1"),
                  AttrSpec("noop_with_empty_axes", AttrKind.BOOL, False,
                           "empty axes leave a unchanged")),
-          dtypes="a: as the reduce_KIND op; axes: integer", extra={"operands": ("a", "axes")}),
+          dtypes="a: as the reduce_KIND op; axes: integer", extra={"operands": ("a", "axes")},
+          vjp=NOT_DIFFERENTIABLE),
     OpDef("squeeze_dyn", 177, Family.MOVEMENT, (2, 2), squeeze_dyn_rule, squeeze_dyn_ref,
           "r := a without the dims in the run-time vector `axes`; each must have size 1 (traps "
           "otherwise)",

@@ -14,7 +14,7 @@ import numpy as np
 from ..dtypes import BY_NAME
 from ..errors import OpTypeError, Trap
 from ..types import TensorType
-from .opdef import AttrKind, AttrSpec, Family, OpDef
+from .opdef import NOT_DIFFERENTIABLE, AttrKind, AttrSpec, Family, OpDef
 
 I64 = BY_NAME["i64"]
 
@@ -153,7 +153,8 @@ OPS = [
                  AttrSpec("strides", AttrKind.INTS, [], "block step per dim"),
                  AttrSpec("pads", AttrKind.INTS, [], "image padding, begins then ends"),
                  AttrSpec("dilations", AttrKind.INTS, [], "spacing of a block's taps")),
-          dtypes="numeric"),
+          dtypes="numeric",
+          vjp=NOT_DIFFERENTIABLE),
     OpDef("roi_align", 155, Family.NN, (3, 3), roi_align_rule, roi_align_ref,
           "r[k, c] := the (output_height, output_width) bins of region rois[k] = (x1, y1, x2, y2) "
           "* spatial_scale of x[batch[k], c] (ONNX RoiAlign): each bin averages (avg) bilinear "
@@ -165,5 +166,6 @@ OPS = [
                  AttrSpec("spatial_scale", AttrKind.FLOAT, 1.0, "roi coordinates to pixels"),
                  AttrSpec("mode", AttrKind.STR, "avg", "avg or max"),
                  AttrSpec("half_pixel", AttrKind.BOOL, True, "shift the region by -0.5")),
-          dtypes="float; batch indices integer", extra={"operands": ("x", "rois", "batch")}),
+          dtypes="float; batch indices integer", extra={"operands": ("x", "rois", "batch")},
+          vjp=NOT_DIFFERENTIABLE),
 ]

@@ -5,7 +5,7 @@ import numpy as np
 
 from ..errors import OpTypeError
 from ..types import TensorType
-from .opdef import Family, OpDef
+from .opdef import NOT_DIFFERENTIABLE, Family, OpDef
 
 
 def det_rule(types: list[TensorType], attrs) -> list[TensorType]:
@@ -27,5 +27,6 @@ OPS = [
     OpDef("det", 153, Family.CONTRACTION, (1, 1), det_rule, det_ref,
           "r[..] := the determinant of the square matrix a[.., :, :] (ONNX Det), computed by LU "
           "decomposition in f64 and rounded to a's dtype",
-          dtypes="float"),
+          dtypes="float",
+          vjp=NOT_DIFFERENTIABLE),
 ]

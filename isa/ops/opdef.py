@@ -92,6 +92,13 @@ Adjoint = Callable[..., Any]
 # an op whose results carry no gradient: integer, boolean or index results, or piecewise
 # constant functions (floor, sign): nothing flows back through it
 NO_GRADIENT: Adjoint = lambda g, attrs, xs, y, ct: [None] * len(xs)   # noqa: E731
+
+
+def NOT_DIFFERENTIABLE(g, attrs, xs, y, ct):
+    """The rule of an op whose adjoint is not written yet: `grad` reports the op, with its line,
+    when it lies between the differentiated inputs and the result. A row must say this (or
+    give a rule) explicitly: a new row left at vjp=None fails the op table's gradient test."""
+    raise NotImplementedError("no adjoint rule in this version")
 # scalar expansion for fusing backends: (scalar_ops, attrs, *values) -> value. None means the op
 # is a primitive that each backend lowers itself (see isa/scalar.py for the primitive set).
 Expansion = Callable[..., Any]
@@ -113,7 +120,7 @@ class OpDef:
     expand: Expansion | None = None
     decompose: Decomposition | None = None
     dtypes: str = ""                # which operand dtypes are accepted, in words (for the spec)
-    vjp: Adjoint | None = None      # the adjoint rule; None: not differentiable in this version
+    vjp: Adjoint | None = None      # the adjoint rule (NO_GRADIENT, NOT_DIFFERENTIABLE or a rule)
     extra: dict[str, Any] = field(default_factory=dict)
 
     def attr(self, name: str) -> AttrSpec | None:

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..errors import OpTypeError, Trap
 from ..types import TensorType
-from .opdef import REQUIRED, AttrKind, AttrSpec, Family, OpDef
+from .opdef import NOT_DIFFERENTIABLE, REQUIRED, AttrKind, AttrSpec, Family, OpDef
 
 TRANSFORMS = ("half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners",
               "asymmetric")
@@ -206,5 +206,6 @@ OPS = [
                  AttrSpec("antialias", AttrKind.BOOL, False,
                           "downsampling widens the linear / cubic kernel by 1 / scale")),
           dtypes="x: float (nearest: any); target: float scales or integer sizes",
-          extra={"operands": ("x", "target")}),
+          extra={"operands": ("x", "target")},
+          vjp=NOT_DIFFERENTIABLE),
 ]

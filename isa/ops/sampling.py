@@ -13,7 +13,7 @@ import numpy as np
 
 from ..errors import OpTypeError
 from ..types import TensorType
-from .opdef import AttrKind, AttrSpec, Family, OpDef
+from .opdef import NOT_DIFFERENTIABLE, AttrKind, AttrSpec, Family, OpDef
 
 MODES = ("linear", "nearest", "cubic")
 PADDINGS = ("zeros", "border", "reflection")
@@ -119,5 +119,6 @@ OPS = [
           attrs=(AttrSpec("mode", AttrKind.STR, "linear", "linear, nearest or cubic"),
                  AttrSpec("padding_mode", AttrKind.STR, "zeros", "zeros, border or reflection"),
                  AttrSpec("align_corners", AttrKind.BOOL, False, "-1 and 1 are pixel centers")),
-          dtypes="float"),
+          dtypes="float",
+          vjp=NOT_DIFFERENTIABLE),
 ]

@@ -10,7 +10,7 @@ import numpy as np
 from ..dtypes import BY_NAME
 from ..errors import OpTypeError
 from ..types import TensorType
-from .opdef import AttrKind, AttrSpec, Family, OpDef
+from .opdef import NOT_DIFFERENTIABLE, AttrKind, AttrSpec, Family, OpDef
 
 I64 = BY_NAME["i64"]
 
@@ -59,5 +59,6 @@ OPS = [
           "for each element (slice) of a, its position in r; counts: occurrences",
           attrs=(AttrSpec("axis", AttrKind.INT, None, "the axis of the slices; absent: elements"),
                  AttrSpec("sorted", AttrKind.BOOL, True, "ascending (true) or first occurrence")),
-          n_results=4, dtypes="numeric or bool"),
+          n_results=4, dtypes="numeric or bool",
+          vjp=NOT_DIFFERENTIABLE),
 ]

@@ -10,7 +10,7 @@ import numpy as np
 
 from ..errors import OpTypeError, Trap
 from ..types import Dim, TensorType
-from .opdef import AttrKind, AttrSpec, Family, OpDef
+from .opdef import NOT_DIFFERENTIABLE, AttrKind, AttrSpec, Family, OpDef
 
 
 def _length(attrs, n: Dim) -> Dim:
@@ -81,5 +81,6 @@ OPS = [
                  AttrSpec("inverse", AttrKind.BOOL, False, "inverse transform (1/n scaling)"),
                  AttrSpec("onesided", AttrKind.BOOL, False, "half spectrum of a real signal"),
                  AttrSpec("length", AttrKind.INT, 0, "transform length; 0: the signal's")),
-          dtypes="float"),
+          dtypes="float",
+          vjp=NOT_DIFFERENTIABLE),
 ]

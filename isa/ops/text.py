@@ -13,7 +13,7 @@ import numpy as np
 from ..dtypes import BY_NAME
 from ..errors import OpTypeError
 from ..types import TensorType
-from .opdef import REQUIRED, AttrKind, AttrSpec, Family, OpDef
+from .opdef import NOT_DIFFERENTIABLE, REQUIRED, AttrKind, AttrSpec, Family, OpDef
 
 F32 = BY_NAME["f32"]
 
@@ -84,5 +84,6 @@ OPS = [
                  AttrSpec("ngram_indexes", AttrKind.INTS, REQUIRED,
                           "the output index of each gram, in pool order")),
           dtypes="x: integer; weights: float (empty: all 1)",
-          extra={"operands": ("x", "weights")}),
+          extra={"operands": ("x", "weights")},
+          vjp=NOT_DIFFERENTIABLE),
 ]
