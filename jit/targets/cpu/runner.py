@@ -66,6 +66,12 @@ def matmul_shape(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(batch) + ((a2[-2],) if len(a) > 1 else ()) + ((b2[-1],) if len(b) > 1 else ())
 
 
+# fewer elements than this run on one thread: an optimizer's update of a [256, 256] weight
+# (7 arrays, memory-bound) took 387 us split over 2 threads and about 150 us on one, on the
+# 2-core machine (a training step: 1.02x -> 0.94x torch eager; the zoo unchanged within noise);
+# Jit(parallel_threshold_us=0) still splits everything (the tests of the parallel path)
+PARALLEL_MIN_ELEMENTS = 1 << 17
+
 # the cost model of worth_a_kernel (ns; measured on the 2-core CI machine: a 4-instruction
 # region of [1, 64] values took 21 us compiled and 15 us interpreted, VM entry included; a GRU
 # step's 6 instructions on [32, 64] 42 us compiled, about 18 interpreted)
@@ -294,7 +300,8 @@ class RegionRunner:
         nbytes = sum(t.dtype.itemsize for t in k.inputs) + sum(o.dtype.itemsize for o in k.outputs)
         n_math = sum(1 for n in k.nodes if n.op in MATH_OPS)
         est_ns = plan.elements * (0.05 * nbytes + 0.03 * len(k.nodes) + 0.4 * n_math)
-        if est_ns < self.jit.parallel_threshold_us * 1e3:
+        threshold = self.jit.parallel_threshold_us
+        if est_ns < threshold * 1e3 or (threshold > 0 and plan.elements < PARALLEL_MIN_ELEMENTS):
             return 1
         return min(threads, plan.rows)
 
