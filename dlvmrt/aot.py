@@ -62,6 +62,11 @@ class Library:
         self._free.argtypes = [ctypes.c_void_p]
         self._set_threads = getattr(self._lib, f"{self.name}_set_threads")
         self._set_threads.argtypes = [ctypes.c_int]
+        # libraries written before the step budget lack it
+        self._set_max_steps = getattr(self._lib, f"{self.name}_set_max_steps", None)
+        if self._set_max_steps is not None:
+            self._set_max_steps.argtypes = [ctypes.c_int64]
+        self._types: dict[str, list] = {}
         self._fns = {}
         for fname, info in self.manifest["functions"].items():
             fn = getattr(self._lib, info["symbol"])
@@ -75,6 +80,13 @@ class Library:
 
     def set_threads(self, n: int) -> None:
         self._set_threads(int(n))
+
+    def set_max_steps(self, n: int) -> bool:
+        """Bound the blocks one call may run (0: no limit); False if the library cannot."""
+        if self._set_max_steps is None:
+            return False
+        self._set_max_steps(int(n))
+        return True
 
     def run(self, entry: str = "main", *args: Any, **named: Any) -> tuple[np.ndarray, ...]:
         if entry not in self._fns:
@@ -91,35 +103,48 @@ class Library:
             values.append(named.pop(p))
         if named:
             raise Trap(f"@{entry} has no parameter " + ", ".join("%" + k for k in named))
-        from isa.types import parse_type
-
         from .vm import _as_input
-        types = [parse_type(p["type"]) for p in info["params"]]
+        types = self._param_types(entry)
         # (np.ascontiguousarray would make a 0-d argument 1-d)
         arrays = [np.asarray(_as_input(v, t), order="C") for v, t in zip(values, types)]
+        code, message, results = self.call(entry, arrays)
+        if code:
+            raise {1: Trap, 2: Trap, 3: ResourceExhausted}.get(code, Trap)(message) \
+                if code in (1, 2, 3, 4) else InternalError(f"library returned code {code}: {message}")
+        return results
+
+    def _param_types(self, entry: str) -> list:
+        types = self._types.get(entry)
+        if types is None:
+            from isa.types import parse_type
+            types = self._types[entry] = [parse_type(p["type"]) for p in
+                                          self._fns[entry][1]["params"]]
+        return types
+
+    def call(self, entry: str, arrays: list[np.ndarray]) -> tuple[int, str, tuple[np.ndarray, ...]]:
+        """The library's entry on C-contiguous arrays, one per parameter in order: (0, "",
+        results), or (error code, message, ()). The VM's native tier calls this."""
+        fn, info = self._fns[entry]
         ins = (Tensor * max(len(arrays), 1))()
         for t, a in zip(ins, arrays):
-            d = _dtype_of(a)
             if a.ndim > MAX_RANK:
-                raise Trap(f"an argument of rank {a.ndim} (at most {MAX_RANK})")
+                return 1, f"an argument of rank {a.ndim} (at most {MAX_RANK})", ()
+            d = _CODES.get(a.dtype)
             t.data = a.ctypes.data if a.size else None
             t.rank = a.ndim
-            t.dtype = d.code if d is not None else -1
-            for i, s in enumerate(a.shape):
-                t.shape[i] = s
+            t.dtype = d if d is not None else -1
+            t.shape[:a.ndim] = a.shape
         n_out = len(info["results"])
         outs = (Tensor * max(n_out, 1))()
         status = Status()
         code = fn(ins, outs, ctypes.byref(status))
         if code:
-            message = status.message.decode(errors="replace")
-            raise {1: Trap, 2: Trap, 3: ResourceExhausted}.get(code, Trap)(message) \
-                if code in (1, 2, 3, 4) else InternalError(f"library returned code {code}: {message}")
+            return code, status.message.decode(errors="replace"), ()
         results = []
         free = self._free
         for t in outs[:n_out]:
             d = _BY_CODE[t.dtype]
-            shape = tuple(t.shape[i] for i in range(t.rank))
+            shape = tuple(t.shape[:t.rank])
             count = int(np.prod(shape, dtype=np.int64))
             if count:
                 buf = (ctypes.c_char * (count * d.np.itemsize)).from_address(t.data)
@@ -128,14 +153,10 @@ class Library:
                 arr = np.empty(shape, d.np)
             free(t.data)
             results.append(arr)
-        return tuple(results)
+        return 0, "", tuple(results)
 
 
-def _dtype_of(a: np.ndarray) -> DType | None:
-    for d in DType:
-        if d.np == a.dtype:
-            return d
-    return None
+_CODES = {np.dtype(d.np): d.code for d in DType}
 
 
 def load(directory: str | os.PathLike) -> Library:

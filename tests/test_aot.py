@@ -258,3 +258,50 @@ def test_cli_aot_and_run(tmp_path, capsys):
     assert cli_main(["aot", str(bad), "-o", str(tmp_path / "b")]) == 1
     err = capsys.readouterr().err
     assert "argmax" in err and "bad.dlasm:4" in err and "Traceback" not in err
+
+
+LOOP = """module loop
+func @main(%x: f32[T, B, 4], %stop: i64[]) -> (f32[B, 4], i64[]) {
+entry:
+  %zero = const 0 : i64[]
+  %one = const 1 : i64[]
+  %step = mov %zero
+  %n = shape_of %x
+  %acc = const 0.0 : f32[B, 4]
+  jmp head
+head:
+  %in = lt %step, %stop
+  br %in, body, done
+body:
+  %xt = gather %x, %step {axis = 0}
+  %acc = add %acc, %xt
+  %step = add %step, %one
+  jmp head
+done:
+  %t = gather %n, %zero {axis = 0}
+  ret %acc, %t
+}
+"""
+
+
+def test_loop_over_a_scalar_counter(tmp_path_factory):
+    # 0-d constants stay 0-d (a counter made 1-d made every gather by it one rank too high),
+    # and shape_of is compiled
+    module = assembler.assemble(LOOP)
+    lib, _ = build(tmp_path_factory, module, "loop")
+    x = np.random.default_rng(0).standard_normal((5, 3, 4)).astype(np.float32)
+    close(lib.run("main", x, np.array(5)), dlvmrt.VM(module, jit="off").run("main", x, np.array(5)))
+
+
+def test_block_budget_is_a_resource_error(tmp_path_factory):
+    # a loop that never ends stops at the budget with an error code, as the VM's max_steps
+    module = assembler.assemble(LOOP.replace("%in = lt %step, %stop", "%in = ge %stop, %zero")
+                                .replace("%xt = gather %x, %step {axis = 0}", "%xt = mov %acc"))
+    lib, _ = build(tmp_path_factory, module, "forever")
+    x = np.ones((2, 1, 4), np.float32)
+    assert lib.set_max_steps(1000)
+    try:
+        with pytest.raises(dlvmrt.ResourceExhausted, match="more than 1000 blocks"):
+            lib.run("main", x, np.array(1))
+    finally:
+        lib.set_max_steps(0)

@@ -15,6 +15,7 @@ import json
 import os
 import shutil
 import subprocess
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -84,14 +85,10 @@ def compile_library(module: Module, out_dir: str | os.PathLike, *, name: str | N
     steps["compile kernels"] = time.perf_counter() - t
     t = time.perf_counter()
     objects += _weights(program, src, cc)
-    # -march=native: the kernels are compiled for this CPU already; the runtime's loops (the
-    # few-rows product, convolution packing) vectorize for it too
-    flags = ["-O3", "-march=native", "-fPIC", "-fvisibility=hidden", "-std=c11", "-D_POSIX_C_SOURCE=200809L",
-             "-D_DEFAULT_SOURCE", "-Wno-unused-label"]
-    for c_file in (f"{name}.c", "dlvm_aot_rt.c"):
-        obj = src / (Path(c_file).stem + ".o")
-        _run([cc, *flags, "-c", str(src / c_file), "-o", str(obj), f"-I{src}"])
-        objects.append(obj)
+    obj = src / f"{name}.o"
+    _run([cc, *C_FLAGS, "-c", str(src / f"{name}.c"), "-o", str(obj), f"-I{src}"])
+    objects.append(obj)
+    objects += _shared_objects(src, cc)
     shared = out / f"lib{name}.so"
     static = out / f"lib{name}.a"
     _run([cc, "-shared", "-o", str(shared), *map(str, objects), "-lm", "-lpthread", "-Wl,-z,defs"])
@@ -108,6 +105,52 @@ def compile_library(module: Module, out_dir: str | os.PathLike, *, name: str | N
     (out / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
     return Library(out, name, shared, static, header, len(program.kernels),
                    time.perf_counter() - t0, steps)
+
+
+# -march=native: the kernels are compiled for this CPU already; the runtime's loops (the
+# few-rows product, convolution packing) vectorize for it too
+C_FLAGS = ["-O3", "-march=native", "-fPIC", "-fvisibility=hidden", "-std=c11",
+           "-D_POSIX_C_SOURCE=200809L", "-D_DEFAULT_SOURCE", "-Wno-unused-label"]
+
+
+def _shared_objects(src: Path, cc: str) -> list[Path]:
+    """The runtime and the GEMM kernel as objects: the same for every program on this machine,
+    so they are built once and kept in the code cache's directory (keyed by their sources, the
+    compiler, the flags and the CPU), then copied beside each library's sources."""
+    import hashlib
+
+    from jit.cache import default_dir, dlvm_version, lowering_fingerprint
+    from jit.llvm import target as host
+    h = hashlib.sha256()
+    for f in ("dlvm_aot_rt.h", "dlvm_aot_rt.c", "dlvm_aot_config.h"):
+        h.update((src / f).read_bytes())
+    h.update(f"{cc}|{' '.join(C_FLAGS)}|{host.host().cpu}|{host.host().features}|"
+             f"{lowering_fingerprint()}|{dlvm_version()}".encode())
+    keep = default_dir() / "aot-runtime" / h.hexdigest()[:32]
+    names = ("dlvm_aot_rt.o", "dlvm_gemm.o")
+    if not all((keep / n).is_file() for n in names):
+        build = src / "runtime-build"
+        build.mkdir(exist_ok=True)
+        _run([cc, *C_FLAGS, "-c", str(src / "dlvm_aot_rt.c"), "-o", str(build / names[0]),
+              f"-I{src}"])
+        from jit.targets.cpu.gemm_kernel import gemm_module, shape_for
+        mod = host.optimize(str(gemm_module(shape_for(host.host().features))), 3)
+        (build / names[1]).write_bytes(_pic_machine().emit_object(mod))
+        try:        # atomically: a concurrent build of the same key finds all or nothing
+            keep.parent.mkdir(parents=True, exist_ok=True)
+            tmp = Path(tempfile.mkdtemp(dir=keep.parent, prefix=".tmp-"))
+            for n in names:
+                shutil.copyfile(build / n, tmp / n)
+            os.replace(tmp, keep)
+        except OSError:
+            keep = build        # a read-only or full cache (or a racing build): use our own
+        if not all((keep / n).is_file() for n in names):
+            keep = build
+    out = []
+    for n in names:
+        shutil.copyfile(keep / n, src / n)
+        out.append(src / n)
+    return out
 
 
 def _run(cmd: list[str]) -> None:
@@ -132,7 +175,8 @@ def _config() -> str:
 def _exports(name: str) -> str:
     return (f"DLVM_API void {name}_free(void *data) {{ free(data); }}\n"
             f"DLVM_API void {name}_set_threads(int threads) {{ dlvm_rt_set_threads(threads); }}\n"
-            f"DLVM_API int {name}_get_threads(void) {{ return dlvm_rt_threads(); }}\n")
+            f"DLVM_API int {name}_get_threads(void) {{ return dlvm_rt_threads(); }}\n"
+            f"DLVM_API void {name}_set_max_steps(int64_t steps) {{ dlvm_rt_set_max_steps(steps); }}\n")
 
 
 def _pic_machine():
@@ -146,10 +190,8 @@ def _pic_machine():
 
 def _kernel_objects(program: CProgram, src: Path) -> list[Path]:
     from jit.llvm import target as host
-    from jit.targets.cpu.gemm_kernel import gemm_module, shape_for
     tm = _pic_machine()
     texts = [(k.cname, k.llvm_ir) for k in program.kernels]
-    texts.append(("dlvm_gemm", str(gemm_module(shape_for(host.host().features)))))
     objects = []
     for cname, text in texts:
         mod = host.optimize(text, 3)

@@ -26,7 +26,8 @@ _ABI = """\
  *                          (a named dim such as N must have one size across all inputs)
  *       DLVM_ERR_TRAP      the program trapped (an index out of range, an integer division by
  *                          zero, a failed assert, shapes that do not fit at run time)
- *       DLVM_ERR_RESOURCE  out of memory, or calls nested too deep
+ *       DLVM_ERR_RESOURCE  out of memory, calls nested too deep, or more blocks run than
+ *                          {name}_set_max_steps allows
  *       DLVM_ERR_GUARD     the inputs need code the library does not hold (a broadcast the
  *                          types did not show, an op on an empty axis)
  *     The library never aborts the process.
@@ -84,6 +85,9 @@ DLVM_API void {name}_free(void *data);
 /* Threads the kernels may use (0: the default); the current count. */
 DLVM_API void {name}_set_threads(int threads);
 DLVM_API int {name}_get_threads(void);
+/* The blocks one call may run (0, the default: no limit); beyond it the call returns
+ * DLVM_ERR_RESOURCE. A program that may loop for ever can be bounded this way. */
+DLVM_API void {name}_set_max_steps(int64_t steps);
 
 {functions}
 #ifdef __cplusplus

@@ -30,7 +30,7 @@ from .variant import MAX_RANK, Variant, representative, variant_for
 
 # ops the runtime runs (dlvm_aot_rt.c) besides regions and control flow
 HELPER_OPS = frozenset({"matmul", "conv2d", "maxpool2d", "reshape", "transpose", "broadcast_to",
-                        "expand_dims", "squeeze", "concat", "slice", "gather"})
+                        "expand_dims", "squeeze", "concat", "slice", "gather", "shape_of"})
 CONTROL_OPS = frozenset({"jmp", "br", "ret", "call", "assert", "const", "mov"})
 
 
@@ -142,7 +142,8 @@ class ProgramCompiler:
 
     def _module_constant(self, name: str) -> None:
         c = self.module.constants[name]
-        value = np.ascontiguousarray(np.asarray(c.value, dtype=c.type.dtype.np))
+        # (np.ascontiguousarray would make a 0-d constant 1-d)
+        value = np.array(c.value, dtype=c.type.dtype.np, order="C")
         blob = self._blob(value)
         cv = f"C_{ident(name)}"
         shape = ", ".join(str(int(d)) for d in value.shape) or "0"
@@ -199,6 +200,9 @@ class ProgramCompiler:
             w(f"if (args[{i}].buf) {{ r[{regs[p.name]}].buf = args[{i}].buf; args[{i}].buf->refs++; }}")
         for bi, blk in enumerate(func.blocks):
             w(f"L_{ident(blk.label)}:", 0)
+            # every block counts against the call's budget, as the VM's max_steps
+            w("if (--ctx->steps < 0) { dlvm_rt_fail(ctx, DLVM_RT_ERR_RESOURCE, \"the program ran more "
+              "than %lld blocks\", (long long)dlvm_rt_max_steps()); goto fail; }")
             i = 0
             while i < len(blk.instrs):
                 region = regions.get((bi, i))
@@ -436,7 +440,7 @@ class ProgramCompiler:
                 self.w(f"if (dlvm_rt_fill(ctx, {dst}, {dtype_code(rt.dtype)}, {rt.rank}, "
                        f"{self._shape_expr(rt.shape)}, {c_double(float(v))}, {iv}LL)) goto fail_{n};", 2)
             else:
-                data = np.ascontiguousarray(value.astype(rt.dtype.np))
+                data = np.array(value, dtype=rt.dtype.np, order="C")   # 0-d stays 0-d
                 blob = self._blob(data)
                 self.w(f"extern const unsigned char {blob}[];", 2)
                 self.w(f"dlvm_rt_const({dst}, {blob}, {dtype_code(rt.dtype)}, {data.ndim}, "
@@ -537,6 +541,8 @@ class ProgramCompiler:
                 steps[ax] = int(a["steps"][j]) if a.get("steps") is not None else 1
             call = (f"dlvm_rt_slice(ctx, {vals[0]}, {i64_array(starts)}, {i64_array(stops)}, "
                     f"{i64_array(steps)}, {dst})")
+        elif op == "shape_of":
+            call = f"dlvm_rt_shape_of(ctx, {vals[0]}, {dst})"
         elif op == "gather":
             call = f"dlvm_rt_gather(ctx, {vals[0]}, {vals[1]}, {int(a['axis'])}, {dst})"
         else:
@@ -570,7 +576,7 @@ class ProgramCompiler:
         w("if (!status) status = &local;")
         w("status->code = 0;")
         w("status->message[0] = 0;")
-        w("dlvm_ctx ctx = {(dlvm_rt_status *)status, 0, NULL};")
+        w("dlvm_ctx ctx = {(dlvm_rt_status *)status, 0, dlvm_rt_max_steps(), NULL};")
         w(f"dlvm_val args[{max(np_, 1)}], res[{max(nr, 1)}];")
         w("memset(args, 0, sizeof args);")
         w("memset(res, 0, sizeof res);")

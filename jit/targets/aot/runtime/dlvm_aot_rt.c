@@ -264,6 +264,17 @@ static int default_threads(void) {
     return n > MAX_THREADS ? MAX_THREADS : n;
 }
 
+static int64_t max_steps_limit;      /* 0: no limit */
+
+HIDDEN void dlvm_rt_set_max_steps(int64_t n) {
+    __atomic_store_n(&max_steps_limit, n > 0 ? n : 0, __ATOMIC_RELAXED);
+}
+
+HIDDEN int64_t dlvm_rt_max_steps(void) {
+    int64_t n = __atomic_load_n(&max_steps_limit, __ATOMIC_RELAXED);
+    return n > 0 ? n : INT64_MAX;
+}
+
 HIDDEN void dlvm_rt_set_threads(int n) {
     pthread_mutex_lock(&pool_lock);
     pool_wanted = n <= 0 ? default_threads() : (n > MAX_THREADS ? MAX_THREADS : n);
@@ -371,6 +382,19 @@ static void region_task(void *arg, int64_t lo, int64_t hi, int64_t part) {
     if (s) __atomic_fetch_or(&c->status, s, __ATOMIC_RELAXED);
 }
 
+/* "[2, 3], [3]": the inputs' shapes, for a region's error message */
+static const char *input_shapes(const dlvm_rt_kernel *k, dlvm_val *const *ins, char *buf, size_t size) {
+    size_t at = 0;
+    buf[0] = 0;
+    for (int e = 0; e < k->n_in && at + 24 < size; e++) {
+        at += (size_t)snprintf(buf + at, size - at, "%s[", e ? ", " : "");
+        for (int d = 0; d < ins[e]->rank && at + 24 < size; d++)
+            at += (size_t)snprintf(buf + at, size - at, "%s%lld", d ? ", " : "", (long long)ins[e]->shape[d]);
+        at += (size_t)snprintf(buf + at, size - at, "]");
+    }
+    return buf;
+}
+
 HIDDEN int dlvm_rt_region(dlvm_ctx *ctx, const dlvm_rt_kernel *k, dlvm_val *const *ins,
                           dlvm_val *outs) {
     int n = k->domain_rank, m = k->inner;
@@ -424,8 +448,9 @@ HIDDEN int dlvm_rt_region(dlvm_ctx *ctx, const dlvm_rt_kernel *k, dlvm_val *cons
     if (rc) {
         free(shapes);
         free(ranks);
-        return dlvm_rt_fail(ctx, DLVM_RT_ERR_TRAP, "region %s: operand shapes do not broadcast",
-                            k->name);
+        char text[200];
+        return dlvm_rt_fail(ctx, DLVM_RT_ERR_TRAP, "region %s: operand shapes %s do not broadcast",
+                            k->name, input_shapes(k, ins, text, sizeof text));
     }
     /* the domain: the broadcast of every kept node, right-aligned */
     int64_t domain[DLVM_MAX_RANK];
@@ -500,8 +525,10 @@ HIDDEN int dlvm_rt_region(dlvm_ctx *ctx, const dlvm_rt_kernel *k, dlvm_val *cons
     if (rc) {
         free(shapes);
         free(ranks);
-        return dlvm_rt_fail(ctx, DLVM_RT_ERR_GUARD, "region %s: these shapes broadcast in a way "
-                            "the library was not compiled for", k->name);
+        char text[200];
+        return dlvm_rt_fail(ctx, DLVM_RT_ERR_GUARD, "region %s: operand shapes %s broadcast in a "
+                            "way the library was not compiled for", k->name,
+                            input_shapes(k, ins, text, sizeof text));
     }
     for (int e = 0; e < n_end; e++) {
         int64_t run = 1;
@@ -988,6 +1015,14 @@ HIDDEN int dlvm_rt_maxpool2d(dlvm_ctx *ctx, const dlvm_val *x, const int64_t *k,
 }
 
 /* ---- movement: every result is a new tensor, or shares its operand's buffer (reshape) ------- */
+
+/* shape_of: the operand's extents as an i64 vector (a new tensor) */
+HIDDEN int dlvm_rt_shape_of(dlvm_ctx *ctx, const dlvm_val *x, dlvm_val *out) {
+    int64_t n = x->rank;
+    if (dlvm_rt_alloc(ctx, out, DT_I64, 1, &n)) return 1;
+    for (int i = 0; i < x->rank; i++) ((int64_t *)out->data)[i] = x->shape[i];
+    return 0;
+}
 
 HIDDEN int dlvm_rt_reshape(dlvm_ctx *ctx, const dlvm_val *x, int32_t rank, const int64_t *shape,
                            dlvm_val *out) {

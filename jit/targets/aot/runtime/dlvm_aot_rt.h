@@ -42,6 +42,7 @@ typedef struct dlvm_rt_status {
 typedef struct dlvm_ctx {
     dlvm_rt_status *status;
     int depth;
+    int64_t steps;             /* blocks this call may still run (dlvm_rt_max_steps) */
     const char *where;         /* "@func block b instr i: op" of the running instruction */
 } dlvm_ctx;
 
@@ -109,6 +110,7 @@ int dlvm_rt_maxpool2d(dlvm_ctx *ctx, const dlvm_val *x, const int64_t *kernel,
                       int ceil_mode, dlvm_val *out);
 
 /* movement */
+int dlvm_rt_shape_of(dlvm_ctx *ctx, const dlvm_val *x, dlvm_val *out);
 int dlvm_rt_reshape(dlvm_ctx *ctx, const dlvm_val *x, int32_t rank, const int64_t *shape, dlvm_val *out);
 int dlvm_rt_transpose(dlvm_ctx *ctx, const dlvm_val *x, const int64_t *perm, dlvm_val *out);
 int dlvm_rt_broadcast_to(dlvm_ctx *ctx, const dlvm_val *x, int32_t rank, const int64_t *shape, dlvm_val *out);
@@ -119,6 +121,9 @@ int dlvm_rt_gather(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *idx, int64_
 
 /* threads */
 void dlvm_rt_set_threads(int n);
+/* the blocks one call may run before it fails with DLVM_RT_ERR_RESOURCE (0: no limit) */
+void dlvm_rt_set_max_steps(int64_t n);
+int64_t dlvm_rt_max_steps(void);
 int dlvm_rt_threads(void);
 /* runs rows [lo, hi) as part `part` (< the `parts` asked for: its own scratch) */
 typedef void (*dlvm_rt_task)(void *arg, int64_t lo, int64_t hi, int64_t part);
