@@ -51,6 +51,7 @@ from .devices import Device, get_device, resolve_device
 from .frame_layout import readonly
 from .function_code import BlockCode, FunctionCode
 from .loader import ProgramSource, load
+from .native_tier import tier_for
 from .profiler import Profiler
 
 JIT_MODES = ("off", "auto", "always")
@@ -111,7 +112,10 @@ class VM:
     nesting (the adjoint of a loop makes one call per iteration); both end in a clean
     ResourceExhausted. `profile=True` times every instruction and compiled region
     (`vm.profiler.table(vm)`, `vm.profiler.region_lines(vm)`), `trace=True` also records Chrome
-    trace events (`vm.profiler.write_trace(path)`), compiles as spans of their own.
+    trace events (`vm.profiler.write_trace(path)`), compiles as spans of their own. `native`:
+    "auto" (the default with tier-up; $DLVM_NATIVE overrides), "always" or "off": the whole
+    program compiled into one library and called in place of the interpreter where it is
+    faster (dlvmrt/native_tier.py; `vm.native.status()`).
 
     One VM may be called from many threads at once; each run has its own frames, step budget
     and call depth, and gives the interpreter's results.
@@ -122,7 +126,8 @@ class VM:
                  hot_threshold: int | None = None, max_steps: int | None = None,
                  max_call_depth: int = DEFAULT_MAX_CALL_DEPTH, profile: bool = False,
                  trace: bool = False, jit_options: dict[str, Any] | None = None,
-                 background: bool | None = None, optimize: bool | None = None):
+                 background: bool | None = None, optimize: bool | None = None,
+                 native: str | None = None):
         jit = jit or os.environ.get("DLVM_JIT") or DEFAULT_JIT
         if jit not in JIT_MODES:
             raise ValueError(f"jit must be one of {', '.join(JIT_MODES)}, got {jit!r}")
@@ -161,6 +166,7 @@ class VM:
         self._regions: dict[str, list] = {}
         self.runners: list = []          # every installed region runner, for profile / REPL
         self._queued: set = set()        # (code, block) whose tier-up waits on the compiler
+        self.native = tier_for(self, native)     # the whole program as one library (native_tier.py)
 
     @property
     def module(self):
@@ -227,6 +233,11 @@ class VM:
             raise Trap(f"@{entry} has no parameter{'s' if len(named) > 1 else ''} "
                        + ", ".join("%" + k for k in named))
         values = [_as_input(v, p.type) for v, p in zip(values, params)]
+        if self.native is not None:
+            return self.native.run(entry, values, self._interpret)
+        return self._interpret(entry, values)
+
+    def _interpret(self, entry: str, values: list) -> tuple[np.ndarray, ...]:
         st = self.run_state()
         st.budget = self.max_steps
         st.depth = 0
@@ -288,7 +299,10 @@ class VM:
     def wait_compiled(self, timeout: float | None = None) -> bool:
         """Wait until the background compiler has nothing queued or running (this VM's tier-ups
         and kernels, and those of any other VM of the process); False if `timeout` seconds
-        passed first. Calls after it run the compiled code for every shape seen so far."""
+        passed first. Calls after it run the compiled code for every shape seen so far, and the
+        native tier's library once it was asked for."""
+        if self.native is not None and not self.native.wait(timeout):
+            return False
         if not self.background:
             return True
         from jit import background as bg

@@ -2,6 +2,16 @@
 
 `import jit` is cheap: llvmlite is imported only when something is compiled.
 """
-from .api import Jit, Region, RegionRunner, compile_program, form_regions
+from .api import (
+    Jit,
+    NativeUnavailable,
+    Region,
+    RegionRunner,
+    compile_program,
+    form_regions,
+    native_available,
+    native_library,
+)
 
-__all__ = ["Jit", "Region", "RegionRunner", "compile_program", "form_regions"]
+__all__ = ["Jit", "Region", "RegionRunner", "compile_program", "form_regions", "native_library",
+           "native_available", "NativeUnavailable"]

@@ -19,6 +19,7 @@ from jit.targets.cpu.threads import default_threads
 
 from .build import build_kernel
 from .cache import DiskCache
+from .errors import NativeUnavailable
 from .plan import make_plan
 from .regions import Region, form_regions
 
@@ -126,6 +127,21 @@ def compile_program(module: Module, *, target: str = "cpu", emit: str = "llvm",
     return written
 
 
+def native_library(module: Module, cache_dir: str | os.PathLike | None = None) -> Path:
+    """The directory of `module` compiled whole into one shared library (the AOT target), from
+    the code cache or built into it: what the VM's native tier loads (`dlvmrt.aot.load`).
+    Raises NativeUnavailable when the program has instructions the library cannot run or there
+    is no C compiler."""
+    from jit.targets.aot.cached import cached_library
+    return cached_library(module, cache_dir)
+
+
+def native_available() -> bool:
+    """Whether whole programs can be compiled here (a C compiler links them)."""
+    from jit.targets.aot.build import find_cc
+    return find_cc() is not None
+
+
 def _input_shape(module, types, region: Region, index: int, dims: dict[str, int]) -> tuple[int, ...]:
     operand = region.inputs[index]
     instrs = module.functions[region.func].blocks[region.block].instrs
@@ -136,4 +152,5 @@ def _input_shape(module, types, region: Region, index: int, dims: dict[str, int]
     raise ValueError(f"input {operand} is not read by the region")
 
 
-__all__ = ["Region", "form_regions", "Jit", "RegionRunner", "compile_program"]
+__all__ = ["Region", "form_regions", "Jit", "RegionRunner", "compile_program", "native_library",
+           "native_available", "NativeUnavailable"]

@@ -305,3 +305,27 @@ def test_block_budget_is_a_resource_error(tmp_path_factory):
             lib.run("main", x, np.array(1))
     finally:
         lib.set_max_steps(0)
+
+
+@pytest.mark.parametrize("c,groups,k,s,p,d,h,w", [
+    (8, 8, 3, 1, 1, 1, 9, 11), (8, 8, 3, 2, 1, 1, 10, 7), (6, 3, 3, 1, 0, 1, 6, 6),
+    (4, 4, 5, 2, 2, 2, 13, 12), (3, 3, 3, 3, 2, 1, 8, 9), (8, 8, 3, 1, 4, 1, 4, 4)])
+def test_grouped_and_depthwise_conv(tmp_path, c, groups, k, s, p, d, h, w):
+    # the row multiply-add path (dlvm_aot_rt.c: grouped_conv_task): borders, strides, dilations,
+    # padding wider than the kernel
+    module = assembler.parse(f"""module dw
+func @main(%x: f32[N, {c}, {h}, {w}], %w: f32[{c}, {c // groups}, {k}, {k}], %b: f32[{c}]) \
+-> f32[N, {c}, ?, ?] {{
+entry:
+  %y = conv2d %x, %w, %b {{strides = [{s}, {s}], pads = [{p}, {p}, {p}, {p}], \
+dilations = [{d}, {d}], groups = {groups}}}
+  ret %y
+}}
+""")
+    rng = np.random.default_rng(c * 100 + k)
+    args = [rng.standard_normal((2, c, h, w)).astype(np.float32),
+            rng.standard_normal((c, c // groups, k, k)).astype(np.float32),
+            rng.standard_normal(c).astype(np.float32)]
+    compile_library(module, tmp_path)
+    close(aot.load(tmp_path).run("main", *args), dlvmrt.VM(module, jit="off").run("main", *args),
+          1e-5)

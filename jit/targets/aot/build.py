@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from isa.module import Module
+from jit.errors import NativeUnavailable
 
 from .cnames import ident
 from .header import public_header
@@ -31,7 +32,7 @@ FORMAT = "dlvm-aot-1"
 MANIFEST = "dlvm_aot.json"
 
 
-class AotError(Exception):
+class AotError(NativeUnavailable):
     """The program cannot be compiled ahead of time (the message lists why), or no toolchain."""
 
 

@@ -897,6 +897,53 @@ HIDDEN int dlvm_rt_matmul(dlvm_ctx *ctx, const dlvm_val *a, const dlvm_val *b, d
 CONV_DIRECT(float)
 CONV_DIRECT(double)
 
+/* Grouped and depthwise f32 convolution (few input channels per output channel, where im2col
+ * and a product gain nothing): each output plane is its bias plus, for every input channel of
+ * its group and every tap, a shifted input row times the tap's weight, over the output columns
+ * whose input column is inside the image; with stride 1 the inner loop is a contiguous
+ * multiply-add that vectorizes. Planes (image, output channel) are split across the pool. */
+typedef struct {
+    const float *x, *w, *bias;
+    float *y;
+    int64_t c, h, wd, o, kh, kw, ho, wo, cg, og;
+    const int64_t *s, *p, *d;
+} grouped_conv;
+
+static void grouped_conv_task(void *arg, int64_t lo, int64_t hi, int64_t part) {
+    (void)part;
+    const grouped_conv *g = arg;
+    int64_t s0 = g->s[0], s1 = g->s[1], p0 = g->p[0], p1 = g->p[1], d0 = g->d[0], d1 = g->d[1];
+    for (int64_t plane = lo; plane < hi; plane++) {
+        int64_t b = plane / g->o, oc = plane % g->o, grp = oc / g->og;
+        float *y = g->y + plane * g->ho * g->wo;
+        float b0 = g->bias ? g->bias[oc] : 0.0f;
+        for (int64_t q = 0; q < g->ho * g->wo; q++) y[q] = b0;
+        for (int64_t ci = 0; ci < g->cg; ci++) {
+            const float *xp = g->x + ((b * g->c + grp * g->cg + ci) * g->h) * g->wd;
+            const float *wp = g->w + (oc * g->cg + ci) * g->kh * g->kw;
+            for (int64_t u = 0; u < g->kh; u++)
+                for (int64_t v = 0; v < g->kw; v++) {
+                    float wt = wp[u * g->kw + v];
+                    int64_t shift = v * d1 - p1;          /* input column = j * s1 + shift */
+                    int64_t j0 = shift >= 0 ? 0 : (-shift + s1 - 1) / s1;
+                    int64_t j1 = g->wd - 1 - shift < 0 ? 0 : (g->wd - 1 - shift) / s1 + 1;
+                    if (j1 > g->wo) j1 = g->wo;
+                    if (j0 >= j1) continue;
+                    for (int64_t i = 0; i < g->ho; i++) {
+                        int64_t yy = i * s0 - p0 + u * d0;
+                        if (yy < 0 || yy >= g->h) continue;
+                        const float *xr = xp + yy * g->wd;
+                        float *yr = y + i * g->wo;
+                        if (s1 == 1)
+                            for (int64_t j = j0; j < j1; j++) yr[j] += wt * xr[j + shift];
+                        else
+                            for (int64_t j = j0; j < j1; j++) yr[j] += wt * xr[j * s1 + shift];
+                    }
+                }
+        }
+    }
+}
+
 HIDDEN int dlvm_rt_conv2d(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *w, const dlvm_val *bias,
                           const int64_t *s, const int64_t *p, const int64_t *d, int64_t groups,
                           dlvm_val *out) {
@@ -949,7 +996,13 @@ HIDDEN int dlvm_rt_conv2d(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *w, c
         free(cols);
         return 0;
     }
-    if (x->dtype == DT_F32)
+    if (x->dtype == DT_F32 && n * o * ho * wo > 0) {
+        grouped_conv g = {x->data, w->data, bd, out->data, c, h, wd, o, kh, kw, ho, wo, cg,
+                          o / groups, s, p, d};
+        /* a plane is worth a thread from about 16K multiply-adds */
+        int64_t work = ho * wo * cg * kh * kw, parts = (n * o * work) / 16384 + 1;
+        dlvm_rt_parallel(grouped_conv_task, &g, n * o, parts);
+    } else if (x->dtype == DT_F32)
         conv_float(x->data, w->data, bd, out->data, n, c, h, wd, o, kh, kw, ho, wo, s, p, d, groups);
     else if (x->dtype == DT_F64)
         conv_double(x->data, w->data, bd, out->data, n, c, h, wd, o, kh, kw, ho, wo, s, p, d, groups);

@@ -1,0 +1,243 @@
+"""The native tier: the whole program compiled into one shared library (the ahead-of-time target,
+`jit.native_library`) and called in place of the interpreter, so that a call runs from its first
+instruction to its last without coming back to Python between kernels. At small batch the
+interpreter's dispatch, not the kernels, is most of a call's time (a 2-layer LSTM at batch 1:
+2 ms interpreted, 0.27 ms native); this removes it.
+
+The interpreter, with its compiled regions, stays the reference and the fallback:
+- "auto" (the default with tier-up): the library is built on the background compiler once an
+  entry has been called `after` times; until it is loaded, calls run on the VM as before.
+  "always": built before the first call, on the calling thread (tests, benchmarks of the tier).
+- Per entry and input signature (dtypes and shapes), the first call runs both the library and the
+  VM on the same inputs, compares the results and returns the VM's; a difference beyond the
+  tolerance keeps the signature on the VM for good (a bug in a compiled path must not reach a
+  user). The next calls alternate between the two, timed; after TRIALS of each the faster keeps
+  the signature (the library's products are not always the JIT's equal at large sizes). "always"
+  skips the timing and keeps every signature native that passed the comparison.
+- Any error the library returns (a trap, a guard it was not compiled for, the block budget, out of
+  memory, calls nested deeper than it allows) runs the call again on the VM, which gives the
+  interpreter's result or error; a signature whose call failed that way stays on the VM.
+- A program the library cannot hold (an instruction it does not compile) or no C compiler turns
+  the tier off quietly; `status()` says why.
+
+Thread safety: the library may be called from many threads at once; the tier's bookkeeping is
+under its lock, never held across a call.
+"""
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from .vm import VM
+
+MODES = ("off", "auto", "always")
+TRIALS = 3                  # timed calls of each way per signature before the choice
+MAX_SIGNATURES = 256        # signatures remembered per VM (then forgotten and tried again)
+# how close the library's results must be to the VM's on the first call of a signature (f32
+# kernels reassociate sums; a real miscompile is far outside)
+RTOL, ATOL = 1e-3, 1e-5
+
+# the smallest block budget any VM asked of a loaded library (a library is loaded once per
+# process, its budget is one number; a tighter budget only sends more calls back to the VM)
+_budgets: dict[str, int] = {}
+_budgets_lock = threading.Lock()
+
+Interpret = Callable[[str, list], tuple]
+
+
+class NativeTier:
+    def __init__(self, vm: VM, mode: str, after: int):
+        self.vm = vm
+        self.mode = mode
+        self.after = after
+        self.library = None
+        self.state = "waiting"          # waiting, compiling, ready, unavailable
+        self.reason = ""
+        self.calls = 0
+        self.native_calls = 0
+        self.choice: dict[tuple, bool] = {}           # signature -> runs native
+        self.trials: dict[tuple, tuple[list, list]] = {}
+        self._lock = threading.Lock()
+        self._done = threading.Event()
+        self._pid = os.getpid()         # a forked child rebuilds: its parent's compile is not its
+
+    # -- what the VM calls --------------------------------------------------------------------
+
+    def run(self, entry: str, values: list, interpret: Interpret) -> tuple:
+        lib = self.library
+        if lib is None:
+            self._maybe_build()
+            lib = self.library
+            if lib is None:
+                return interpret(entry, values)
+        arrays = [a if isinstance(a, np.ndarray) and a.flags.c_contiguous else
+                  np.asarray(a, order="C") for a in values]
+        sig = (entry, *[(a.dtype.char, a.shape) for a in arrays])
+        choice = self.choice.get(sig)
+        if choice is True:
+            code, _, outs = lib.call(entry, arrays)
+            if code == 0:
+                self.native_calls += 1
+                return outs
+            self._decide(sig, False)      # the library cannot run it: the VM says what happens
+            return interpret(entry, values)
+        if choice is False:
+            return interpret(entry, values)
+        return self._trial(sig, lib, entry, arrays, values, interpret)
+
+    def wait(self, timeout: float | None = None) -> bool:
+        self._after_fork()
+        if self.state != "compiling":
+            return True
+        return self._done.wait(timeout)
+
+    def _after_fork(self) -> None:
+        if self._pid != os.getpid():
+            with self._lock:
+                if self._pid != os.getpid():
+                    self._pid = os.getpid()
+                    self._lock = threading.Lock()
+                    self._done = threading.Event()
+                    if self.state == "compiling":   # on the parent's compiler thread
+                        self.state, self.calls = "waiting", 0
+
+    def status(self) -> str:
+        native = sum(1 for v in self.choice.values() if v)
+        text = {"waiting": f"not built yet (built after {self.after} calls)",
+                "compiling": "building the library",
+                "ready": f"library loaded; {native} of {len(self.choice)} input signatures run it, "
+                         f"{self.native_calls} native calls",
+                "unavailable": f"off: {self.reason}"}[self.state]
+        return f"native tier ({self.mode}): {text}"
+
+    # -- choosing -----------------------------------------------------------------------------
+
+    def _trial(self, sig, lib, entry, arrays, values, interpret) -> tuple:
+        with self._lock:
+            trial = self.trials.get(sig)
+            first = trial is None
+            if first:
+                trial = self.trials[sig] = ([], [])
+            native_turn = first or len(trial[0]) <= len(trial[1])
+        if native_turn:
+            t0 = time.perf_counter()
+            code, _, outs = lib.call(entry, arrays)
+            t_native = time.perf_counter() - t0
+            if code:
+                self._decide(sig, False)
+                return interpret(entry, values)
+            if not first:
+                trial[0].append(t_native)
+                self.native_calls += 1
+                self._maybe_choose(sig, trial)
+                return outs
+        t0 = time.perf_counter()
+        want = interpret(entry, values)
+        t_vm = time.perf_counter() - t0
+        if first:
+            if not _same(outs, want):
+                self._decide(sig, False)
+                return want
+            if self.mode == "always":
+                self._decide(sig, True)
+                return want
+            trial[0].append(t_native)
+        trial[1].append(t_vm)
+        self._maybe_choose(sig, trial)
+        return want
+
+    def _maybe_choose(self, sig, trial) -> None:
+        if len(trial[0]) >= TRIALS and len(trial[1]) >= TRIALS:
+            self._decide(sig, min(trial[0]) <= min(trial[1]))
+
+    def _decide(self, sig, native: bool) -> None:
+        with self._lock:
+            if len(self.choice) >= MAX_SIGNATURES:
+                self.choice.clear()
+                self.trials.clear()
+            self.choice[sig] = native
+            self.trials.pop(sig, None)
+
+    # -- building -----------------------------------------------------------------------------
+
+    def _maybe_build(self) -> None:
+        self._after_fork()
+        with self._lock:
+            if self.state != "waiting":
+                return
+            self.calls += 1
+            if self.mode == "auto" and self.calls < self.after:
+                return
+            self.state = "compiling"
+        if self.mode == "always":
+            self._build()
+            return
+        from jit import background as bg
+        if not bg.compiler().submit(("native", id(self)), self._build):
+            self._unavailable("the background compiler is shut down")
+
+    def _build(self) -> None:
+        try:
+            import jit
+
+            from .aot import load
+            if not jit.native_available():
+                raise jit.NativeUnavailable("no C compiler (cc, or $CC) to link the library")
+            lib = load(jit.native_library(self.vm.module))
+            lib.set_threads(self.vm.jit.threads)
+            with _budgets_lock:
+                key = str(lib.directory)
+                _budgets[key] = min(_budgets.get(key, self.vm.max_steps), self.vm.max_steps)
+                if not lib.set_max_steps(_budgets[key]):
+                    raise jit.NativeUnavailable("the library has no block budget")
+        except Exception as e:  # noqa: BLE001 - the VM keeps running the program either way
+            self._unavailable(_reason(e))
+            return
+        self.library = lib
+        self.state = "ready"
+        self._done.set()
+
+    def _unavailable(self, reason: str) -> None:
+        self.reason = reason
+        self.state = "unavailable"
+        self._done.set()
+
+
+def _reason(e: BaseException, limit: int = 400) -> str:
+    text = "; ".join(line.strip() for line in str(e).strip().splitlines() if line.strip())
+    text = text.replace(":;", ":")
+    return text if len(text) <= limit else text[:limit - 4] + " ..."
+
+
+def _same(got: tuple, want: tuple) -> bool:
+    if len(got) != len(want):
+        return False
+    for g, w in zip(got, want):
+        w = np.asarray(w)
+        if g.shape != w.shape or g.dtype != w.dtype:
+            return False
+        if w.dtype.kind in "fc":
+            scale = float(np.max(np.abs(w), initial=0.0, where=np.isfinite(w)))
+            if not np.allclose(g, w, rtol=RTOL, atol=ATOL * max(1.0, scale), equal_nan=True):
+                return False
+        elif not np.array_equal(g, w):
+            return False
+    return True
+
+
+def tier_for(vm: VM, native: str | None) -> NativeTier | None:
+    """The VM's native tier, or None where it does not apply: `native` (else $DLVM_NATIVE, else
+    "auto") is "off", the VM does not tier up, profiles or traces (the profile is per
+    instruction), or places work on devices."""
+    mode = native or os.environ.get("DLVM_NATIVE") or "auto"
+    if mode not in MODES:
+        raise ValueError(f"native must be one of {', '.join(MODES)}, got {mode!r}")
+    if mode == "off" or vm.jit_mode == "off" or vm.profiler is not None or vm.scheduler is not None:
+        return None
+    return NativeTier(vm, mode, after=max(vm.hot_threshold, 2))

@@ -1,0 +1,203 @@
+"""The VM's native tier (dlvmrt/native_tier.py): the whole program as one library, called in place
+of the interpreter, with the interpreter as reference and fallback. Skipped cleanly where there
+is no C compiler. The rest of the suite runs with the tier off (conftest.py)."""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+from shared_paths import example_programs
+
+import assembler
+import dlvmrt
+from isa.builder import ModuleBuilder
+from isa.errors import ResourceExhausted, Trap
+from jit.targets.aot import find_cc
+
+pytestmark = pytest.mark.skipif(find_cc() is None, reason="no C compiler (cc)")
+
+def mlp_module():
+    rng = np.random.default_rng(3)
+    mb = ModuleBuilder("mlp")
+    f = mb.function("main", [("x", "f32[N, 16]")], ["f32[N, 4]"])
+    w1 = mb.constant("w1", rng.standard_normal((16, 32)).astype(np.float32))
+    w2 = mb.constant("w2", rng.standard_normal((32, 4)).astype(np.float32))
+    f.ret(f.softmax(f.matmul(f.relu(f.matmul(f.arg("x"), w1)), w2)))
+    return mb.finish()
+
+
+GATHER = """module gath
+func @main(%x: f32[N, 4], %i: i64[K]) -> f32[K, 4] {
+entry:
+  %y = gather %x, %i {axis = 0}
+  %z = mul %y, 2.0
+  ret %z
+}
+"""
+
+COUNT = """module count
+func @main(%n: i64[]) -> i64[] {
+entry:
+  %zero = const 0 : i64[]
+  %one = const 1 : i64[]
+  %i = mov %zero
+  jmp head
+head:
+  %more = lt %i, %n
+  br %more, body, done
+body:
+  %i = add %i, %one
+  jmp head
+done:
+  ret %i
+}
+"""
+
+
+def native_vm(source, **kw):
+    module = assembler.parse(source) if isinstance(source, str) else source
+    return dlvmrt.VM(module, jit="auto", native="always", **kw)
+
+
+def close(got, want, tol=1e-5):
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert g.shape == w.shape and g.dtype == w.dtype
+        if w.dtype.kind == "f":
+            np.testing.assert_allclose(g, w, rtol=tol, atol=tol)
+        else:
+            np.testing.assert_array_equal(g, w)
+
+
+@pytest.mark.parametrize("program", example_programs(), ids=lambda p: p.stem)
+def test_shared_examples_run_native(program):
+    vm = dlvmrt.VM(assembler.assemble_file(program), jit="auto", native="always")
+    with np.load(program.with_suffix(".inputs.npz")) as z:
+        inputs = {k: z[k] for k in z.files}
+    with np.load(program.with_suffix(".expect.npz")) as z:
+        want = [z[f"out{i}"] for i in range(len(z.files))]
+    for _ in range(3):      # the first call compares with the VM, the next ones run the library
+        close(vm.run("main", **inputs), want)
+    assert vm.native.state in ("ready", "unavailable"), vm.native.status()
+    if vm.native.state == "ready":
+        assert vm.native.native_calls == 2, vm.native.status()
+
+
+def test_the_library_runs_after_the_first_call():
+    vm = native_vm(mlp_module())
+    ref = dlvmrt.VM(vm.source_program, jit="off")
+    for n in (1, 5, 1, 5):
+        x = np.random.default_rng(n).standard_normal((n, 16)).astype(np.float32)
+        close(vm.run(x), ref.run(x))
+    assert vm.native.state == "ready"
+    assert vm.native.native_calls == 2      # each batch size: compared once, then native
+    assert "2 of 2 input signatures run it" in vm.native.status()
+
+
+def test_traps_come_from_the_interpreter():
+    vm = native_vm(GATHER)
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    for _ in range(2):
+        vm.run(x, np.array([0, 2]))
+    assert vm.native.native_calls == 1
+    # the library fails the call; the VM runs it again and traps with its own location
+    with pytest.raises(Trap, match=r"gather.*out of range") as e:
+        vm.run(x, np.array([0, 3]))
+    assert "@main, block entry, instruction 0" in str(e.value)
+    # a wrong dtype is the VM's error too
+    with pytest.raises(Trap, match="must be f32"):
+        vm.run(x.astype(np.float64), np.array([0]))
+
+
+def test_block_budget_ends_in_the_vms_error():
+    vm = native_vm(COUNT, max_steps=500)
+    assert vm.run(np.array(10))[0] == 10
+    assert vm.run(np.array(10))[0] == 10
+    assert vm.native.native_calls == 1
+    with pytest.raises(ResourceExhausted, match="more than 500 blocks"):
+        vm.run(np.array(10_000))
+
+
+def test_a_wrong_library_result_keeps_the_signature_on_the_vm():
+    vm = native_vm(mlp_module())
+    # builds the library (a first call of a signature compares and returns the VM's)
+    vm.run(np.ones((2, 16), np.float32))
+    lib = vm.native.library
+
+    class Wrong:
+        def call(self, entry, arrays):
+            code, msg, outs = lib.call(entry, arrays)
+            return code, msg, tuple(o + 1 for o in outs)
+    vm.native.library = Wrong()
+    y = np.zeros((3, 16), np.float32)
+    want_y = dlvmrt.VM(vm.source_program, jit="off").run(y)
+    for _ in range(3):
+        close(vm.run(y), want_y)
+    assert vm.native.native_calls == 0
+    assert vm.native.choice[("main", ("f", (3, 16)))] is False
+
+
+def test_auto_builds_in_the_background_and_times_both_ways():
+    vm = dlvmrt.VM(mlp_module(), jit="auto", native="auto")
+    x = np.random.default_rng(0).standard_normal((4, 16)).astype(np.float32)
+    want = dlvmrt.VM(vm.source_program, jit="off").run(x)
+    close(vm.run(x), want)
+    assert vm.native.state == "waiting"
+    close(vm.run(x), want)
+    assert vm.wait_compiled(120)
+    assert vm.native.state == "ready", vm.native.status()
+    for _ in range(10):
+        close(vm.run(x), want)
+    sig = ("main", ("f", (4, 16)))
+    assert sig in vm.native.choice      # chosen after the timed trials, whichever was faster
+
+
+def test_many_threads_get_the_interpreters_results():
+    vm = native_vm(mlp_module())
+    xs = [np.random.default_rng(i).standard_normal((1 + i % 3, 16)).astype(np.float32)
+          for i in range(12)]
+    ref = dlvmrt.VM(vm.source_program, jit="off")
+    want = [ref.run(x)[0] for x in xs]
+    errors = []
+
+    def work(t):
+        try:
+            for k in range(20):
+                i = (t + k) % len(xs)
+                np.testing.assert_allclose(vm.run(xs[i])[0], want[i], rtol=1e-5, atol=1e-6)
+        except Exception as e:  # noqa: BLE001
+            errors.append(e)
+    threads = [threading.Thread(target=work, args=(t,)) for t in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors[0]
+    assert vm.native.native_calls > 0
+
+
+def test_off_where_it_does_not_apply():
+    module = mlp_module()
+    assert dlvmrt.VM(module, jit="off", native="always").native is None
+    assert dlvmrt.VM(module, jit="auto", native="off").native is None
+    assert dlvmrt.VM(module, jit="auto", native="always", profile=True).native is None
+    with pytest.raises(ValueError, match="native must be one of"):
+        dlvmrt.VM(module, native="sometimes")
+
+
+def test_a_program_the_library_cannot_hold_stays_on_the_vm():
+    source = """module u
+func @main(%x: f32[N]) -> i64[] {
+entry:
+  %i = argmax %x {axis = 0}
+  ret %i
+}
+"""
+    vm = native_vm(source)
+    x = np.array([3.0, 1.0, 3.0], np.float32)
+    want = dlvmrt.VM(vm.source_program, jit="off").run(x)
+    for _ in range(2):
+        close(vm.run(x), want)
+    assert vm.native.state == "unavailable"
+    assert "argmax" in vm.native.status()
