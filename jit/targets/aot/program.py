@@ -26,12 +26,18 @@ from jit.llvm.lower import lower_kernel
 from jit.regions import EPILOGUE_KINDS, Region, form_regions
 
 from .cnames import c_double, c_string, dtype_code, i64_array, ident
-from .variant import MAX_RANK, Variant, representative, variant_for
+from .variant import MAX_RANK, Variant, representatives, variant_for
 
 # ops the runtime runs (dlvm_aot_rt.c) besides regions and control flow
 HELPER_OPS = frozenset({"matmul", "conv2d", "maxpool2d", "reshape", "transpose", "broadcast_to",
-                        "expand_dims", "squeeze", "concat", "slice", "gather", "shape_of"})
+                        "expand_dims", "squeeze", "concat", "slice", "gather", "shape_of",
+                        "reshape_dyn", "broadcast_dyn", "pad"})
 CONTROL_OPS = frozenset({"jmp", "br", "ret", "call", "assert", "const", "mov"})
+
+
+# reductions the runtime folds over any axes (dlvm_rt_reduce's kind codes)
+_ANY_AXES_REDUCE = {"reduce_sum": 0, "reduce_mean": 1, "reduce_max": 2, "reduce_min": 3,
+                    "reduce_prod": 4}
 
 
 class Unsupported(Exception):
@@ -303,10 +309,10 @@ class ProgramCompiler:
         shapes = []
         for t in k.inputs:
             if t.source < 0:
-                shapes.append(representative(rows[region.start].results[0].shape))
+                shapes.append(rows[region.start].results[0].shape)
             else:
-                shapes.append(representative(self._input_type(region, rows, t.source).shape))
-        variant = variant_for(k, shapes)
+                shapes.append(self._input_type(region, rows, t.source).shape)
+        variant = variant_for(k, representatives(shapes))
         rows_of = _row_nodes(k)
         cname = f"dlvm_{ident(self.prefix)}_k{len(self.out.kernels)}"
         ir_module, slots = lower_kernel(k, variant.spec, cname + "_fn")
@@ -494,7 +500,22 @@ class ProgramCompiler:
         except Unsupported:
             raise
         except Exception as e:  # noqa: BLE001 - the JIT cannot build it: say why
+            if ins.op in _ANY_AXES_REDUCE and t.operands[0].dtype.is_float:
+                self._any_axes_reduce(ins, t, temps)
+                return
             raise Unsupported(f"no kernel: {e}") from None
+
+    def _any_axes_reduce(self, ins: Instr, t, temps: list[str]) -> None:
+        """A float reduction the kernels cannot fold (over leading or middle axes) through the
+        runtime's dlvm_rt_reduce."""
+        a = OPS[ins.op].with_defaults(ins.attrs)
+        rank = t.operands[0].rank
+        axes = range(rank) if a.get("axes") is None else [ax % rank for ax in a["axes"]]
+        mask = sum(1 << ax for ax in set(axes))
+        x = self._value(ins.operands[0], t.operands[0], temps)
+        dst = f"&r[{self.regs[ins.results[0]]}]"
+        self.w(f"if (dlvm_rt_reduce(ctx, {x}, {mask}u, {_ANY_AXES_REDUCE[ins.op]}, "
+               f"{1 if a.get('keepdims') else 0}, {dst})) goto {self._fail};", 2)
 
     def _helper(self, ins: Instr, t, temps: list[str], n: int) -> None:
         op, a = ins.op, OPS[ins.op].with_defaults(ins.attrs)
@@ -541,6 +562,15 @@ class ProgramCompiler:
                 steps[ax] = int(a["steps"][j]) if a.get("steps") is not None else 1
             call = (f"dlvm_rt_slice(ctx, {vals[0]}, {i64_array(starts)}, {i64_array(stops)}, "
                     f"{i64_array(steps)}, {dst})")
+        elif op == "reshape_dyn":
+            call = (f"dlvm_rt_reshape_dyn(ctx, {vals[0]}, {vals[1]}, "
+                    f"{1 if a.get('copy_zero') else 0}, {dst})")
+        elif op == "broadcast_dyn":
+            call = f"dlvm_rt_broadcast_dyn(ctx, {vals[0]}, {vals[1]}, {dst})"
+        elif op == "pad":
+            pads = [int(v) for v in a["pads"]]
+            call = (f"dlvm_rt_pad(ctx, {vals[0]}, {i64_array(pads[:x_rank])}, "
+                    f"{i64_array(pads[x_rank:])}, {c_double(float(a['value']))}, {dst})")
         elif op == "shape_of":
             call = f"dlvm_rt_shape_of(ctx, {vals[0]}, {dst})"
         elif op == "gather":

@@ -31,6 +31,21 @@ def representative(shape) -> tuple[int, ...]:
     return tuple(d if isinstance(d, int) else 2 for d in shape)
 
 
+def representatives(shapes: list) -> list[tuple[int, ...]]:
+    """Static shapes for a region's inputs together: a named or unknown dim that lines up
+    (right-aligned) with a literal size above 1 in another input must be that size (or 1) at
+    run time, so it takes that size; the others become 2. (Each on its own would give
+    [2, 2, 128] against [1, 65, 128], which do not broadcast: a ViT's class token concat.)"""
+    rank = max((len(s) for s in shapes), default=0)
+    known: dict[int, int] = {}
+    for s in shapes:
+        for i, d in enumerate(s):
+            if isinstance(d, int) and d > 1:
+                known.setdefault(rank - len(s) + i, d)
+    return [tuple(d if isinstance(d, int) else known.get(rank - len(s) + i, 2)
+                  for i, d in enumerate(s)) for s in shapes]
+
+
 def variant_for(kernel: Kernel, in_shapes: list[tuple[int, ...]]) -> Variant:
     """make_plan's variant for these shapes, with the domain axes of each merged axis."""
     plan = make_plan(kernel, in_shapes)

@@ -1165,6 +1165,172 @@ HIDDEN int dlvm_rt_broadcast_to(dlvm_ctx *ctx, const dlvm_val *x, int32_t rank, 
     return 0;
 }
 
+/* the values of a shape operand (an i64 or i32 vector) */
+static int shape_values(dlvm_ctx *ctx, const char *op, const dlvm_val *s, int64_t *dims, int *k) {
+    if (s->rank != 1 || s->shape[0] > DLVM_MAX_RANK || (s->dtype != DT_I64 && s->dtype != DT_I32))
+        return dlvm_rt_fail(ctx, DLVM_RT_ERR_GUARD, "%s: a shape operand of rank %d and %s",
+                            op, s->rank, dtype_name(s->dtype));
+    *k = (int)s->shape[0];
+    for (int i = 0; i < *k; i++)
+        dims[i] = s->dtype == DT_I64 ? ((const int64_t *)s->data)[i] : ((const int32_t *)s->data)[i];
+    return 0;
+}
+
+HIDDEN int dlvm_rt_reshape_dyn(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *shape,
+                               int copy_zero, dlvm_val *out) {
+    int64_t dims[DLVM_MAX_RANK];
+    int k, unknown = 0;
+    if (shape_values(ctx, "reshape_dyn", shape, dims, &k)) return 1;
+    for (int i = 0; i < k; i++) {
+        if (copy_zero && dims[i] == 0) {
+            if (i >= x->rank)
+                return dlvm_rt_fail(ctx, DLVM_RT_ERR_TRAP, "reshape_dyn: the shape copies dim %d of "
+                                    "a rank-%d operand", i, x->rank);
+            dims[i] = x->shape[i];
+        }
+        if (dims[i] < -1 || (dims[i] == -1 && unknown++))
+            return dlvm_rt_fail(ctx, DLVM_RT_ERR_TRAP, "reshape_dyn: the shape has more than one "
+                                "-1 or a negative size");
+    }
+    return dlvm_rt_reshape(ctx, x, k, dims, out);
+}
+
+HIDDEN int dlvm_rt_broadcast_dyn(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *shape,
+                                 dlvm_val *out) {
+    int64_t dims[DLVM_MAX_RANK], want[DLVM_MAX_RANK];
+    int k;
+    if (shape_values(ctx, "broadcast_dyn", shape, dims, &k)) return 1;
+    int n = k > x->rank ? k : x->rank;
+    for (int d = 0; d < n; d++) {       /* NumPy's broadcast of the two shapes */
+        int a = d - (n - x->rank), b = d - (n - k);
+        int64_t sa = a >= 0 ? x->shape[a] : 1, sb = b >= 0 ? dims[b] : 1;
+        if (sa != sb && sa != 1 && sb != 1)
+            return dlvm_rt_fail(ctx, DLVM_RT_ERR_TRAP, "broadcast_dyn: dim %d of size %lld and %lld "
+                                "do not broadcast", d, (long long)sa, (long long)sb);
+        want[d] = sa == 1 ? sb : sa;
+    }
+    return dlvm_rt_broadcast_to(ctx, x, n, want, out);
+}
+
+/* pad with a constant: begins[d] / ends[d] elements before / after each axis (negative: crop) */
+HIDDEN int dlvm_rt_pad(dlvm_ctx *ctx, const dlvm_val *x, const int64_t *begins, const int64_t *ends,
+                       double value, dlvm_val *out) {
+    int rank = x->rank;
+    int64_t shape[DLVM_MAX_RANK], src[DLVM_MAX_RANK];
+    for (int d = 0; d < rank; d++) {
+        shape[d] = x->shape[d] + begins[d] + ends[d];
+        if (shape[d] < 0)
+            return dlvm_rt_fail(ctx, DLVM_RT_ERR_TRAP, "pad crops axis %d below size 0", d);
+    }
+    contiguous_strides(rank, x->shape, src);
+    dlvm_val tmp = {0};
+    if (dlvm_rt_alloc(ctx, &tmp, x->dtype, rank, shape)) return 1;
+    size_t item = dlvm_rt_itemsize(x->dtype);
+    unsigned char fill[8] = {0};
+    switch (x->dtype) {      /* converted as cast converts a float: integers truncate */
+    case DT_F32: { float v = (float)value; memcpy(fill, &v, 4); break; }
+    case DT_F64: memcpy(fill, &value, 8); break;
+    case DT_BOOL: case DT_U8: fill[0] = value != 0 && x->dtype == DT_BOOL ? 1 : (uint8_t)(int64_t)value; break;
+    case DT_I8: { int8_t v = (int8_t)(int64_t)value; memcpy(fill, &v, 1); break; }
+    case DT_I16: { int16_t v = (int16_t)(int64_t)value; memcpy(fill, &v, 2); break; }
+    case DT_U16: { uint16_t v = (uint16_t)(int64_t)value; memcpy(fill, &v, 2); break; }
+    case DT_I32: { int32_t v = (int32_t)(int64_t)value; memcpy(fill, &v, 4); break; }
+    case DT_U32: { uint32_t v = (uint32_t)(int64_t)value; memcpy(fill, &v, 4); break; }
+    case DT_I64: { int64_t v = (int64_t)value; memcpy(fill, &v, 8); break; }
+    case DT_U64: { uint64_t v = (uint64_t)(int64_t)value; memcpy(fill, &v, 8); break; }
+    default:
+        dlvm_rt_release(&tmp);
+        return dlvm_rt_fail(ctx, DLVM_RT_ERR_GUARD, "pad of %s is not compiled ahead of time",
+                            dtype_name(x->dtype));
+    }
+    int64_t total = dlvm_rt_numel(&tmp);
+    unsigned char *y = tmp.data;
+    const unsigned char *xs = x->data;
+    if (rank == 0) {
+        if (total) memcpy(y, xs, item);
+    } else {
+        int64_t row = shape[rank - 1], rows = row ? total / row : 0;
+        int64_t b = begins[rank - 1], lo = b > 0 ? b : 0;
+        int64_t hi = x->shape[rank - 1] + b < row ? x->shape[rank - 1] + b : row;
+        int64_t idx[DLVM_MAX_RANK] = {0};
+        for (int64_t r = 0; r < rows; r++) {
+            unsigned char *yr = y + (size_t)(r * row) * item;
+            for (int64_t j = 0; j < row; j++) memcpy(yr + (size_t)j * item, fill, item);
+            int64_t off = 0, inside = 1;
+            for (int d = 0; d < rank - 1; d++) {
+                int64_t i = idx[d] - begins[d];
+                if (i < 0 || i >= x->shape[d]) inside = 0;
+                off += i * src[d];
+            }
+            if (inside && hi > lo)
+                memcpy(yr + (size_t)lo * item, xs + (size_t)(off + lo - b) * item,
+                       (size_t)(hi - lo) * item);
+            for (int d = rank - 2; d >= 0; d--) {
+                if (++idx[d] < shape[d]) break;
+                idx[d] = 0;
+            }
+        }
+    }
+    dlvm_rt_release(out);
+    *out = tmp;
+    return 0;
+}
+
+/* A float reduction over any axes (the region kernels fold only trailing ones): kind 0 sum,
+ * 1 mean, 2 max, 3 min, 4 prod; `mask` has bit d set for a reduced axis. Sums accumulate in
+ * double. An empty max / min is left to the VM (a guard), which traps as the op defines. */
+HIDDEN int dlvm_rt_reduce(dlvm_ctx *ctx, const dlvm_val *x, uint32_t mask, int kind, int keepdims,
+                          dlvm_val *out) {
+    if (x->dtype != DT_F32 && x->dtype != DT_F64)
+        return dlvm_rt_fail(ctx, DLVM_RT_ERR_GUARD, "a reduction of %s over these axes is not "
+                            "compiled ahead of time", dtype_name(x->dtype));
+    int rank = x->rank, r = 0;
+    int64_t shape[DLVM_MAX_RANK], ostride[DLVM_MAX_RANK], count = 1, n_out = 1;
+    for (int d = rank - 1; d >= 0; d--) {
+        int red = (mask >> d) & 1;
+        ostride[d] = red ? 0 : n_out;
+        if (red) count *= x->shape[d];
+        else n_out *= x->shape[d];
+    }
+    for (int d = 0; d < rank; d++)
+        if (!((mask >> d) & 1)) shape[r++] = x->shape[d];
+        else if (keepdims) shape[r++] = 1;
+    if (count == 0 && (kind == 2 || kind == 3))
+        return dlvm_rt_fail(ctx, DLVM_RT_ERR_GUARD, "a maximum or minimum over an empty axis");
+    double *acc = malloc((size_t)(n_out ? n_out : 1) * sizeof(double));
+    if (!acc) return dlvm_rt_fail(ctx, DLVM_RT_ERR_RESOURCE, "out of memory (reduction)");
+    double init = kind == 4 ? 1.0 : kind == 2 ? -INFINITY : kind == 3 ? INFINITY : 0.0;
+    for (int64_t i = 0; i < n_out; i++) acc[i] = init;
+    int64_t total = dlvm_rt_numel(x), idx[DLVM_MAX_RANK] = {0}, o = 0;
+    for (int64_t i = 0; i < total; i++) {
+        double v = x->dtype == DT_F32 ? ((const float *)x->data)[i] : ((const double *)x->data)[i];
+        double *a = &acc[o];
+        switch (kind) {
+        case 2: if (v > *a || isnan(v)) *a = isnan(*a) ? *a : v; break;
+        case 3: if (v < *a || isnan(v)) *a = isnan(*a) ? *a : v; break;
+        case 4: *a *= v; break;
+        default: *a += v;
+        }
+        for (int d = rank - 1; d >= 0; d--) {       /* next index; the output offset follows */
+            o += ostride[d];
+            if (++idx[d] < x->shape[d]) break;
+            o -= ostride[d] * idx[d];
+            idx[d] = 0;
+        }
+    }
+    dlvm_val tmp = {0};
+    if (dlvm_rt_alloc(ctx, &tmp, x->dtype, r, shape)) { free(acc); return 1; }
+    for (int64_t i = 0; i < n_out; i++) {
+        double v = kind == 1 ? (count ? acc[i] / (double)count : NAN) : acc[i];
+        if (x->dtype == DT_F32) ((float *)tmp.data)[i] = (float)v;
+        else ((double *)tmp.data)[i] = v;
+    }
+    free(acc);
+    dlvm_rt_release(out);
+    *out = tmp;
+    return 0;
+}
+
 HIDDEN int dlvm_rt_concat(dlvm_ctx *ctx, dlvm_val *const *xs, int n, int64_t axis, dlvm_val *out) {
     int rank = xs[0]->rank;
     if (axis < 0) axis += rank;

@@ -114,6 +114,13 @@ int dlvm_rt_shape_of(dlvm_ctx *ctx, const dlvm_val *x, dlvm_val *out);
 int dlvm_rt_reshape(dlvm_ctx *ctx, const dlvm_val *x, int32_t rank, const int64_t *shape, dlvm_val *out);
 int dlvm_rt_transpose(dlvm_ctx *ctx, const dlvm_val *x, const int64_t *perm, dlvm_val *out);
 int dlvm_rt_broadcast_to(dlvm_ctx *ctx, const dlvm_val *x, int32_t rank, const int64_t *shape, dlvm_val *out);
+int dlvm_rt_reshape_dyn(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *shape, int copy_zero,
+                        dlvm_val *out);
+int dlvm_rt_broadcast_dyn(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *shape, dlvm_val *out);
+int dlvm_rt_pad(dlvm_ctx *ctx, const dlvm_val *x, const int64_t *begins, const int64_t *ends,
+                double value, dlvm_val *out);
+int dlvm_rt_reduce(dlvm_ctx *ctx, const dlvm_val *x, uint32_t mask, int kind, int keepdims,
+                   dlvm_val *out);
 int dlvm_rt_concat(dlvm_ctx *ctx, dlvm_val *const *xs, int n, int64_t axis, dlvm_val *out);
 int dlvm_rt_slice(dlvm_ctx *ctx, const dlvm_val *x, const int64_t *starts, const int64_t *stops,
                   const int64_t *steps, dlvm_val *out);
