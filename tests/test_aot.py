@@ -382,3 +382,22 @@ def test_reductions_over_any_axes(tmp_path):
     x = (np.random.default_rng(5).standard_normal((4, 3, 5)) * 0.9 + 0.1).astype(np.float32)
     x[1, 2, 3] = np.nan
     close(lib.run("main", x), vm.run("main", x), 1e-5)
+
+
+def test_pointwise_conv_multiplies_the_image(tmp_path):
+    # a 1x1 convolution of an intermediate skips the patch matrix (dlvm_rt_conv2d)
+    module = assembler.parse("""module pw
+func @main(%x: f32[N, 6, 5, 7], %w: f32[9, 6, 1, 1], %b: f32[9]) -> f32[N, 9, 5, 7] {
+entry:
+  %r = relu %x
+  %y = conv2d %r, %w, %b {strides = [1, 1], pads = [0, 0, 0, 0], dilations = [1, 1], groups = 1}
+  ret %y
+}
+""")
+    rng = np.random.default_rng(9)
+    args = [rng.standard_normal((3, 6, 5, 7)).astype(np.float32),
+            rng.standard_normal((9, 6, 1, 1)).astype(np.float32),
+            rng.standard_normal(9).astype(np.float32)]
+    compile_library(module, tmp_path)
+    close(aot.load(tmp_path).run("main", *args), dlvmrt.VM(module, jit="off").run("main", *args),
+          1e-5)

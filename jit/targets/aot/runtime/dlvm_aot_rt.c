@@ -17,6 +17,87 @@
 
 #define HIDDEN __attribute__((visibility("hidden")))
 
+/* ---- buffers -----------------------------------------------------------------------------
+ * A call allocates a buffer per intermediate value and frees it when the value dies; the same
+ * sizes come back every step of a loop and every call. Each thread keeps a few freed buffers
+ * per power-of-two size class (up to 1 MB, at most 16 MB in all) and hands them out again, so a
+ * steady-state call reaches malloc for little but its results. A thread's buffers are freed
+ * when it exits. Buffers are 64-byte aligned and a whole class in size, so any thread may free
+ * any buffer with free() (the caller frees results that way). */
+#define CACHE_CLASSES 21            /* 64 B .. 1 MB */
+#define CACHE_PER_CLASS 8
+#define CACHE_BYTES (16u << 20)
+
+typedef struct {
+    void *items[CACHE_CLASSES][CACHE_PER_CLASS];
+    int count[CACHE_CLASSES];
+    size_t bytes;
+} buffer_cache;
+
+static pthread_key_t cache_key;
+static pthread_once_t cache_once = PTHREAD_ONCE_INIT;
+
+static void cache_destroy(void *p) {
+    buffer_cache *c = p;
+    for (int k = 0; k < CACHE_CLASSES; k++)
+        for (int i = 0; i < c->count[k]; i++) free(c->items[k][i]);
+    free(c);
+}
+
+static void cache_init(void) {
+    pthread_key_create(&cache_key, cache_destroy);
+}
+
+static buffer_cache *thread_cache(void) {
+    pthread_once(&cache_once, cache_init);
+    buffer_cache *c = pthread_getspecific(cache_key);
+    if (!c) {
+        c = calloc(1, sizeof *c);
+        if (c && pthread_setspecific(cache_key, c)) {
+            free(c);
+            c = NULL;
+        }
+    }
+    return c;
+}
+
+static int size_class(size_t bytes) {
+    int k = 0;
+    size_t size = 64;
+    while (size < bytes) {
+        size <<= 1;
+        k++;
+    }
+    return k;
+}
+
+/* a buffer of at least *bytes (a multiple of 64); *bytes becomes its real size */
+static void *buffer_alloc(size_t *bytes) {
+    int k = size_class(*bytes);
+    if (k < CACHE_CLASSES) {
+        *bytes = (size_t)64 << k;
+        buffer_cache *c = thread_cache();
+        if (c && c->count[k] > 0) {
+            c->bytes -= *bytes;
+            return c->items[k][--c->count[k]];
+        }
+    }
+    return aligned_alloc(64, *bytes);
+}
+
+static void buffer_free(void *data, size_t bytes) {
+    int k = size_class(bytes);
+    if (k < CACHE_CLASSES && ((size_t)64 << k) == bytes) {
+        buffer_cache *c = thread_cache();
+        if (c && c->count[k] < CACHE_PER_CLASS && c->bytes + bytes <= CACHE_BYTES) {
+            c->items[k][c->count[k]++] = data;
+            c->bytes += bytes;
+            return;
+        }
+    }
+    free(data);
+}
+
 /* ---- values ----------------------------------------------------------------------------- */
 
 HIDDEN size_t dlvm_rt_itemsize(int32_t dtype) {
@@ -58,7 +139,7 @@ static int64_t numel_of(int32_t rank, const int64_t *shape) {
 
 HIDDEN void dlvm_rt_release(dlvm_val *v) {
     if (v->buf && --v->buf->refs == 0) {
-        free(v->buf->data);
+        buffer_free(v->buf->data, v->buf->bytes);
         free(v->buf);
     }
     v->buf = NULL;
@@ -81,7 +162,8 @@ HIDDEN int dlvm_rt_alloc(dlvm_ctx *ctx, dlvm_val *v, int32_t dtype, int32_t rank
                             (long long)n);
     dlvm_rt_buf *buf = malloc(sizeof *buf);
     /* 64 bytes of slack: kernels may read a vector past a row's end (never write) */
-    void *data = buf ? aligned_alloc(64, ((size_t)n * item + 64 + 63) / 64 * 64) : NULL;
+    size_t bytes = ((size_t)n * item + 64 + 63) / 64 * 64;
+    void *data = buf ? buffer_alloc(&bytes) : NULL;
     if (!data) {
         free(buf);
         return dlvm_rt_fail(ctx, DLVM_RT_ERR_RESOURCE, "out of memory allocating %lld bytes",
@@ -89,6 +171,7 @@ HIDDEN int dlvm_rt_alloc(dlvm_ctx *ctx, dlvm_val *v, int32_t dtype, int32_t rank
     }
     buf->refs = 1;
     buf->data = data;
+    buf->bytes = bytes;
     dlvm_rt_release(v);
     v->buf = buf;
     v->data = data;
@@ -403,12 +486,22 @@ HIDDEN int dlvm_rt_region(dlvm_ctx *ctx, const dlvm_rt_kernel *k, dlvm_val *cons
         return dlvm_rt_fail(ctx, DLVM_RT_ERR_GUARD, "region %s has %d operands (at most 16)",
                             k->name, n_end);
     /* node shapes, right-aligned to rank n (as jit/plan.py: node_shapes) */
-    int64_t (*shapes)[DLVM_MAX_RANK] = calloc((size_t)n_nodes, sizeof *shapes);
-    int32_t *ranks = calloc((size_t)n_nodes, sizeof *ranks);
+    /* on the stack for the usual few dozen nodes (the heap otherwise) */
+    int64_t stack_shapes[64][DLVM_MAX_RANK];
+    int32_t stack_ranks[64];
+    int on_heap = n_nodes > 64;
+    int64_t (*shapes)[DLVM_MAX_RANK] = on_heap ? calloc((size_t)n_nodes, sizeof *shapes) : stack_shapes;
+    int32_t *ranks = on_heap ? calloc((size_t)n_nodes, sizeof *ranks) : stack_ranks;
     if (!shapes || !ranks) {
-        free(shapes);
-        free(ranks);
+        if (on_heap) {
+            free(shapes);
+            free(ranks);
+        }
         return dlvm_rt_fail(ctx, DLVM_RT_ERR_RESOURCE, "out of memory");
+    }
+    if (!on_heap) {
+        memset(stack_ranks, 0, sizeof(int32_t) * (size_t)n_nodes);
+        memset(stack_shapes, 0, sizeof(stack_shapes[0]) * (size_t)n_nodes);
     }
     int rc = 0;
     for (int i = 0; i < n_nodes && !rc; i++) {
@@ -446,8 +539,8 @@ HIDDEN int dlvm_rt_region(dlvm_ctx *ctx, const dlvm_rt_kernel *k, dlvm_val *cons
         }
     }
     if (rc) {
-        free(shapes);
-        free(ranks);
+        if (on_heap) free(shapes);
+        if (on_heap) free(ranks);
         char text[200];
         return dlvm_rt_fail(ctx, DLVM_RT_ERR_TRAP, "region %s: operand shapes %s do not broadcast",
                             k->name, input_shapes(k, ins, text, sizeof text));
@@ -523,8 +616,8 @@ HIDDEN int dlvm_rt_region(dlvm_ctx *ctx, const dlvm_rt_kernel *k, dlvm_val *cons
         if (!found && domain[d] != 1) rc = 1;
     }
     if (rc) {
-        free(shapes);
-        free(ranks);
+        if (on_heap) free(shapes);
+        if (on_heap) free(ranks);
         char text[200];
         return dlvm_rt_fail(ctx, DLVM_RT_ERR_GUARD, "region %s: operand shapes %s broadcast in a "
                             "way the library was not compiled for", k->name,
@@ -543,8 +636,8 @@ HIDDEN int dlvm_rt_region(dlvm_ctx *ctx, const dlvm_rt_kernel *k, dlvm_val *cons
         int node = k->out_nodes[j];
         rc = dlvm_rt_alloc(ctx, &outs[j], k->out_dtypes[j], ranks[node], shapes[node]);
     }
-    free(shapes);
-    free(ranks);
+    if (on_heap) free(shapes);
+    if (on_heap) free(ranks);
     if (rc) return rc;
     if (total == 0) {
         if (inner_total == 0 && dims[0] != 0)
@@ -665,16 +758,26 @@ static void gemm_task(void *arg, int64_t lo, int64_t hi, int64_t part) {
 
 /* A few rows: each output row is a sum of B's rows scaled by a's elements, one pass over B
  * (which a packed product would first copy); the inner loop vectorizes. */
-static void few_rows(int64_t m, int64_t n, int64_t k, const float *a, const float *b, float *c) {
-    for (int64_t i = 0; i < m; i++) {
-        float *restrict y = c + i * n;
-        memset(y, 0, (size_t)n * 4);
-        for (int64_t p = 0; p < k; p++) {
-            float s = a[i * k + p];
-            const float *restrict row = b + p * n;
-            for (int64_t j = 0; j < n; j++) y[j] += s * row[j];
-        }
+static void few_rows_span(int64_t n, int64_t k, const float *a, const float *b, int64_t ldb,
+                          float *restrict y) {
+    /* four of B's rows per pass over y: a quarter of the loads and stores of y */
+    memset(y, 0, (size_t)n * 4);
+    int64_t p = 0;
+    for (; p + 4 <= k; p += 4) {
+        float s0 = a[p], s1 = a[p + 1], s2 = a[p + 2], s3 = a[p + 3];
+        const float *restrict r0 = b + p * ldb, *restrict r1 = r0 + ldb;
+        const float *restrict r2 = r1 + ldb, *restrict r3 = r2 + ldb;
+        for (int64_t j = 0; j < n; j++) y[j] += s0 * r0[j] + s1 * r1[j] + s2 * r2[j] + s3 * r3[j];
     }
+    for (; p < k; p++) {
+        float s = a[p];
+        const float *restrict row = b + p * ldb;
+        for (int64_t j = 0; j < n; j++) y[j] += s * row[j];
+    }
+}
+
+static void few_rows(int64_t m, int64_t n, int64_t k, const float *a, const float *b, float *c) {
+    for (int64_t i = 0; i < m; i++) few_rows_span(n, k, a + i * k, b, n, c + i * n);
 }
 
 typedef struct few_rows_call {
@@ -687,15 +790,8 @@ static void few_rows_task(void *arg, int64_t lo, int64_t hi, int64_t part) {
     (void)part;
     const few_rows_call *f = arg;
     /* columns [lo, hi) of every row */
-    for (int64_t i = 0; i < f->m; i++) {
-        float *restrict y = f->c + i * f->n + lo;
-        memset(y, 0, (size_t)(hi - lo) * 4);
-        for (int64_t p = 0; p < f->k; p++) {
-            float s = f->a[i * f->k + p];
-            const float *restrict row = f->b + p * f->n + lo;
-            for (int64_t j = 0; j < hi - lo; j++) y[j] += s * row[j];
-        }
-    }
+    for (int64_t i = 0; i < f->m; i++)
+        few_rows_span(hi - lo, f->k, f->a + i * f->k, f->b + lo, f->n, f->c + i * f->n + lo);
 }
 
 static int sgemm_with(dlvm_ctx *ctx, int64_t m, int64_t n, int64_t k, const float *a,
@@ -971,7 +1067,21 @@ HIDDEN int dlvm_rt_conv2d(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *w, c
         if (!cols) return dlvm_rt_fail(ctx, DLVM_RT_ERR_RESOURCE, "out of memory (im2col)");
         const float *xf = x->data;
         float *yf = out->data;
+        /* a 1x1, stride-1, unpadded convolution multiplies the image itself (where we allocated
+         * it: the GEMM's packing may read a vector past the end, into the allocation's slack) */
+        int pointwise = kh == 1 && kw == 1 && s[0] == 1 && s[1] == 1 && !p[0] && !p[1] && !p[2] &&
+                        !p[3] && x->buf != NULL;
         for (int64_t b = 0; b < n; b++) {
+            if (pointwise) {
+                if (sgemm(ctx, o, px, kk, w->data, xf + b * c * px, yf + b * o * px)) {
+                    free(cols);
+                    return 1;
+                }
+                if (bd)
+                    for (int64_t oc = 0; oc < o; oc++)
+                        for (int64_t q = 0; q < px; q++) yf[(b * o + oc) * px + q] += ((const float *)bd)[oc];
+                continue;
+            }
             for (int64_t ci = 0; ci < c; ci++)
                 for (int64_t u = 0; u < kh; u++)
                     for (int64_t v = 0; v < kw; v++) {
@@ -1106,18 +1216,35 @@ HIDDEN int dlvm_rt_reshape(dlvm_ctx *ctx, const dlvm_val *x, int32_t rank, const
 }
 
 /* copy of a strided view: src elements at offset + sum(index[d] * strides[d]) (in elements) */
+/* dst (contiguous) = the elements of src at offset + sum(idx * strides), row by row: a row whose
+ * elements are adjacent in src is one memcpy */
 static void strided_copy(char *dst, const char *src, size_t item, int rank, const int64_t *shape,
                          const int64_t *strides, int64_t offset) {
     int64_t n = numel_of(rank, shape);
+    if (n == 0) return;
+    if (rank == 0) {
+        memcpy(dst, src + (size_t)offset * item, item);
+        return;
+    }
+    int64_t inner = shape[rank - 1], step = strides[rank - 1], rows = n / inner;
     int64_t idx[DLVM_MAX_RANK] = {0};
     int64_t pos = offset;
-    for (int64_t t = 0; t < n; t++) {
-        memcpy(dst + (size_t)t * item, src + (size_t)pos * item, item);
-        for (int d = rank - 1; d >= 0; d--) {
-            pos += strides[d];
-            if (++idx[d] < shape[d]) break;
-            pos -= strides[d] * shape[d];
-            idx[d] = 0;
+    for (int64_t r = 0; r < rows; r++) {
+        char *d = dst + (size_t)(r * inner) * item;
+        const char *s = src + (size_t)pos * item;
+        if (step == 1)
+            memcpy(d, s, (size_t)inner * item);
+        else if (item == 4)
+            for (int64_t j = 0; j < inner; j++) memcpy(d + 4 * j, s + 4 * j * step, 4);
+        else if (item == 8)
+            for (int64_t j = 0; j < inner; j++) memcpy(d + 8 * j, s + 8 * j * step, 8);
+        else
+            for (int64_t j = 0; j < inner; j++) memcpy(d + item * (size_t)j, s + (size_t)(j * step) * item, item);
+        for (int dd = rank - 2; dd >= 0; dd--) {
+            pos += strides[dd];
+            if (++idx[dd] < shape[dd]) break;
+            pos -= strides[dd] * shape[dd];
+            idx[dd] = 0;
         }
     }
 }

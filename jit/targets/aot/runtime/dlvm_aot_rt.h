@@ -24,6 +24,7 @@ enum { DT_BOOL = 0, DT_I8 = 1, DT_I16 = 2, DT_I32 = 3, DT_I64 = 4, DT_U8 = 5, DT
 typedef struct dlvm_rt_buf {
     int64_t refs;
     void *data;
+    size_t bytes;              /* the allocation's size (a buffer-cache class) */
 } dlvm_rt_buf;
 
 typedef struct dlvm_val {
