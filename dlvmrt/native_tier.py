@@ -12,7 +12,8 @@ The interpreter, with its compiled regions, stays the reference and the fallback
   VM on the same inputs, compares the results and returns the VM's; a difference beyond the
   tolerance keeps the signature on the VM for good (a bug in a compiled path must not reach a
   user). The next calls alternate between the two, timed; after TRIALS of each the faster keeps
-  the signature (the library's products are not always the JIT's equal at large sizes). "always"
+  the signature (the library's products are not always the JIT's equal at large sizes) for the
+  next RETRY_AFTER calls, then they are timed again. "always"
   skips the timing and keeps every signature native that passed the comparison.
 - Any error the library returns (a trap, a guard it was not compiled for, the block budget, out of
   memory, calls nested deeper than it allows) runs the call again on the VM, which gives the
@@ -38,6 +39,10 @@ if TYPE_CHECKING:
 
 MODES = ("off", "auto", "always")
 TRIALS = 3                  # timed calls of each way per signature before the choice
+# a choice made by timing is tried again after this many calls of its signature: a busy spell of
+# the machine during the trial (another process, a compile on the background thread) must not
+# fix the slower way for good
+RETRY_AFTER = 1000
 MAX_SIGNATURES = 256        # signatures remembered per VM (then forgotten and tried again)
 # how close the library's results must be to the VM's on the first call of a signature (f32
 # kernels reassociate sums; a real miscompile is far outside)
@@ -63,6 +68,8 @@ class NativeTier:
         self.native_calls = 0
         self.choice: dict[tuple, bool] = {}           # signature -> runs native
         self.trials: dict[tuple, tuple[list, list]] = {}
+        self.declined: set[tuple] = set()             # signatures the library failed or got wrong
+        self.uses: dict[tuple, int] = {}              # calls since a timed choice
         self._lock = threading.Lock()
         self._done = threading.Event()
         self._pid = os.getpid()         # a forked child rebuilds: its parent's compile is not its
@@ -80,12 +87,20 @@ class NativeTier:
                   np.asarray(a, order="C") for a in values]
         sig = (entry, *[(a.dtype.char, a.shape) for a in arrays])
         choice = self.choice.get(sig)
+        if choice is not None and sig not in self.declined:
+            used = self.uses.get(sig, 0) + 1
+            self.uses[sig] = used
+            if used > RETRY_AFTER:
+                with self._lock:
+                    self.choice.pop(sig, None)
+                    self.uses.pop(sig, None)
+                choice = None
         if choice is True:
             code, _, outs = lib.call(entry, arrays)
             if code == 0:
                 self.native_calls += 1
                 return outs
-            self._decide(sig, False)      # the library cannot run it: the VM says what happens
+            self._decline(sig)       # the library cannot run it: the VM says what happens
             return interpret(entry, values)
         if choice is False:
             return interpret(entry, values)
@@ -130,7 +145,7 @@ class NativeTier:
             code, _, outs = lib.call(entry, arrays)
             t_native = time.perf_counter() - t0
             if code:
-                self._decide(sig, False)
+                self._decline(sig)
                 return interpret(entry, values)
             if not first:
                 trial[0].append(t_native)
@@ -142,7 +157,7 @@ class NativeTier:
         t_vm = time.perf_counter() - t0
         if first:
             if not _same(outs, want):
-                self._decide(sig, False)
+                self._decline(sig)
                 return want
             if self.mode == "always":
                 self._decide(sig, True)
@@ -156,11 +171,18 @@ class NativeTier:
         if len(trial[0]) >= TRIALS and len(trial[1]) >= TRIALS:
             self._decide(sig, min(trial[0]) <= min(trial[1]))
 
+    def _decline(self, sig) -> None:
+        """The library failed this signature or got it wrong: the VM keeps it for good."""
+        with self._lock:
+            self.declined.add(sig)
+        self._decide(sig, False)
+
     def _decide(self, sig, native: bool) -> None:
         with self._lock:
             if len(self.choice) >= MAX_SIGNATURES:
                 self.choice.clear()
                 self.trials.clear()
+                self.uses.clear()
             self.choice[sig] = native
             self.trials.pop(sig, None)
 

@@ -201,3 +201,20 @@ entry:
         close(vm.run(x), want)
     assert vm.native.state == "unavailable"
     assert "argmax" in vm.native.status()
+
+
+def test_a_timed_choice_is_tried_again(monkeypatch):
+    import dlvmrt.native_tier as nt
+    monkeypatch.setattr(nt, "RETRY_AFTER", 5)
+    vm = dlvmrt.VM(mlp_module(), jit="auto", native="auto")
+    x = np.ones((2, 16), np.float32)
+    for _ in range(2):
+        vm.run(x)
+    assert vm.wait_compiled(120) and vm.native.state == "ready"
+    sig = ("main", ("f", (2, 16)))
+    for _ in range(2 * nt.TRIALS):
+        vm.run(x)
+    assert sig in vm.native.choice
+    for _ in range(6):
+        vm.run(x)
+    assert sig not in vm.native.choice or vm.native.uses.get(sig, 0) <= 1
