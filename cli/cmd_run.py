@@ -5,7 +5,7 @@ import sys
 
 import numpy as np
 
-from dlvmrt.devices import DEVICES
+from dlvmrt.devices import device_names
 
 from .common import UsageError, load_program, parse_dims, read_inputs
 
@@ -25,7 +25,7 @@ def register(sub) -> None:
     s.add_argument("--jit", choices=["off", "auto", "always"], default=None,
                    help="off: interpreter only; auto (default): hot blocks compile in the "
                    "background; always: compile before the first run")
-    s.add_argument("--device", choices=list(DEVICES), default="auto",
+    s.add_argument("--device", choices=list(device_names()), default="auto",
                    help="where compiled regions run (auto: a GPU when one is usable)")
     s.add_argument("--profile", action="store_true", help="print a per-instruction/region table")
     s.add_argument("--trace", metavar="FILE.json", help="write Chrome trace events (Perfetto)")

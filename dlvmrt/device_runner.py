@@ -46,10 +46,9 @@ def region_info(kernel, region, args: list[Any], matmul: tuple[int, int] | None 
 
 class DeviceRegionRunner:
     def __init__(self, module, region, types, device: Device, scheduler: Scheduler):
-        from jit.targets.cuda.launch import RegionCode
         self.module, self.region, self.device, self.scheduler = module, region, device, scheduler
         self.kernel = build_kernel(module, types, region)
-        self.code = RegionCode(self.kernel, device.launcher)
+        self.code = device.region_code(self.kernel)
         self.matmul: tuple[int, int] | None = None
         if region.kind == "matmul+epilogue":
             mm = module.functions[region.func].blocks[region.block].instrs[region.start]
@@ -107,6 +106,6 @@ class DeviceRegionRunner:
         self.device.pool.raw.download(word, status.handle)     # also waits for the kernel
         status.release()
         if word[0]:
-            from jit.targets.cpu.runner import _status_text
-            raise Decline(_status_text(int(word[0])))
+            from jit.status import status_text
+            raise Decline(status_text(int(word[0])))
         return outs

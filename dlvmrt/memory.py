@@ -8,7 +8,8 @@ above, so a block wastes at most half its size when small and under 1 MiB when l
 Raw allocators (the `RawMemory` protocol, handles are ints):
 - `HostMemory`: host buffers standing in for a device (the simulated device of tests); handles
   are the buffers' real addresses, so host code (the emulated kernels) can use them directly.
-- `CudaMemory`: a `jit.targets.cuda.driver` driver's mem_alloc / mem_free / copies.
+- a target's device memory (jit/targets/<name>/: e.g. CUDA's driver allocations), handed over
+  by the target registry with the device.
 """
 from __future__ import annotations
 
@@ -68,28 +69,6 @@ class HostMemory:
 
     def zero(self, handle: int, nbytes: int) -> None:
         self.view(handle, nbytes)[:] = 0
-
-
-class CudaMemory:
-    """Device memory through a `jit.targets.cuda.driver` driver (pycuda or cuda-python)."""
-
-    def __init__(self, driver) -> None:
-        self.driver = driver
-
-    def alloc(self, nbytes: int) -> int:
-        return self.driver.mem_alloc(nbytes)
-
-    def free(self, handle: int) -> None:
-        self.driver.mem_free(handle)
-
-    def upload(self, handle: int, array: np.ndarray) -> None:
-        self.driver.copy_htod(handle, array)
-
-    def download(self, array: np.ndarray, handle: int) -> None:
-        self.driver.copy_dtoh(array, handle)
-
-    def zero(self, handle: int, nbytes: int) -> None:
-        self.driver.memset_zero(handle, nbytes)
 
 
 @dataclass

@@ -97,7 +97,7 @@ class Scheduler:
         """`devices`: the CPU plus the GPUs in use; `hint`: a device name every region should
         use if it can ("cpu", "cuda:0", ...; None or "auto": the cost model decides)."""
         self.devices = {d.name: d for d in [CPU, *devices]}
-        self.hint = None if hint in (None, "auto") else ("cuda:0" if hint == "cuda" else hint)
+        self.hint = None if hint in (None, "auto") else _device_name(hint)
         if self.hint is not None and self.hint not in self.devices:
             raise ValueError(f"hint names device {self.hint!r}, which is not in use "
                              f"({', '.join(self.devices)})")
@@ -110,7 +110,7 @@ class Scheduler:
     def place(self, info: RegionInfo, hint: str | None = None) -> Placement:
         """Where `info` runs. `hint` (a region's own `device` request) overrides the global one."""
         want = hint or self.hint
-        want = "cuda:0" if want == "cuda" else want
+        want = _device_name(want)
         costs: dict[str, float] = {}
         moves: dict[str, list] = {}
         refused: dict[str, str] = {}
@@ -146,3 +146,8 @@ class Scheduler:
         self.stats.fallbacks += 1
         self.stats.reasons.append(why)
         warnings.warn(why, DeviceFallbackWarning, stacklevel=3)
+
+
+def _device_name(name: str | None) -> str | None:
+    """A device kind alone ("cuda") means its device 0 ("cuda:0")."""
+    return name if name in (None, "auto", "cpu") or ":" in name else f"{name}:0"

@@ -47,7 +47,7 @@ import numpy as np
 
 from isa.errors import InternalError, Trap
 
-from .devices import Device, get_device, resolve_device
+from .devices import Device, default_accelerator, get_device, resolve_device
 from .frame_layout import readonly
 from .function_code import BlockCode, FunctionCode
 from .loader import ProgramSource, load
@@ -414,7 +414,8 @@ def _devices(device: str | Device, gpus: list[Device] | None):
     """The device name the VM reports and the scheduler (None: everything on the CPU).
 
     `device` is "auto" (the cost model places regions when a GPU is usable, silently the CPU
-    otherwise), "cpu", "cuda"/"cuda:N" (regions go there when they can; fallbacks are reported),
+    otherwise), "cpu", a device kind of the target registry or KIND:N, e.g. "cuda"/"cuda:N"
+    (regions go there when they can; fallbacks are reported),
     or a Device object (e.g. `devices.sim_device()`); `gpus` gives "auto" devices to choose from
     (tests use a simulated GPU this way)."""
     from .scheduler import Scheduler
@@ -428,8 +429,8 @@ def _devices(device: str | Device, gpus: list[Device] | None):
     name = resolve_device(device)
     if name == "cpu":
         return "cpu", None
-    gpu = get_device("cuda:0" if name in ("auto", "cuda") else name)
-    return name, Scheduler([gpu], hint=None if name == "auto" else name)
+    gpu = get_device(default_accelerator() if name == "auto" else name)
+    return name, Scheduler([gpu], hint=None if name == "auto" else gpu.name)
 
 
 def _check_same(fcode, blk, region, name: str, got, want) -> None:

@@ -23,8 +23,6 @@ from .errors import NativeUnavailable
 from .plan import make_plan
 from .regions import Region, form_regions
 
-EMITS = ("kernel-ir", "llvm", "asm")
-
 
 class Jit:
     """Compiles regions for the host CPU.
@@ -98,33 +96,16 @@ def region_kernels(module: Module, dims: dict[str, int]):
             yield f"{module.name}.{fname}.b{region.block}_{region.start}_{region.end}", kernel, spec
 
 
-def compile_program(module: Module, *, target: str = "cpu", emit: str = "llvm",
-                    dims: dict[str, int] | None = None, out_dir: str | os.PathLike) -> list[Path]:
-    """Compile every region of every function ahead of time and write one file per region:
-    `<module>.<func>.b<block>_<start>_<end>.<ext>` with ext .kir (kernel IR), .ll or .s.
-    Shapes come from the static types with named dims from `dims`."""
-    if target == "cuda":   # PTX per region: the CUDA backend (emit "ptx", "llvm" or "kernel-ir")
-        from jit.targets.cuda.program import compile_program_cuda
-        return compile_program_cuda(module, emit="ptx" if emit == "asm" else emit, dims=dims,
-                                    out_dir=out_dir)
-    if target != "cpu":
-        raise ValueError(f"unknown target {target!r}; expected 'cpu' or 'cuda'")
-    if emit not in EMITS:
-        raise ValueError(f"emit must be one of {', '.join(EMITS)}, got {emit!r}")
-    from jit.targets.cpu.compiler import assembly, optimized_ir
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    written: list[Path] = []
-    for stem, kernel, spec in region_kernels(module, dims or {}):
-        if emit == "kernel-ir":
-            path, text = out / f"{stem}.kir", kernel.text() + spec.text()
-        elif emit == "llvm":
-            path, text = out / f"{stem}.ll", optimized_ir(kernel, spec, 3)
-        else:
-            path, text = out / f"{stem}.s", assembly(kernel, spec, 3)
-        path.write_text(text)
-        written.append(path)
-    return written
+def compile_program(module: Module, *, target: str = "cpu", emit: str | None = None,
+                    dims: dict[str, int] | None = None, out_dir: str | os.PathLike,
+                    **options) -> list[Path]:
+    """Compile every region of every function ahead of time for `target` (a name the target
+    registry knows: jit/targets/registry.py) and write one file per region, e.g.
+    `<module>.<func>.b<block>_<start>_<end>.<ext>`; `emit` is one of the target's `emits` (its
+    first by default). Shapes come from the static types with named dims from `dims`."""
+    from jit.targets import registry
+    return registry.get(target).compile_program(module, emit=emit, dims=dims, out_dir=out_dir,
+                                                 **options)
 
 
 def native_library(module: Module, cache_dir: str | os.PathLike | None = None) -> Path:

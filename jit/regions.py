@@ -34,7 +34,8 @@ from .kernel_ir import Node
 from .liveness import Liveness
 from .passes.effects import removable_if_unused
 
-REDUCE_OPS = ("reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod")
+# the op table's reductions (its REDUCE family), which a kernel folds over trailing axes
+REDUCE_OPS = tuple(name for name, op in OPS.items() if op.family is Family.REDUCE)
 # ops run outside the kernel (BLAS or their reference) whose result an epilogue kernel finishes
 EPILOGUE_HEADS = {"matmul": "matmul+epilogue", "conv2d": "conv2d+epilogue",
                   "maxpool2d": "maxpool2d+epilogue"}

@@ -20,7 +20,7 @@ from jit.targets.cuda import cublas, target
 from jit.targets.cuda.driver import DriverUnavailable, open_driver
 from jit.targets.cuda.launch import arch_for
 
-HAVE_GPU, WHY = devices.cuda_available()
+HAVE_GPU, WHY = devices.accelerator_available()
 gpu = pytest.mark.skipif(not HAVE_GPU, reason=f"no CUDA driver: {WHY}")
 
 MLP = """module mlp
@@ -41,7 +41,7 @@ def test_no_driver_is_reported_cleanly():
         open_driver()
     assert "pycuda" in str(e.value) and "cuda-python" in str(e.value)
     with pytest.raises(devices.DeviceUnavailable, match="cuda:0 is not usable"):
-        devices.cuda_device(0)
+        devices.open_device("cuda:0")
 
 
 def test_arch_choice():
@@ -96,7 +96,7 @@ def test_compile_program_writes_ptx_per_region(tmp_path):
 def test_gpu_kernels_match_interpreter():
     m = assembler.assemble(MLP)
     types = verify_module(m)["main"]
-    dev = devices.cuda_device(0)
+    dev = devices.open_device("cuda:0")
     s = Scheduler([dev], hint=dev.name)
     rng = np.random.default_rng(0)
     x, w, b = (rng.standard_normal(sh).astype(np.float32) for sh in ((300, 64), (64, 32), (32,)))
@@ -116,7 +116,7 @@ def test_gpu_kernels_match_interpreter():
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("shapes", [((70, 33), (33, 5)), ((3, 16, 8), (3, 8, 12))])
 def test_gpu_cublas_matmul(dtype, shapes):
-    dev = devices.cuda_device(0)
+    dev = devices.open_device("cuda:0")
     rng = np.random.default_rng(1)
     a, b = (rng.standard_normal(s).astype(dtype) for s in shapes)
     c = to_host(dev.matmul(to_device(a, dev), to_device(b, dev)))
@@ -126,7 +126,7 @@ def test_gpu_cublas_matmul(dtype, shapes):
 @pytest.mark.gpu
 @gpu
 def test_gpu_link_bandwidth_is_near_the_assumed_one():
-    dev = devices.cuda_device(0)
+    dev = devices.open_device("cuda:0")
     x = np.ones(64 << 20, np.uint8)
     to_host(to_device(x, dev))                 # warm up the pool and the driver
     t0 = time.perf_counter()

@@ -10,7 +10,7 @@ from dlvmrt import devices
 from dlvmrt.device_tensor import DeviceTensor, empty, to_device, to_host, where
 from dlvmrt.memory import LARGE, MIN_CLASS, HostMemory, MemoryPool, size_class
 
-HAVE_GPU = devices.cuda_available()[0]
+HAVE_GPU = devices.accelerator_available()[0]
 
 
 @pytest.mark.parametrize("n,cls", [(0, MIN_CLASS), (1, MIN_CLASS), (512, 512), (513, 1024), (4096, 4096),
@@ -79,7 +79,7 @@ def test_sim_matmul():
 
 @pytest.mark.skipif(HAVE_GPU, reason="a GPU is present")
 def test_auto_stays_on_cpu_silently():
-    ok, why = devices.cuda_available()
+    ok, why = devices.accelerator_available()
     assert not ok and why
     with warnings.catch_warnings():
         warnings.simplefilter("error")
@@ -117,7 +117,7 @@ def test_vm_auto_runs_on_cpu_without_warnings():
 def test_asking_for_a_gpu_does_not_load_the_compiler():
     import subprocess
     import sys
-    code = ("import sys, dlvmrt.devices as d; d.resolve_device('auto'); d.cuda_available(); "
+    code = ("import sys, dlvmrt.devices as d; d.resolve_device('auto'); d.accelerator_available(); "
             "import jit.targets.cuda; print('llvmlite' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

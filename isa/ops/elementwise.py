@@ -15,7 +15,7 @@ from ..errors import OpTypeError, Trap
 from ..module import Imm
 from ..types import TensorType
 from . import mathref
-from .opdef import NO_GRADIENT, AttrKind, AttrSpec, Family, OpDef
+from .opdef import NO_FACTS, NO_GRADIENT, AttrKind, AttrSpec, Facts, Family, OpDef
 from .shapes import (
     broadcast_shapes,
     is_float,
@@ -157,18 +157,43 @@ def float_to_int_saturating(a: np.ndarray, to: np.dtype) -> np.ndarray:
 
 
 def _u(name, code, ref, doc, ok=None, what="", result=None, expand=None, attrs=(), check=None,
-       vjp=None):
+       vjp=None, facts=NO_FACTS):
     rule = unary_rule(ok, what, result, check)
     rule.op = name
     return OpDef(name, code, Family.UNARY, (1, 1), rule, ref, doc, attrs=attrs, expand=expand,
-                 dtypes=what or "any", vjp=vjp)
+                 dtypes=what or "any", vjp=vjp, facts=facts)
 
 
-def _b(name, code, ref, doc, ok=None, what="", result=None, expand=None, vjp=None):
+def _b(name, code, ref, doc, ok=None, what="", result=None, expand=None, vjp=None,
+       facts=NO_FACTS):
     rule = binary_rule(ok, what, result)
     rule.op = name
     return OpDef(name, code, Family.BINARY, (2, 2), rule, ref, doc, expand=expand,
-                 dtypes=what or "any", vjp=vjp)
+                 dtypes=what or "any", vjp=vjp, facts=facts)
+
+
+# ---- neutral elements (Facts.neutral): the value per dtype that leaves the other operand ----
+
+LEFT, RIGHT = "left", "right"
+
+
+def zero(d) -> object:
+    # x + 0 is exact for integers and bool (logical or); for floats only -0.0 is neutral
+    return -0.0 if d.is_float else 0
+
+
+def plus_zero(d) -> object:
+    return 0.0 if d.is_float else 0     # x - (+0.0) == x for every float x, -0.0 included
+
+
+def one(d) -> object:
+    return True if d.is_bool else 1
+
+
+def all_ones(d) -> object:
+    if d.is_bool:
+        return True
+    return np.iinfo(d.np).max if not d.is_signed else -1
 
 
 # ---- adjoint rules (g emits dlvm instructions; see OpDef.vjp) --------------------------------
@@ -293,14 +318,18 @@ LOG = (is_int_or_bool, "bool or integer")
 OPS = [
     # -- unary --------------------------------------------------------------------------------
     _u("neg", 1, _np1(np.negative), "r := -a (integers wrap)", *SGN,
+       facts=Facts(involution=True),
        vjp=lambda g, attrs, xs, y, ct: [g.neg(ct)]),
     _u("abs", 2, _np1(np.abs), "r := |a| (integers wrap at the minimum)", *NUM,
        vjp=_d1(lambda g, x, y: g.sign(x))),
     _u("exp", 3, _np1(np.exp), "r := e^a", *FLT,
+       facts=Facts(mathfn="exp", costly=True),
        vjp=_d1(lambda g, x, y: y)),
     _u("log", 4, _np1(np.log), "r := ln a (log 0 = -inf, log of a negative = NaN)", *FLT,
+       facts=Facts(mathfn="log", costly=True),
        vjp=lambda g, attrs, xs, y, ct: [g.div(ct, xs[0])]),
     _u("sqrt", 5, _np1(np.sqrt), "r := sqrt a (NaN for a < 0)", *FLT,
+       facts=Facts(mathfn="sqrt"),
        vjp=lambda g, attrs, xs, y, ct: [g.div(g.mul(ct, 0.5), y)]),
     _u("rsqrt", 6, lambda attrs, a: (1 / np.sqrt(a)).astype(a.dtype), "r := 1 / sqrt a", *FLT,
        expand=lambda s, attrs, x: s.div(s.const(1.0, x), s.sqrt(x)),
@@ -309,6 +338,7 @@ OPS = [
        expand=lambda s, attrs, x: s.div(s.const(1.0, x), x),
        vjp=_d1(lambda g, x, y: g.neg(g.mul(y, y)))),
     _u("tanh", 8, _np1(np.tanh), "r := tanh a", *FLT,
+       facts=Facts(mathfn="tanh", costly=True),
        vjp=_d1(lambda g, x, y: g.sub(1.0, g.mul(y, y)))),
     _u("sigmoid", 9, lambda attrs, a: (1 / (1 + np.exp(-a))).astype(a.dtype),
        "r := 1 / (1 + e^-a)", *FLT,
@@ -323,36 +353,48 @@ OPS = [
        check=check_gelu_attrs,
        vjp=_gelu_vjp),
     _u("erf", 12, lambda attrs, a: mathref.erf(a), "r := erf a", *FLT,
+       facts=Facts(mathfn="erf", costly=True),
        vjp=_d1(lambda g, x, y: g.mul(g.exp(g.neg(g.mul(x, x))), 2 / math.sqrt(math.pi)))),
     _u("sin", 13, _np1(np.sin), "r := sin a", *FLT,
+       facts=Facts(mathfn="sin", costly=True),
        vjp=_d1(lambda g, x, y: g.cos(x))),
     _u("cos", 14, _np1(np.cos), "r := cos a", *FLT,
+       facts=Facts(mathfn="cos", costly=True),
        vjp=_d1(lambda g, x, y: g.neg(g.sin(x)))),
     _u("floor", 15, _np1(np.floor), "r := the largest integer <= a", *FLT,
+       facts=Facts(mathfn="floor"),
        vjp=ZERO_GRADIENT),
     _u("ceil", 16, _np1(np.ceil), "r := the smallest integer >= a", *FLT,
+       facts=Facts(mathfn="ceil"),
        vjp=ZERO_GRADIENT),
     _u("round", 17, _np1(np.rint), "r := a rounded to the nearest integer, halves to even", *FLT,
+       facts=Facts(mathfn="rint"),
        vjp=ZERO_GRADIENT),
     _u("sign", 18, _np1(np.sign), "r := -1, 0 or 1 by the sign of a (NaN stays NaN)", *NUM,
        expand=sign_expand,
        vjp=ZERO_GRADIENT),
     _u("not", 19, logical_not_ref, "r := logical not (bool), bitwise not (integers)", *LOG,
+       facts=Facts(involution=True),
        vjp=NO_GRADIENT),
     _u("isnan", 20, _np1(np.isnan), "r := a is NaN (bool result)", *FLT, result=BOOL,
        expand=lambda s, attrs, x: s.ne(x, x),
        vjp=NO_GRADIENT),
     # -- binary (NumPy broadcasting; both operands of one dtype) ------------------------------
     _b("add", 32, _np2(np.add), "r := a + b (integers wrap)",
+       facts=Facts(neutral=((LEFT, RIGHT), zero)),
        vjp=lambda g, attrs, xs, y, ct: [ct, ct]),
     _b("sub", 33, _np2(np.subtract), "r := a - b (integers wrap)", *NUM,
+       facts=Facts(neutral=((RIGHT,), plus_zero)),
        vjp=lambda g, attrs, xs, y, ct: [ct, g.neg(ct)]),
     _b("mul", 34, _np2(np.multiply), "r := a * b (integers wrap)",
+       facts=Facts(neutral=((LEFT, RIGHT), one)),
        vjp=lambda g, attrs, xs, y, ct: [g.mul(ct, xs[1]), g.mul(ct, xs[0])]),
     _b("div", 35, div_ref, "r := a / b; integers truncate toward zero and trap on a zero divisor",
        *NUM,
+       facts=Facts(neutral=((RIGHT,), one)),
        vjp=_div_vjp),
     _b("pow", 36, pow_ref, "r := a ^ b; integers trap on a negative exponent", *NUM,
+       facts=Facts(mathfn="pow", costly=True, neutral=((RIGHT,), one)),
        vjp=_pow_vjp),
     _b("max", 37, _signed_zero_extreme(np.maximum, negative_wins=False),
        "r := the larger of a, b (NaN if either is NaN; -0 < +0)",
@@ -365,11 +407,14 @@ OPS = [
        vjp=_mod_vjp),
     _b("and", 40, _np2(np.bitwise_and), "r := a and b (logical for bool, bitwise for integers)",
        *LOG,
+       facts=Facts(neutral=((LEFT, RIGHT), all_ones)),
        vjp=NO_GRADIENT),
     _b("or", 41, _np2(np.bitwise_or), "r := a or b (logical for bool, bitwise for integers)", *LOG,
+       facts=Facts(neutral=((LEFT, RIGHT), zero)),
        vjp=NO_GRADIENT),
     _b("xor", 42, _np2(np.bitwise_xor), "r := a xor b (logical for bool, bitwise for integers)",
        *LOG,
+       facts=Facts(neutral=((LEFT, RIGHT), zero)),
        vjp=NO_GRADIENT),
     _b("eq", 43, _np2(np.equal), "r := a == b (bool result)", result=BOOL,
        vjp=NO_GRADIENT),

@@ -99,6 +99,27 @@ def NOT_DIFFERENTIABLE(g, attrs, xs, y, ct):
     when it lies between the differentiated inputs and the result. A row must say this (or
     give a rule) explicitly: a new row left at vjp=None fails the op table's gradient test."""
     raise NotImplementedError("no adjoint rule in this version")
+@dataclass(frozen=True)
+class Facts:
+    """What a backend needs to know about an op beyond its reference, read by every backend
+    from the op's record (no backend keeps a list of its own):
+    - mathfn: the C math-library function that computes it (libm / CUDA's libdevice base name,
+      "rint" for round); costly: it is a call or a polynomial, not one instruction (the JIT's
+      cost model counts these).
+    - combine: for a reduction, the binary op that merges two partial results.
+    - neutral: for a binary op, (the sides where its neutral element may stand, the element for
+      a dtype): x * 1 == x; the optimizer removes such operations.
+    - involution: applying it twice is the identity (neg, not)."""
+    mathfn: str | None = None
+    costly: bool = False
+    combine: str | None = None
+    neutral: tuple[tuple[str, ...], Callable[[Any], object]] | None = None
+    involution: bool = False
+
+
+NO_FACTS = Facts()
+
+
 # scalar expansion for fusing backends: (scalar_ops, attrs, *values) -> value. None means the op
 # is a primitive that each backend lowers itself (see isa/scalar.py for the primitive set).
 Expansion = Callable[..., Any]
@@ -122,6 +143,7 @@ class OpDef:
     dtypes: str = ""                # which operand dtypes are accepted, in words (for the spec)
     vjp: Adjoint | None = None      # the adjoint rule (NO_GRADIENT, NOT_DIFFERENTIABLE or a rule)
     extra: dict[str, Any] = field(default_factory=dict)
+    facts: Facts = NO_FACTS         # what backends need beyond the reference (Facts)
 
     def attr(self, name: str) -> AttrSpec | None:
         for a in self.attrs:

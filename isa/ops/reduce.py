@@ -11,7 +11,7 @@ from ..dtypes import BY_NAME
 from ..errors import OpTypeError, Trap
 from ..types import TensorType
 from . import adjoints_reduce as adj
-from .opdef import NO_GRADIENT, AttrKind, AttrSpec, Family, OpDef
+from .opdef import NO_GRADIENT, AttrKind, AttrSpec, Facts, Family, OpDef
 from .shapes import is_float, is_numeric, normalize_axes, normalize_axis, require_dtype
 
 I64 = BY_NAME["i64"]
@@ -87,24 +87,24 @@ def _arg(f, name):
     return ref
 
 
-def _reduce(name, code, ref, doc, ok=is_numeric, what="numeric", vjp=None):
+def _reduce(name, code, ref, doc, ok=is_numeric, what="numeric", vjp=None, combine=None):
     return OpDef(name, code, Family.REDUCE, (1, 1), reduce_rule(name, ok, what), ref, doc,
-                 attrs=REDUCE_ATTRS, dtypes=what, vjp=vjp)
+                 attrs=REDUCE_ATTRS, dtypes=what, vjp=vjp, facts=Facts(combine=combine))
 
 
 OPS = [
     _reduce("reduce_sum", 64, _sum_like(np.sum), "r := sum of a over axes (integers wrap)",
-            vjp=adj.sum_vjp),
+            vjp=adj.sum_vjp, combine="add"),
     _reduce("reduce_mean", 65, _sum_like(np.mean), "r := mean of a over axes", is_float, "float",
-            vjp=adj.mean_vjp),
+            vjp=adj.mean_vjp, combine="add"),
     _reduce("reduce_max", 66, _extremum(np.max, "reduce_max"),
             "r := maximum of a over axes (NaN if any is NaN); traps on an empty axis",
-            vjp=adj.extremum_vjp),
+            vjp=adj.extremum_vjp, combine="max"),
     _reduce("reduce_min", 67, _extremum(np.min, "reduce_min"),
             "r := minimum of a over axes (NaN if any is NaN); traps on an empty axis",
-            vjp=adj.extremum_vjp),
+            vjp=adj.extremum_vjp, combine="min"),
     _reduce("reduce_prod", 68, _sum_like(np.prod), "r := product of a over axes (integers wrap)",
-            vjp=adj.prod_vjp),
+            vjp=adj.prod_vjp, combine="mul"),
     OpDef("argmax", 69, Family.ARGREDUCE, (1, 1), arg_rule("argmax"), _arg(np.argmax, "argmax"),
           "r := i64 index of the first maximum along axis (a NaN counts as the maximum)",
           attrs=ARG_ATTRS, dtypes="numeric", vjp=NO_GRADIENT),

@@ -23,6 +23,7 @@ import math
 from llvmlite import ir
 
 from isa.dtypes import DType
+from isa.ops import OPS
 
 from ..kernel_ir import REDUCE_KINDS, Kernel
 from ..plan import Spec
@@ -53,7 +54,8 @@ from .target import VECTORIZED, vector_lanes
 # the vector loop then runs at full f32 width (an f64 accumulator halves it), and a chunk's sum,
 # split by the vectorizer over 16-64 partial sums, has only a few additions per partial sum.
 CHUNK = 256
-MATH_OPS = {"exp", "log", "tanh", "erf", "sin", "cos", "pow"}
+# ops that are a math-library call or polynomial, not one instruction (their op records say so)
+MATH_OPS = frozenset(name for name, op in OPS.items() if op.facts.costly)
 
 
 class _VLoop:

@@ -2,10 +2,10 @@
 bit for bit (floats included: NaN, infinities and the sign of zero).
 
 Rules (each exact; see specs/passes.md):
-- identities of binary ops, keyed by op (IDENTITIES): x*1, 1*x, x/1, x**1, x-0, integer x+0,
+- identities of binary ops, from the op records (Facts.neutral): x*1, 1*x, x/1, x**1, x-0, integer x+0,
   float x+(-0.0), x|0, x^0, x&~0 -> x. Float x+0.0 is *not* x (-0.0 + 0.0 is +0.0). x*0 is never
   rewritten (NaN*0 and Inf*0 are NaN).
-- involutions, keyed by op (INVOLUTIONS): neg(neg x), not(not x) -> x (also exact for wrapping
+- involutions, from the op records (Facts.involution): neg(neg x), not(not x) -> x (also exact for wrapping
   integers: -(-MIN) wraps back to MIN).
 - a cast to the operand's own dtype -> x.
 - transpose(transpose(x, p), q) -> transpose(x, p∘q), or x when that is the identity; a
@@ -23,52 +23,16 @@ forward must-analysis, so a register reassigned in between blocks the rule.
 """
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import numpy as np
 
-from isa.dtypes import DType
 from isa.module import ConstRef, Imm, Instr, Module, Operand, Reg
 from isa.ops import OPS, Family
+from isa.ops.elementwise import RIGHT
 from isa.types import Dim, TensorType
 from isa.verify import FunctionTypes, InstrTypes, verify_module
 
 from .cfg import Fact, Facts, forward_facts, kill
 from .common import const_fill, instr_types_or_none, regs_of
-
-
-def _zero(d: DType) -> object:
-    # x + 0 is exact for integers and bool (logical or); for floats only -0.0 is neutral
-    return -0.0 if d.is_float else 0
-
-
-def _plus_zero(d: DType) -> object:
-    return 0.0 if d.is_float else 0     # x - (+0.0) == x for every float x, -0.0 included
-
-
-def _one(d: DType) -> object:
-    return True if d.is_bool else 1
-
-
-def _all_ones(d: DType) -> object:
-    if d.is_bool:
-        return True
-    return np.iinfo(d.np).max if not d.is_signed else -1
-
-
-LEFT, RIGHT = "left", "right"
-# op -> (sides where the neutral element may stand, the neutral element of a dtype)
-IDENTITIES: dict[str, tuple[tuple[str, ...], Callable[[DType], object]]] = {
-    "add": ((LEFT, RIGHT), _zero),
-    "sub": ((RIGHT,), _plus_zero),
-    "mul": ((LEFT, RIGHT), _one),
-    "div": ((RIGHT,), _one),
-    "pow": ((RIGHT,), _one),
-    "or": ((LEFT, RIGHT), _zero),
-    "xor": ((LEFT, RIGHT), _zero),
-    "and": ((LEFT, RIGHT), _all_ones),
-}
-INVOLUTIONS = frozenset({"neg", "not"})
 
 
 def neutral(other: tuple[Dim, ...], x: tuple[Dim, ...]) -> bool:
@@ -109,9 +73,9 @@ class Simplifier:
 
     def rewrite(self, ins: Instr, t: InstrTypes, facts: Facts) -> Instr | None:
         op = OPS[ins.op]
-        if op.family is Family.BINARY and ins.op in IDENTITIES:
+        if op.family is Family.BINARY and op.facts.neutral is not None:
             return self.identity(ins, t, facts)
-        if op.family is Family.UNARY and ins.op in INVOLUTIONS:
+        if op.family is Family.UNARY and op.facts.involution:
             inner = self.definition(ins.operands[0], facts)
             if inner is not None and inner.op == ins.op:
                 return self.copy_of(ins, inner.operands[0])
@@ -134,7 +98,7 @@ class Simplifier:
         return Instr("mov", list(ins.results), [src], {}, ins.result_type, ins.loc)
 
     def identity(self, ins: Instr, t: InstrTypes, facts: Facts) -> Instr | None:
-        sides, unit = IDENTITIES[ins.op]
+        sides, unit = OPS[ins.op].facts.neutral
         dtype = t.operands[0].dtype
         want = np.asarray(unit(dtype), dtype=dtype.np).tobytes()
         for side in sides:

@@ -33,6 +33,7 @@ from jit.build import KernelBuildError, build_kernel
 from jit.kernel_ir import Kernel
 from jit.plan import Decline, Plan, Spec, make_plan
 from jit.regions import EPILOGUE_KINDS, Region
+from jit.status import status_text
 
 from . import blas_threads, conv, maxpool, store_epilogue
 from .compiler import Compiled, assembly, compile_variant, optimized_ir
@@ -41,7 +42,8 @@ from .gemm import use_for as use_gemm
 from .threads import Job
 from .threads import warm as warm_pool
 
-MATH_OPS = {"exp", "log", "tanh", "erf", "sin", "cos", "pow"}
+# ops that are a math-library call or polynomial, not one instruction (their op records say so)
+MATH_OPS = frozenset(name for name, op in OPS.items() if op.facts.costly)
 # Innermost axes shorter than this get a variant whose vector loops are not interleaved (see
 # _KernelLowering._no_interleave): 4 interleaved 16-wide f32 iterations need 64 elements, and
 # the scalar remainder of a 100-element row is then 36 elements.
@@ -399,7 +401,7 @@ class RegionRunner:
                 call.jobs.pop(next(iter(call.jobs)))
         status = job()
         if status:
-            raise Decline(_status_text(status))
+            raise Decline(status_text(status))
         out = list(bufs)
         bufs[:] = [None] * len(bufs)     # the runner keeps them only in `spare`
         return out
@@ -648,14 +650,3 @@ class RegionRunner:
 
     def asm(self) -> str:
         return assembly(self.kernel, self._last_spec(), self.jit.opt_level)
-
-
-def _status_text(status: int) -> str:
-    from jit.llvm.ops import RANGE, TRAP
-    parts = []
-    if status & TRAP:
-        parts.append("a trap condition (integer division or modulo by zero, negative integer exponent)")
-    if status & RANGE:
-        parts.append("a sin/cos argument beyond the compiled range reduction")
-    return "the kernel found " + " and ".join(parts) + "; the interpreter runs the region"
-

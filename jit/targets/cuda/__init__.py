@@ -2,7 +2,7 @@
 libdevice for math, cuBLAS for matmul, and pycuda (or cuda-python) to load and launch.
 
 Building PTX needs llvmlite and the CUDA toolkit's libdevice, not a GPU; loading and launching
-need a driver (`dlvmrt.devices.cuda_available`). Importing this package imports nothing heavy
+need a driver (`dlvmrt.devices.accelerator_available`). Importing this package imports nothing heavy
 (no llvmlite, pycuda or cuda-python): the VM asks `jit.targets.cuda.driver` whether a GPU exists
 without loading the compiler. The names below are loaded on first use.
 """

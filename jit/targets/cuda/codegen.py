@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from llvmlite import ir
 
 from isa.dtypes import DType
+from isa.ops import OPS
 from jit.kernel_ir import REDUCE_KINDS, Kernel
 from jit.llvm.irutil import I32, I64, PTR, const, for_range, mem_type, reg_type
 from jit.llvm.ops import LowerCtx, load_value, store_value
@@ -35,7 +36,6 @@ from .target import DATA_LAYOUT, TRIPLE
 BLOCK = 256                 # threads per block of both kinds (a multiple of the warp size)
 WARP = 32
 MAX_GRID = 65535 * 16       # grid-stride loops cover whatever lies beyond
-_COMBINE = {"reduce_sum": "add", "reduce_prod": "mul", "reduce_max": "max", "reduce_min": "min"}
 SHARED = 3                  # NVPTX address space of __shared__ memory
 
 
@@ -249,7 +249,7 @@ class _Emitter:
         b.ret_void()
 
     def combine(self, kind: str, d: DType, acc: ir.Value, v: ir.Value) -> ir.Value:
-        return lower_gpu_op(self.ctx, self.b, _COMBINE[kind], d, [d, d], [acc, v], None)
+        return lower_gpu_op(self.ctx, self.b, OPS[kind].facts.combine, d, [d, d], [acc, v], None)
 
     def barrier(self) -> None:
         name = "llvm.nvvm.barrier0"

@@ -14,16 +14,18 @@ from __future__ import annotations
 from llvmlite import ir
 
 from isa.dtypes import DType
+from isa.ops import OPS
 from jit.llvm.irutil import F32, F64, intrinsic
 from jit.llvm.ops import LowerCtx, lower_op
 
-# dlvm name -> libdevice base name (f32 adds the `f` suffix, as in C)
-LIBDEVICE = {"exp": "exp", "log": "log", "tanh": "tanh", "erf": "erf", "sin": "sin", "cos": "cos",
-             "pow": "pow", "fmod": "fmod", "sqrt": "sqrt", "floor": "floor", "ceil": "ceil", "round": "rint"}
+# kernel-IR math nodes that are no op of the table (the op records give the rest: Facts.mathfn)
+KERNEL_MATH = {"fmod": "fmod"}
 
 
 def libdevice_name(name: str, t: ir.Type) -> str:
-    base = LIBDEVICE.get(name)
+    """The libdevice function of a math op (f32 adds the `f` suffix, as in C)."""
+    op = OPS.get(name)
+    base = op.facts.mathfn if op is not None else KERNEL_MATH.get(name)
     if base is None:      # a math function added to the CPU table but not mapped here yet
         raise NotImplementedError(f"the CUDA backend has no libdevice mapping for {name}")
     if t == F32:
