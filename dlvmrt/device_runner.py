@@ -45,9 +45,11 @@ def region_info(kernel, region, args: list[Any], matmul: tuple[int, int] | None 
 
 
 class DeviceRegionRunner:
-    def __init__(self, module, region, types, device: Device, scheduler: Scheduler):
+    def __init__(self, module, region, types, device: Device, scheduler: Scheduler,
+                 kernel=None):
         self.module, self.region, self.device, self.scheduler = module, region, device, scheduler
-        self.kernel = build_kernel(module, types, region)
+        # the region's kernel IR as the caller built it (one build per region), or built here
+        self.kernel = kernel if kernel is not None else build_kernel(module, types, region)
         self.code = device.region_code(self.kernel)
         self.matmul: tuple[int, int] | None = None
         if region.kind == "matmul+epilogue":

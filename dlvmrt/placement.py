@@ -57,9 +57,19 @@ class PlacedRegion:
 
     @property
     def kernel(self):
+        """The region's kernel IR, built once: the CPU runner's when it has built it (every
+        device's code starts from this one)."""
         if self._kernel is None:
-            from jit.build import build_kernel
-            self._kernel = build_kernel(self.module, self.types, self.region)
+            build = getattr(self.cpu, "_build", None)
+            if build is not None and getattr(self.cpu, "kernel", None) is None:
+                try:
+                    build()         # the CPU runner's own setup, which builds the kernel
+                except Exception:  # noqa: BLE001 - built below, failing with the reason
+                    pass
+            self._kernel = getattr(self.cpu, "kernel", None)
+            if self._kernel is None:
+                from jit.build import build_kernel
+                self._kernel = build_kernel(self.module, self.types, self.region)
         return self._kernel
 
     def _placement(self, args: list[Any]):
@@ -84,7 +94,7 @@ class PlacedRegion:
         if runner is None:
             from .device_runner import DeviceRegionRunner
             runner = DeviceRegionRunner(self.module, self.region, self.types, device,
-                                        self.scheduler)
+                                        self.scheduler, kernel=self.kernel)
             self._device_runners[device.name] = runner
         return runner
 

@@ -94,3 +94,24 @@ def test_examples_on_a_simulated_gpu_match_the_expected_outputs(prog):
             np.testing.assert_allclose(o, w, rtol=1e-4, atol=1e-5)
         else:
             np.testing.assert_array_equal(o, w)
+
+
+def test_a_placed_region_builds_its_kernel_once(monkeypatch):
+    # the CPU runner, the placement and the device runner share one kernel IR
+    import dlvmrt.device_runner as dr
+    import jit.build
+    import jit.targets.cpu.runner as cpu_runner
+    calls = []
+    real = jit.build.build_kernel
+
+    def counting(*args, **kw):
+        calls.append(args[2])
+        return real(*args, **kw)
+    for mod in (jit.build, cpu_runner, dr):
+        monkeypatch.setattr(mod, "build_kernel", counting)
+    vm = dlvmrt.VM(dlvmrt.load(GELU), jit="always", device=sim_device())
+    x = gelu_input()
+    vm.run("main", x)
+    vm.run("main", x)
+    assert vm.scheduler.stats.placed.get("sim:0")
+    assert len(calls) == len({(r.func, r.block, r.start) for r in calls}), calls
