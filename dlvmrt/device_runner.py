@@ -18,6 +18,7 @@ import numpy as np
 from isa.module import ConstRef
 from jit.build import build_kernel
 from jit.plan import Decline
+from jit.regions import MATMUL_EPILOGUE
 
 from .device_tensor import DeviceTensor, empty, to_device, to_host
 from .devices import Device
@@ -52,7 +53,7 @@ class DeviceRegionRunner:
         self.kernel = kernel if kernel is not None else build_kernel(module, types, region)
         self.code = device.region_code(self.kernel)
         self.matmul: tuple[int, int] | None = None
-        if region.kind == "matmul+epilogue":
+        if region.kind == MATMUL_EPILOGUE:
             mm = module.functions[region.func].blocks[region.block].instrs[region.start]
             self.matmul = tuple(region.inputs.index(o) for o in mm.operands)   # type: ignore[assignment]
         self._consts: dict[str, DeviceTensor] = {}

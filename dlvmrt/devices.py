@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from jit.regions import ELEMENTWISE
 from jit.targets import registry
 from jit.targets.registry import DeviceBackend, DeviceUnavailable
 
@@ -60,7 +61,7 @@ class Device:
             self._launcher = self.make_launcher()
         return self._launcher
 
-    def unsupported(self, kernel, region_kind: str = "elementwise", product=None) -> str | None:
+    def unsupported(self, kernel, region_kind: str = ELEMENTWISE, product=None) -> str | None:
         """None when this device can run `kernel`, else why not (the backend's declaration)."""
         if self.is_host:
             return None

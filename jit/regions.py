@@ -37,7 +37,11 @@ from .passes.effects import removable_if_unused
 # the op table's reductions (its REDUCE family), which a kernel folds over trailing axes
 REDUCE_OPS = tuple(name for name, op in OPS.items() if op.family is Family.REDUCE)
 # ops run outside the kernel (BLAS or their reference) whose result an epilogue kernel finishes
-EPILOGUE_HEADS = {"matmul": "matmul+epilogue", "conv2d": "conv2d+epilogue",
+# region kinds (Region.kind): these names, not string literals, wherever a kind is tested
+ELEMENTWISE = "elementwise"
+REDUCE = "reduce"
+MATMUL_EPILOGUE = "matmul+epilogue"
+EPILOGUE_HEADS = {"matmul": MATMUL_EPILOGUE, "conv2d": "conv2d+epilogue",
                   "maxpool2d": "maxpool2d+epilogue"}
 # heads whose fast path is f32 only (elsewhere their reference would run: nothing gained)
 _F32_HEADS = {"maxpool2d"}
@@ -53,7 +57,7 @@ class Region:
     end: int
     inputs: list[Operand] = field(hash=False)     # live-in Reg / ConstRef, in first-read order
     outputs: list[str] = field(hash=False)        # registers whose value at `end` is read later
-    kind: str = "elementwise"
+    kind: str = ELEMENTWISE
 
 
 @dataclass
@@ -296,8 +300,8 @@ def form_regions(module: Module, func_name: str, types: FunctionTypes) -> list[R
             if worth:
                 ins_, outs = _region_io(func, bi, run.start, run.end, live)
                 kind = run.kind
-                if kind == "elementwise" and run.inner is not None:
-                    kind = "reduce"
+                if kind == ELEMENTWISE and run.inner is not None:
+                    kind = REDUCE
                 regions.append(Region(func_name, bi, run.start, run.end, ins_, outs, kind))
 
         rows = types[bi] if bi < len(types) else []
@@ -337,7 +341,7 @@ def form_regions(module: Module, func_name: str, types: FunctionTypes) -> list[R
                     domain = _joined_domain([], _value_shapes(ins, rows[ii]))
             if not joins:
                 close(run)
-                run = _Run(ii, "elementwise") if shape.fusible else None
+                run = _Run(ii, ELEMENTWISE) if shape.fusible else None
             if run is not None:
                 run.defined.update(ins.results)
                 run.domain = domain or []

@@ -23,7 +23,7 @@ from isa.verify import verify_module
 from jit.build import build_kernel
 from jit.kernel_ir import REDUCE_KINDS, Kernel
 from jit.llvm.lower import lower_kernel
-from jit.regions import EPILOGUE_KINDS, Region, form_regions
+from jit.regions import ELEMENTWISE, EPILOGUE_KINDS, REDUCE, Region, form_regions
 
 from .cnames import c_double, c_string, dtype_code, i64_array, ident
 from .variant import MAX_RANK, Variant, representatives, variant_for
@@ -491,8 +491,8 @@ class ProgramCompiler:
         for o in ins.operands:
             if isinstance(o, (Reg, ConstRef)) and o not in inputs:
                 inputs.append(o)
-        kind = "reduce" if op.family.name == "REDUCE" or ins.op in (
-            "softmax", "log_softmax", "layer_norm") else "elementwise"
+        kind = REDUCE if op.family.name == "REDUCE" or ins.op in (
+            "softmax", "log_softmax", "layer_norm") else ELEMENTWISE
         region = Region(self.fname, bi, ii, ii + 1, inputs, list(ins.results), kind)
         rows = self.types[self.fname][bi]
         try:

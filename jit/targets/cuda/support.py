@@ -11,17 +11,18 @@ from isa.dtypes import DType
 from jit.kernel_ir import REDUCE_KINDS, Kernel
 from jit.llvm.irutil import reg_type
 from jit.llvm.ops import TABLE, dtype_class
+from jit.regions import ELEMENTWISE, EPILOGUE_KINDS, MATMUL_EPILOGUE
 
 DTYPES = frozenset(d for d in DType if d is not DType.F16)     # f16: no kernels (as on the CPU)
 STRUCTURAL = frozenset({"load", "const", "count", "cast", *REDUCE_KINDS})
 MATMUL_DTYPES = frozenset({DType.F32, DType.F64})
 
 
-def unsupported(kernel: Kernel, region_kind: str = "elementwise", product: DType | None = None) -> str | None:
+def unsupported(kernel: Kernel, region_kind: str = ELEMENTWISE, product: DType | None = None) -> str | None:
     """None when the CUDA backend can run `kernel`, else the first reason it cannot."""
-    if region_kind == "matmul+epilogue" and product not in MATMUL_DTYPES:
+    if region_kind == MATMUL_EPILOGUE and product not in MATMUL_DTYPES:
         return f"cuBLAS matmul takes f32/f64, not {product}"
-    if region_kind.endswith("+epilogue") and region_kind != "matmul+epilogue":
+    if region_kind in EPILOGUE_KINDS and region_kind != MATMUL_EPILOGUE:
         head = region_kind.split("+")[0]
         return f"{head} has no GPU implementation yet (its region runs on the CPU)"
     for n in kernel.nodes:
