@@ -140,6 +140,7 @@ class NativeTier:
             if first:
                 trial = self.trials[sig] = ([], [])
             native_turn = first or len(trial[0]) <= len(trial[1])
+        quiet = _compiler_idle()     # a compile running beside a sample would skew it
         if native_turn:
             t0 = time.perf_counter()
             code, _, outs = lib.call(entry, arrays)
@@ -148,13 +149,15 @@ class NativeTier:
                 self._decline(sig)
                 return interpret(entry, values)
             if not first:
-                trial[0].append(t_native)
+                if quiet and _compiler_idle():
+                    trial[0].append(t_native)
                 self.native_calls += 1
                 self._maybe_choose(sig, trial)
                 return outs
         t0 = time.perf_counter()
         want = interpret(entry, values)
         t_vm = time.perf_counter() - t0
+        quiet = quiet and _compiler_idle()
         if first:
             if not _same(outs, want):
                 self._decline(sig)
@@ -162,8 +165,10 @@ class NativeTier:
             if self.mode == "always":
                 self._decide(sig, True)
                 return want
-            trial[0].append(t_native)
-        trial[1].append(t_vm)
+            if quiet:
+                trial[0].append(t_native)
+        if quiet:
+            trial[1].append(t_vm)
         self._maybe_choose(sig, trial)
         return want
 
@@ -229,6 +234,11 @@ class NativeTier:
         self.reason = reason
         self.state = "unavailable"
         self._done.set()
+
+
+def _compiler_idle() -> bool:
+    from jit import background as bg
+    return bg.compiler().idle()
 
 
 def _reason(e: BaseException, limit: int = 400) -> str:
