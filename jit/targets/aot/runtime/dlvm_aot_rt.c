@@ -688,6 +688,7 @@ typedef struct gemm_call {
     int by_rows;
     int failed;
     int64_t b_padded;          /* > 0: b is prepacked (dlvm_sgemm_pack_b), this many columns */
+    const int64_t *geometry;   /* non-NULL: b is a padded image whose patches the kernel packs */
 } gemm_call;
 
 /* Packing buffers per thread, kept between calls (a 3 MB buffer mapped afresh each call costs
@@ -748,7 +749,10 @@ static void gemm_task(void *arg, int64_t lo, int64_t hi, int64_t part) {
         return;
     }
     float *pa = bufs->pa, *pb = bufs->pb;
-    if (g->b_padded)
+    if (g->geometry)        /* implicit GEMM: the patch matrix is read from the image in place */
+        dlvm_sgemm(rows, cols, g->k, g->a + r0 * g->k, g->k, 1, g->b, (int64_t)(intptr_t)g->geometry,
+                   0, g->c + r0 * g->n + c0, g->n, pa, pb, 0, 4, r0, 0, c0, 0, NULL, 0);
+    else if (g->b_padded)
         dlvm_sgemm(rows, cols, g->k, g->a + r0 * g->k, g->k, 1, g->b, 0, 0,
                    g->c + r0 * g->n + c0, g->n, pa, pb, 0, 2, r0, 0, c0, g->b_padded, NULL, 0);
     else
@@ -811,7 +815,7 @@ static int sgemm_with(dlvm_ctx *ctx, int64_t m, int64_t n, int64_t k, const floa
         }
         return 0;
     }
-    gemm_call g = {m, n, k, a, packed ? packed : b, c, 1, 0, packed ? padded : 0};
+    gemm_call g = {m, n, k, a, packed ? packed : b, c, 1, 0, packed ? padded : 0, NULL};
     int threads = dlvm_rt_threads();
     int64_t parts = 1, panels;
     if (threads > 1 && m * n * k >= DLVM_GEMM_PARALLEL_MACS) {
@@ -836,6 +840,32 @@ static int sgemm_with(dlvm_ctx *ctx, int64_t m, int64_t n, int64_t k, const floa
 static int sgemm(dlvm_ctx *ctx, int64_t m, int64_t n, int64_t k, const float *a, const float *b,
                  float *c) {
     return sgemm_with(ctx, m, n, k, a, b, c, NULL, 0);
+}
+
+/* out [m, n] = a [m, k] x the patch matrix of a padded image (geometry: kH, kW, Wo, strides,
+ * dilations, the image's channel and row strides), split across the pool as sgemm_with */
+static int sgemm_conv(dlvm_ctx *ctx, int64_t m, int64_t n, int64_t k, const float *a,
+                      const float *image, const int64_t *geometry, float *c) {
+    if (m == 0 || n == 0) return 0;
+    gemm_call g = {m, n, k, a, image, c, 1, 0, 0, geometry};
+    int threads = dlvm_rt_threads();
+    int64_t parts = 1, panels;
+    if (threads > 1 && m * n * k >= DLVM_GEMM_PARALLEL_MACS) {
+        int64_t row_panels = (m + DLVM_GEMM_MR - 1) / DLVM_GEMM_MR;
+        int64_t col_panels = (n + DLVM_GEMM_NR - 1) / DLVM_GEMM_NR;
+        /* packing patches from the image costs about 2 reads of them */
+        double a_cost = (double)m * k * 3, b_cost = (double)n * k * 2;
+        g.by_rows = a_cost / threads + b_cost < a_cost + b_cost / threads;
+        if (g.by_rows && row_panels < threads) g.by_rows = 0;
+        else if (!g.by_rows && col_panels < threads) g.by_rows = 1;
+        panels = g.by_rows ? row_panels : col_panels;
+        parts = threads;
+    } else {
+        panels = (m + DLVM_GEMM_MR - 1) / DLVM_GEMM_MR;
+    }
+    dlvm_rt_parallel(gemm_task, &g, panels, parts);
+    if (g.failed) return dlvm_rt_fail(ctx, DLVM_RT_ERR_RESOURCE, "out of memory (GEMM packing)");
+    return 0;
 }
 
 static pthread_mutex_t pack_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -1061,49 +1091,41 @@ HIDDEN int dlvm_rt_conv2d(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *w, c
     if (dlvm_rt_alloc(ctx, out, x->dtype, 4, shape)) return 1;
     const void *bd = bias ? bias->data : NULL;
     if (x->dtype == DT_F32 && groups == 1 && n * o * ho * wo > 0) {
-        /* im2col of each image, then the GEMM: out[b] [O, Ho*Wo] = w [O, C*kH*kW] x cols */
+        /* each image padded once into a reused buffer (with the slack the kernel may read
+         * past its end), then the GEMM packs its patch panels straight from it (implicit
+         * GEMM, as jit/targets/cpu/conv.py): out[b] [O, Ho*Wo] = w [O, C*kH*kW] x patches */
         int64_t kk = c * kh * kw, px = ho * wo;
-        float *cols = malloc((size_t)(kk * px) * 4 + 64);
-        if (!cols) return dlvm_rt_fail(ctx, DLVM_RT_ERR_RESOURCE, "out of memory (im2col)");
+        int64_t hp = h + p[0] + p[2], wp = wd + p[1] + p[3];
         const float *xf = x->data;
         float *yf = out->data;
         /* a 1x1, stride-1, unpadded convolution multiplies the image itself (where we allocated
          * it: the GEMM's packing may read a vector past the end, into the allocation's slack) */
         int pointwise = kh == 1 && kw == 1 && s[0] == 1 && s[1] == 1 && !p[0] && !p[1] && !p[2] &&
                         !p[3] && x->buf != NULL;
+        float *padded = pointwise ? NULL : calloc((size_t)(c * hp * wp + DLVM_GEMM_SLACK + 16), 4);
+        if (!pointwise && !padded)
+            return dlvm_rt_fail(ctx, DLVM_RT_ERR_RESOURCE, "out of memory (padded image)");
+        int64_t geometry[9] = {kh, kw, wo, s[0], s[1], d[0], d[1], hp * wp, wp};
         for (int64_t b = 0; b < n; b++) {
+            int rc;
             if (pointwise) {
-                if (sgemm(ctx, o, px, kk, w->data, xf + b * c * px, yf + b * o * px)) {
-                    free(cols);
-                    return 1;
-                }
-                if (bd)
-                    for (int64_t oc = 0; oc < o; oc++)
-                        for (int64_t q = 0; q < px; q++) yf[(b * o + oc) * px + q] += ((const float *)bd)[oc];
-                continue;
+                rc = sgemm(ctx, o, px, kk, w->data, xf + b * c * px, yf + b * o * px);
+            } else {
+                for (int64_t ci = 0; ci < c; ci++)
+                    for (int64_t i = 0; i < h; i++)
+                        memcpy(padded + (ci * hp + i + p[0]) * wp + p[1],
+                               xf + ((b * c + ci) * h + i) * wd, (size_t)wd * 4);
+                rc = sgemm_conv(ctx, o, px, kk, w->data, padded, geometry, yf + b * o * px);
             }
-            for (int64_t ci = 0; ci < c; ci++)
-                for (int64_t u = 0; u < kh; u++)
-                    for (int64_t v = 0; v < kw; v++) {
-                        float *row = cols + ((ci * kh + u) * kw + v) * px;
-                        for (int64_t i = 0; i < ho; i++) {
-                            int64_t yy = i * s[0] - p[0] + u * d[0];
-                            for (int64_t j = 0; j < wo; j++) {
-                                int64_t xx = j * s[1] - p[1] + v * d[1];
-                                row[i * wo + j] = (yy < 0 || yy >= h || xx < 0 || xx >= wd)
-                                    ? 0.0f : xf[((b * c + ci) * h + yy) * wd + xx];
-                            }
-                        }
-                    }
-            if (sgemm(ctx, o, px, kk, w->data, cols, yf + b * o * px)) {
-                free(cols);
+            if (rc) {
+                free(padded);
                 return 1;
             }
             if (bd)
                 for (int64_t oc = 0; oc < o; oc++)
                     for (int64_t q = 0; q < px; q++) yf[(b * o + oc) * px + q] += ((const float *)bd)[oc];
         }
-        free(cols);
+        free(padded);
         return 0;
     }
     if (x->dtype == DT_F32 && n * o * ho * wo > 0) {
