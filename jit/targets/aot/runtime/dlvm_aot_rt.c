@@ -20,13 +20,14 @@
 /* ---- buffers -----------------------------------------------------------------------------
  * A call allocates a buffer per intermediate value and frees it when the value dies; the same
  * sizes come back every step of a loop and every call. Each thread keeps a few freed buffers
- * per power-of-two size class (up to 1 MB, at most 16 MB in all) and hands them out again, so a
- * steady-state call reaches malloc for little but its results. A thread's buffers are freed
- * when it exits. Buffers are 64-byte aligned and a whole class in size, so any thread may free
+ * per power-of-two size class (at most 256 MB in all) and hands them out again, so a
+ * steady-state call reaches malloc for little but its results: a large buffer is not mapped and
+ * faulted in afresh on every call (at batch 32, page faults took a third of MobileNet's time).
+ * A thread's buffers are freed when it exits. Buffers are 64-byte aligned and a whole class in size, so any thread may free
  * any buffer with free() (the caller frees results that way). */
-#define CACHE_CLASSES 21            /* 64 B .. 1 MB */
+#define CACHE_CLASSES 27            /* 64 B .. 4 GB (64 B << 26) */
 #define CACHE_PER_CLASS 8
-#define CACHE_BYTES (16u << 20)
+#define CACHE_BYTES ((size_t)256 << 20)
 
 typedef struct {
     void *items[CACHE_CLASSES][CACHE_PER_CLASS];
@@ -1039,33 +1040,63 @@ static void grouped_conv_task(void *arg, int64_t lo, int64_t hi, int64_t part) {
     (void)part;
     const grouped_conv *g = arg;
     int64_t s0 = g->s[0], s1 = g->s[1], p0 = g->p[0], p1 = g->p[1], d0 = g->d[0], d1 = g->d[1];
+    int64_t kw = g->kw, wd = g->wd;
     for (int64_t plane = lo; plane < hi; plane++) {
         int64_t b = plane / g->o, oc = plane % g->o, grp = oc / g->og;
         float *y = g->y + plane * g->ho * g->wo;
         float b0 = g->bias ? g->bias[oc] : 0.0f;
         for (int64_t q = 0; q < g->ho * g->wo; q++) y[q] = b0;
-        for (int64_t ci = 0; ci < g->cg; ci++) {
-            const float *xp = g->x + ((b * g->c + grp * g->cg + ci) * g->h) * g->wd;
-            const float *wp = g->w + (oc * g->cg + ci) * g->kh * g->kw;
-            for (int64_t u = 0; u < g->kh; u++)
-                for (int64_t v = 0; v < g->kw; v++) {
-                    float wt = wp[u * g->kw + v];
-                    int64_t shift = v * d1 - p1;          /* input column = j * s1 + shift */
-                    int64_t j0 = shift >= 0 ? 0 : (-shift + s1 - 1) / s1;
-                    int64_t j1 = g->wd - 1 - shift < 0 ? 0 : (g->wd - 1 - shift) / s1 + 1;
-                    if (j1 > g->wo) j1 = g->wo;
-                    if (j0 >= j1) continue;
-                    for (int64_t i = 0; i < g->ho; i++) {
-                        int64_t yy = i * s0 - p0 + u * d0;
-                        if (yy < 0 || yy >= g->h) continue;
-                        const float *xr = xp + yy * g->wd;
-                        float *yr = y + i * g->wo;
+        /* row by row, so that an output row stays in the cache while every tap adds to it */
+        for (int64_t i = 0; i < g->ho; i++) {
+            float *yr = y + i * g->wo;
+            for (int64_t ci = 0; ci < g->cg; ci++) {
+                const float *xp = g->x + ((b * g->c + grp * g->cg + ci) * g->h) * wd;
+                const float *wp = g->w + (oc * g->cg + ci) * g->kh * kw;
+                for (int64_t u = 0; u < g->kh; u++) {
+                    int64_t yy = i * s0 - p0 + u * d0;
+                    if (yy < 0 || yy >= g->h) continue;
+                    const float *xr = xp + yy * wd;
+                    const float *wu = wp + u * kw;
+                    if (kw == 3) {
+                        /* the three taps of a row at once where all three columns are inside
+                         * the image; the border columns tap by tap */
+                        int64_t sh0 = -p1, sh1 = d1 - p1, sh2 = 2 * d1 - p1;
+                        int64_t a = sh0 >= 0 ? 0 : (-sh0 + s1 - 1) / s1;
+                        int64_t e = wd - 1 - sh2 < 0 ? 0 : (wd - 1 - sh2) / s1 + 1;
+                        if (e > g->wo) e = g->wo;
+                        if (a > e) a = e;
+                        float w0 = wu[0], w1 = wu[1], w2 = wu[2];
+                        if (s1 == 1)
+                            for (int64_t j = a; j < e; j++)
+                                yr[j] += w0 * xr[j + sh0] + w1 * xr[j + sh1] + w2 * xr[j + sh2];
+                        else
+                            for (int64_t j = a; j < e; j++) {
+                                int64_t q = j * s1;
+                                yr[j] += w0 * xr[q + sh0] + w1 * xr[q + sh1] + w2 * xr[q + sh2];
+                            }
+                        for (int64_t j = 0; j < g->wo; j++) {
+                            if (j == a) j = e;
+                            if (j >= g->wo) break;
+                            for (int64_t v = 0; v < 3; v++) {
+                                int64_t xx = j * s1 + v * d1 - p1;
+                                if (xx >= 0 && xx < wd) yr[j] += wu[v] * xr[xx];
+                            }
+                        }
+                        continue;
+                    }
+                    for (int64_t v = 0; v < kw; v++) {
+                        float wt = wu[v];
+                        int64_t shift = v * d1 - p1;          /* input column = j * s1 + shift */
+                        int64_t j0 = shift >= 0 ? 0 : (-shift + s1 - 1) / s1;
+                        int64_t j1 = wd - 1 - shift < 0 ? 0 : (wd - 1 - shift) / s1 + 1;
+                        if (j1 > g->wo) j1 = g->wo;
                         if (s1 == 1)
                             for (int64_t j = j0; j < j1; j++) yr[j] += wt * xr[j + shift];
                         else
                             for (int64_t j = j0; j < j1; j++) yr[j] += wt * xr[j * s1 + shift];
                     }
                 }
+            }
         }
     }
 }
@@ -1102,9 +1133,11 @@ HIDDEN int dlvm_rt_conv2d(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *w, c
          * it: the GEMM's packing may read a vector past the end, into the allocation's slack) */
         int pointwise = kh == 1 && kw == 1 && s[0] == 1 && s[1] == 1 && !p[0] && !p[1] && !p[2] &&
                         !p[3] && x->buf != NULL;
-        float *padded = pointwise ? NULL : calloc((size_t)(c * hp * wp + DLVM_GEMM_SLACK + 16), 4);
+        size_t padded_bytes = ((size_t)(c * hp * wp + DLVM_GEMM_SLACK + 16) * 4 + 63) / 64 * 64;
+        float *padded = pointwise ? NULL : buffer_alloc(&padded_bytes);
         if (!pointwise && !padded)
             return dlvm_rt_fail(ctx, DLVM_RT_ERR_RESOURCE, "out of memory (padded image)");
+        if (padded) memset(padded, 0, padded_bytes);     /* the border stays zero for every image */
         int64_t geometry[9] = {kh, kw, wo, s[0], s[1], d[0], d[1], hp * wp, wp};
         for (int64_t b = 0; b < n; b++) {
             int rc;
@@ -1118,14 +1151,14 @@ HIDDEN int dlvm_rt_conv2d(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *w, c
                 rc = sgemm_conv(ctx, o, px, kk, w->data, padded, geometry, yf + b * o * px);
             }
             if (rc) {
-                free(padded);
+                if (padded) buffer_free(padded, padded_bytes);
                 return 1;
             }
             if (bd)
                 for (int64_t oc = 0; oc < o; oc++)
                     for (int64_t q = 0; q < px; q++) yf[(b * o + oc) * px + q] += ((const float *)bd)[oc];
         }
-        free(padded);
+        if (padded) buffer_free(padded, padded_bytes);
         return 0;
     }
     if (x->dtype == DT_F32 && n * o * ho * wo > 0) {
