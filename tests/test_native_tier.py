@@ -220,3 +220,23 @@ def test_a_timed_choice_is_tried_again(monkeypatch):
     for _ in range(6):
         vm.run(x)
     assert sig not in vm.native.choice or vm.native.uses.get(sig, 0) <= 1
+
+
+def test_a_forked_child_runs_the_library():
+    # the child has none of the parent's pool workers: its calls must not wait for them
+    import os
+    vm = native_vm(mlp_module())
+    x = np.random.default_rng(1).standard_normal((64, 16)).astype(np.float32)
+    want = vm.run(x)
+    vm.run(x)
+    assert vm.native.native_calls == 1
+    pid = os.fork()
+    if pid == 0:
+        ok = False
+        try:
+            got = vm.run(x)
+            ok = np.allclose(got[0], want[0], rtol=1e-5, atol=1e-6)
+        finally:
+            os._exit(0 if ok else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.WEXITSTATUS(status) == 0

@@ -296,6 +296,7 @@ HIDDEN int dlvm_rt_check_result(dlvm_ctx *ctx, int index, const dlvm_val *v, int
  * [0, n) by an atomic counter and runs parts itself too; a call that finds the pool busy (another
  * thread's call) runs all its parts alone, so concurrent callers never wait for each other. */
 #define MAX_THREADS 256
+static void pack_lock_reset(void);
 static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t pool_busy = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t pool_wake = PTHREAD_COND_INITIALIZER;
@@ -303,6 +304,23 @@ static pthread_cond_t pool_done = PTHREAD_COND_INITIALIZER;
 static int pool_wanted = 1, pool_started = 0, pool_set = 0;
 static long pool_generation = 0;
 static int pool_active = 0;
+static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
+
+/* A forked child has none of its parent's workers, and a lock a parent's thread held at the fork
+ * stays held: the child starts with a fresh pool (workers start again on first use). */
+static void pool_after_fork(void) {
+    pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+    pthread_cond_t fresh_cond = PTHREAD_COND_INITIALIZER;
+    pool_lock = fresh;
+    pool_busy = fresh;
+    pack_lock_reset();
+    pool_wake = fresh_cond;
+    pool_done = fresh_cond;
+    pool_started = 0;
+    pool_active = 0;
+}
+
+static void watch_forks(void) { pthread_atfork(NULL, NULL, pool_after_fork); }
 static struct {
     dlvm_rt_task task;
     void *arg;
@@ -385,6 +403,7 @@ HIDDEN void dlvm_rt_parallel(dlvm_rt_task task, void *arg, int64_t n, int64_t pa
         if (n > 0) task(arg, 0, n, 0);
         return;
     }
+    pthread_once(&fork_once, watch_forks);
     pthread_mutex_lock(&pool_lock);
     while (pool_started < threads - 1) {          /* workers start on first use */
         pthread_t t;
@@ -870,6 +889,11 @@ static int sgemm_conv(dlvm_ctx *ctx, int64_t m, int64_t n, int64_t k, const floa
 }
 
 static pthread_mutex_t pack_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void pack_lock_reset(void) {
+    pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+    pack_lock = fresh;
+}
 
 HIDDEN int dlvm_rt_matmul_const(dlvm_ctx *ctx, const dlvm_val *a, const dlvm_val *b,
                                 dlvm_rt_packed *pack, dlvm_val *out) {
