@@ -403,3 +403,24 @@ entry:
     compile_library(module, tmp_path)
     close(aot.load(tmp_path).run("main", *args), dlvmrt.VM(module, jit="off").run("main", *args),
           1e-5)
+
+
+@pytest.mark.parametrize("k,s,p,d,ceil", [((2, 2), (2, 2), (0, 0, 0, 0), (1, 1), False),
+                                          ((3, 3), (2, 2), (1, 1, 1, 1), (1, 1), True),
+                                          ((3, 2), (1, 3), (1, 0, 2, 1), (2, 1), False)])
+def test_max_pool(tmp_path, k, s, p, d, ceil):
+    # row-wise f32 max pooling (dlvm_aot_rt.c: maxpool_task): borders, strides, dilations,
+    # ceil mode, and a NaN inside a window wins
+    attrs = (f"kernel = {list(k)}, strides = {list(s)}, pads = {list(p)}, dilations = {list(d)}, "
+             f"ceil_mode = {str(ceil).lower()}")
+    module = assembler.parse(f"""module mp
+func @main(%x: f32[N, 3, 9, 11]) -> f32[N, 3, ?, ?] {{
+entry:
+  %y = maxpool2d %x {{{attrs}}}
+  ret %y
+}}
+""")
+    x = np.random.default_rng(4).standard_normal((2, 3, 9, 11)).astype(np.float32)
+    x[1, 2, 4, 5] = np.nan
+    compile_library(module, tmp_path)
+    close(aot.load(tmp_path).run("main", x), dlvmrt.VM(module, jit="off").run("main", x))

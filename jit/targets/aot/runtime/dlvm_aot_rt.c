@@ -1125,6 +1125,71 @@ static void grouped_conv_task(void *arg, int64_t lo, int64_t hi, int64_t part) {
     }
 }
 
+/* Ungrouped f32 convolution of images [lo, hi): each image padded into a buffer of this thread
+ * (with the slack the kernel may read past its end), then the GEMM packs its patch panels
+ * straight from it (implicit GEMM, as jit/targets/cpu/conv.py): out[b] [O, Ho*Wo] = w [O,
+ * C*kH*kW] x patches. `split`: the product may split across the pool (one image per call). */
+typedef struct {
+    const float *x, *w, *bias;
+    float *y;
+    int64_t c, h, wd, o, kh, kw, ho, wo;
+    const int64_t *s, *p, *d;
+    int pointwise, split, failed;
+    dlvm_ctx *ctx;
+} conv_images;
+
+/* out [m, n] = a [m, k] x b (or the patches of an image, with geometry) on this thread */
+static int gemm_here(int64_t m, int64_t n, int64_t k, const float *a, const float *b,
+                     const int64_t *geometry, float *c) {
+    if (!geometry && m < DLVM_GEMM_MIN_ROWS) {
+        few_rows(m, n, k, a, b, c);
+        return 0;
+    }
+    gemm_call g = {m, n, k, a, b, c, 1, 0, 0, geometry};
+    gemm_task(&g, 0, (m + DLVM_GEMM_MR - 1) / DLVM_GEMM_MR, 0);
+    return g.failed;
+}
+
+static void conv_images_task(void *arg, int64_t lo, int64_t hi, int64_t part) {
+    (void)part;
+    conv_images *j = arg;
+    const int64_t *s = j->s, *p = j->p, *d = j->d;
+    int64_t c = j->c, h = j->h, wd = j->wd, o = j->o;
+    int64_t kk = c * j->kh * j->kw, px = j->ho * j->wo;
+    int64_t hp = h + p[0] + p[2], wp = wd + p[1] + p[3];
+    size_t padded_bytes = ((size_t)(c * hp * wp + DLVM_GEMM_SLACK + 16) * 4 + 63) / 64 * 64;
+    float *padded = j->pointwise ? NULL : buffer_alloc(&padded_bytes);
+    if (!j->pointwise && !padded) {
+        __atomic_store_n(&j->failed, 1, __ATOMIC_RELAXED);
+        return;
+    }
+    if (padded) memset(padded, 0, padded_bytes);     /* the border stays zero for every image */
+    int64_t geometry[9] = {j->kh, j->kw, j->wo, s[0], s[1], d[0], d[1], hp * wp, wp};
+    for (int64_t b = lo; b < hi; b++) {
+        float *yb = j->y + b * o * px;
+        int rc;
+        if (j->pointwise) {
+            const float *xb = j->x + b * c * px;
+            rc = j->split ? sgemm(j->ctx, o, px, kk, j->w, xb, yb) : gemm_here(o, px, kk, j->w, xb, NULL, yb);
+        } else {
+            for (int64_t ci = 0; ci < c; ci++)
+                for (int64_t i = 0; i < h; i++)
+                    memcpy(padded + (ci * hp + i + p[0]) * wp + p[1],
+                           j->x + ((b * c + ci) * h + i) * wd, (size_t)wd * 4);
+            rc = j->split ? sgemm_conv(j->ctx, o, px, kk, j->w, padded, geometry, yb)
+                          : gemm_here(o, px, kk, j->w, padded, geometry, yb);
+        }
+        if (rc) {
+            __atomic_store_n(&j->failed, 1, __ATOMIC_RELAXED);
+            break;
+        }
+        if (j->bias)
+            for (int64_t oc = 0; oc < o; oc++)
+                for (int64_t q = 0; q < px; q++) yb[oc * px + q] += j->bias[oc];
+    }
+    if (padded) buffer_free(padded, padded_bytes);
+}
+
 HIDDEN int dlvm_rt_conv2d(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *w, const dlvm_val *bias,
                           const int64_t *s, const int64_t *p, const int64_t *d, int64_t groups,
                           dlvm_val *out) {
@@ -1146,43 +1211,25 @@ HIDDEN int dlvm_rt_conv2d(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *w, c
     if (dlvm_rt_alloc(ctx, out, x->dtype, 4, shape)) return 1;
     const void *bd = bias ? bias->data : NULL;
     if (x->dtype == DT_F32 && groups == 1 && n * o * ho * wo > 0) {
-        /* each image padded once into a reused buffer (with the slack the kernel may read
-         * past its end), then the GEMM packs its patch panels straight from it (implicit
-         * GEMM, as jit/targets/cpu/conv.py): out[b] [O, Ho*Wo] = w [O, C*kH*kW] x patches */
-        int64_t kk = c * kh * kw, px = ho * wo;
-        int64_t hp = h + p[0] + p[2], wp = wd + p[1] + p[3];
-        const float *xf = x->data;
-        float *yf = out->data;
         /* a 1x1, stride-1, unpadded convolution multiplies the image itself (where we allocated
          * it: the GEMM's packing may read a vector past the end, into the allocation's slack) */
         int pointwise = kh == 1 && kw == 1 && s[0] == 1 && s[1] == 1 && !p[0] && !p[1] && !p[2] &&
                         !p[3] && x->buf != NULL;
-        size_t padded_bytes = ((size_t)(c * hp * wp + DLVM_GEMM_SLACK + 16) * 4 + 63) / 64 * 64;
-        float *padded = pointwise ? NULL : buffer_alloc(&padded_bytes);
-        if (!pointwise && !padded)
-            return dlvm_rt_fail(ctx, DLVM_RT_ERR_RESOURCE, "out of memory (padded image)");
-        if (padded) memset(padded, 0, padded_bytes);     /* the border stays zero for every image */
-        int64_t geometry[9] = {kh, kw, wo, s[0], s[1], d[0], d[1], hp * wp, wp};
-        for (int64_t b = 0; b < n; b++) {
-            int rc;
-            if (pointwise) {
-                rc = sgemm(ctx, o, px, kk, w->data, xf + b * c * px, yf + b * o * px);
-            } else {
-                for (int64_t ci = 0; ci < c; ci++)
-                    for (int64_t i = 0; i < h; i++)
-                        memcpy(padded + (ci * hp + i + p[0]) * wp + p[1],
-                               xf + ((b * c + ci) * h + i) * wd, (size_t)wd * 4);
-                rc = sgemm_conv(ctx, o, px, kk, w->data, padded, geometry, yf + b * o * px);
-            }
-            if (rc) {
-                if (padded) buffer_free(padded, padded_bytes);
-                return 1;
-            }
-            if (bd)
-                for (int64_t oc = 0; oc < o; oc++)
-                    for (int64_t q = 0; q < px; q++) yf[(b * o + oc) * px + q] += ((const float *)bd)[oc];
+        conv_images job = {x->data, w->data, bd, out->data, c, h, wd, o, kh, kw, ho, wo, s, p, d,
+                           pointwise, 0, 0};
+        int threads = dlvm_rt_threads();
+        if (n >= 2 && threads > 1) {
+            /* images split across the pool, each image's product on one thread: no pool hand-off
+             * per product (a batch of small images made 64 of them per call) */
+            dlvm_rt_parallel(conv_images_task, &job, n, threads);
+        } else {
+            job.split = 1;      /* one image (or one thread): the product splits itself */
+            job.ctx = ctx;
+            conv_images_task(&job, 0, n, 0);
         }
-        if (padded) buffer_free(padded, padded_bytes);
+        if (job.failed)
+            return ctx->status->code ? ctx->status->code
+                                     : dlvm_rt_fail(ctx, DLVM_RT_ERR_RESOURCE, "out of memory (conv2d)");
         return 0;
     }
     if (x->dtype == DT_F32 && n * o * ho * wo > 0) {
@@ -1232,8 +1279,49 @@ static int64_t pool_out(int64_t size, int64_t k, int64_t s, int64_t pb, int64_t 
                     y[(q * ho + i) * wo + j] = nan ? (T)NAN : best;                           \
                 }                                                                             \
     }
-MAXPOOL(float, -INFINITY)
 MAXPOOL(double, -INFINITY)
+
+/* f32 max pooling, planes split across the pool: each output row starts at -inf and takes, for
+ * every window tap, the tap's input row over the output columns whose column is inside the
+ * image (a contiguous, vectorizable pass with stride 1); a NaN in a window wins, as the op says */
+typedef struct {
+    const float *x;
+    float *y;
+    int64_t h, w, ho, wo;
+    const int64_t *k, *s, *p, *d;
+} maxpool_job;
+
+static void maxpool_task(void *arg, int64_t lo, int64_t hi, int64_t part) {
+    (void)part;
+    const maxpool_job *m = arg;
+    int64_t s0 = m->s[0], s1 = m->s[1], p0 = m->p[0], p1 = m->p[1], d0 = m->d[0], d1 = m->d[1];
+    for (int64_t q = lo; q < hi; q++)
+        for (int64_t i = 0; i < m->ho; i++) {
+            float *yr = m->y + (q * m->ho + i) * m->wo;
+            for (int64_t j = 0; j < m->wo; j++) yr[j] = -INFINITY;
+            for (int64_t u = 0; u < m->k[0]; u++) {
+                int64_t yy = i * s0 - p0 + u * d0;
+                if (yy < 0 || yy >= m->h) continue;
+                const float *xr = m->x + (q * m->h + yy) * m->w;
+                for (int64_t v = 0; v < m->k[1]; v++) {
+                    int64_t shift = v * d1 - p1;
+                    int64_t j0 = shift >= 0 ? 0 : (-shift + s1 - 1) / s1;
+                    int64_t j1 = m->w - 1 - shift < 0 ? 0 : (m->w - 1 - shift) / s1 + 1;
+                    if (j1 > m->wo) j1 = m->wo;
+                    if (s1 == 1)
+                        for (int64_t j = j0; j < j1; j++) {
+                            float t = xr[j + shift], b = yr[j];
+                            yr[j] = (t > b || t != t) ? t : b;
+                        }
+                    else
+                        for (int64_t j = j0; j < j1; j++) {
+                            float t = xr[j * s1 + shift], b = yr[j];
+                            yr[j] = (t > b || t != t) ? t : b;
+                        }
+                }
+            }
+        }
+}
 
 HIDDEN int dlvm_rt_maxpool2d(dlvm_ctx *ctx, const dlvm_val *x, const int64_t *k, const int64_t *s,
                              const int64_t *p, const int64_t *d, int ceil_mode, dlvm_val *out) {
@@ -1248,7 +1336,11 @@ HIDDEN int dlvm_rt_maxpool2d(dlvm_ctx *ctx, const dlvm_val *x, const int64_t *k,
     int64_t shape[4] = {x->shape[0], x->shape[1], ho, wo};
     if (dlvm_rt_alloc(ctx, out, x->dtype, 4, shape)) return 1;
     int64_t planes = x->shape[0] * x->shape[1];
-    if (x->dtype == DT_F32) maxpool_float(x->data, out->data, planes, h, w, ho, wo, k, s, p, d);
+    if (x->dtype == DT_F32) {
+        maxpool_job m = {x->data, out->data, h, w, ho, wo, k, s, p, d};
+        int64_t work = planes * ho * wo * k[0] * k[1];
+        dlvm_rt_parallel(maxpool_task, &m, planes, work / 65536 + 1);
+    }
     else if (x->dtype == DT_F64) maxpool_double(x->data, out->data, planes, h, w, ho, wo, k, s, p, d);
     else
         return dlvm_rt_fail(ctx, DLVM_RT_ERR_GUARD, "maxpool2d of %s is not compiled ahead of time",
