@@ -55,6 +55,7 @@ def cached_library(module: Module, cache_dir: str | os.PathLike | None = None) -
     if (final / MANIFEST).is_file():
         return final
     root.mkdir(parents=True, exist_ok=True)
+    _remove_stale(root)
     tmp = Path(tempfile.mkdtemp(dir=root, prefix=".tmp-"))
     try:
         compile_library(module, tmp, name=NAME)
@@ -73,3 +74,18 @@ def cached_library(module: Module, cache_dir: str | os.PathLike | None = None) -
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
     return final
+
+
+STALE_S = 3600.0
+
+
+def _remove_stale(root: Path) -> None:
+    """Builds a process left behind when it exited mid-build (the background compiler's thread
+    does not keep a process alive), after an hour."""
+    import time
+    for d in root.glob(".tmp-*"):
+        try:
+            if time.time() - d.stat().st_mtime > STALE_S:
+                shutil.rmtree(d, ignore_errors=True)
+        except OSError:
+            pass
