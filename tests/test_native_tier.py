@@ -189,9 +189,9 @@ def test_off_where_it_does_not_apply():
 
 def test_a_program_the_library_cannot_hold_stays_on_the_vm():
     source = """module u
-func @main(%x: f32[N]) -> i64[] {
+func @main(%x: f32[N]) -> f32[N] {
 entry:
-  %i = argmax %x {axis = 0}
+  %i = cumsum %x, 0
   ret %i
 }
 """
@@ -201,7 +201,7 @@ entry:
     for _ in range(2):
         close(vm.run(x), want)
     assert vm.native.state == "unavailable"
-    assert "argmax" in vm.native.status()
+    assert "cumsum" in vm.native.status()
 
 
 def test_a_timed_choice_is_tried_again(monkeypatch):

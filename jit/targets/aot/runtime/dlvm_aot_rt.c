@@ -1629,6 +1629,59 @@ HIDDEN int dlvm_rt_reduce(dlvm_ctx *ctx, const dlvm_val *x, uint32_t mask, int k
     return 0;
 }
 
+static double element_as_double(const dlvm_val *x, int64_t i) {
+    switch (x->dtype) {
+    case DT_F32: return ((const float *)x->data)[i];
+    case DT_F64: return ((const double *)x->data)[i];
+    case DT_I8: return ((const int8_t *)x->data)[i];
+    case DT_U8: case DT_BOOL: return ((const uint8_t *)x->data)[i];
+    case DT_I16: return ((const int16_t *)x->data)[i];
+    case DT_U16: return ((const uint16_t *)x->data)[i];
+    case DT_I32: return ((const int32_t *)x->data)[i];
+    case DT_U32: return ((const uint32_t *)x->data)[i];
+    default: return 0.0;
+    }
+}
+
+/* argmax (sign 1) / argmin (sign -1) along `axis`: the i64 index of the first extreme, a NaN
+ * counting as the extreme (NumPy's rule). 64-bit integers would lose precision as doubles: the
+ * VM runs those (a guard). */
+HIDDEN int dlvm_rt_argext(dlvm_ctx *ctx, const dlvm_val *x, int64_t axis, int keepdims, int sign,
+                          dlvm_val *out) {
+    if (x->dtype == DT_I64 || x->dtype == DT_U64 || x->dtype == DT_F16)
+        return dlvm_rt_fail(ctx, DLVM_RT_ERR_GUARD, "arg%s of %s is not compiled ahead of time",
+                            sign > 0 ? "max" : "min", dtype_name(x->dtype));
+    int rank = x->rank;
+    if (axis < 0) axis += rank;
+    int64_t size = x->shape[axis];
+    if (size == 0)
+        return dlvm_rt_fail(ctx, DLVM_RT_ERR_TRAP, "arg%s over an empty axis", sign > 0 ? "max" : "min");
+    int64_t shape[DLVM_MAX_RANK];
+    int r = 0;
+    for (int d = 0; d < rank; d++)
+        if (d != axis) shape[r++] = x->shape[d];
+        else if (keepdims) shape[r++] = 1;
+    dlvm_val tmp = {0};
+    if (dlvm_rt_alloc(ctx, &tmp, DT_I64, r, shape)) return 1;
+    int64_t outer = numel_of((int)axis, x->shape), inner = numel_of(rank - (int)axis - 1, x->shape + axis + 1);
+    int64_t *y = tmp.data;
+    for (int64_t a = 0; a < outer; a++)
+        for (int64_t b = 0; b < inner; b++) {
+            int64_t best_i = 0;
+            double best = element_as_double(x, a * size * inner + b);
+            if (best == best)
+                for (int64_t k = 1; k < size; k++) {
+                    double v = element_as_double(x, (a * size + k) * inner + b);
+                    if (v != v) { best_i = k; break; }
+                    if (sign > 0 ? v > best : v < best) { best = v; best_i = k; }
+                }
+            y[a * inner + b] = best_i;
+        }
+    dlvm_rt_release(out);
+    *out = tmp;
+    return 0;
+}
+
 HIDDEN int dlvm_rt_concat(dlvm_ctx *ctx, dlvm_val *const *xs, int n, int64_t axis, dlvm_val *out) {
     int rank = xs[0]->rank;
     if (axis < 0) axis += rank;
