@@ -442,3 +442,23 @@ entry:
     i = np.random.default_rng(3).integers(-5, 5, (4, 5)).astype(np.int32)
     compile_library(module, tmp_path)
     close(aot.load(tmp_path).run("main", x, i), dlvmrt.VM(module, jit="off").run("main", x, i))
+
+
+def test_range(tmp_path):
+    module = assembler.parse("""module rg
+func @main(%a: i64[], %b: i64[], %c: i64[], %f: f32[]) -> (i64[?], f32[?]) {
+entry:
+  %r = range %a, %b, %c
+  %zero = const 0.0 : f32[]
+  %step = const 0.25 : f32[]
+  %s = range %zero, %f, %step
+  ret %r, %s
+}
+""")
+    compile_library(module, tmp_path)
+    lib, vm = aot.load(tmp_path), dlvmrt.VM(module, jit="off")
+    for a, b, c, f in ((0, 7, 2, 1.1), (5, -3, -3, 0.0), (2, 2, 1, -1.0)):
+        args = (np.array(a), np.array(b), np.array(c), np.array(f, np.float32))
+        close(lib.run("main", *args), vm.run("main", *args))
+    with pytest.raises(Trap, match="delta is 0"):
+        lib.run("main", np.array(0), np.array(3), np.array(0), np.array(1.0, np.float32))

@@ -1682,6 +1682,41 @@ HIDDEN int dlvm_rt_argext(dlvm_ctx *ctx, const dlvm_val *x, int64_t axis, int ke
     return 0;
 }
 
+/* range start, limit, delta: start + i * delta in the operands' dtype (ONNX Range) */
+HIDDEN int dlvm_rt_range(dlvm_ctx *ctx, const dlvm_val *start, const dlvm_val *limit,
+                         const dlvm_val *delta, dlvm_val *out) {
+    int32_t dt = start->dtype;
+    if (dt != DT_I64 && dt != DT_I32 && dt != DT_F32 && dt != DT_F64)
+        return dlvm_rt_fail(ctx, DLVM_RT_ERR_GUARD, "range of %s is not compiled ahead of time",
+                            dtype_name(dt));
+    double s0 = element_as_double(start, 0), l0 = element_as_double(limit, 0);
+    double d0 = element_as_double(delta, 0);
+    if (dt == DT_I64) {
+        s0 = (double)((const int64_t *)start->data)[0];
+        l0 = (double)((const int64_t *)limit->data)[0];
+        d0 = (double)((const int64_t *)delta->data)[0];
+    }
+    if (d0 == 0) return dlvm_rt_fail(ctx, DLVM_RT_ERR_TRAP, "range: delta is 0");
+    double count = ceil((l0 - s0) / d0);
+    int64_t n = count > 0 ? (int64_t)count : 0;
+    dlvm_val tmp = {0};
+    if (dlvm_rt_alloc(ctx, &tmp, dt, 1, &n)) return 1;
+    for (int64_t i = 0; i < n; i++) {
+        switch (dt) {
+        case DT_I64: ((int64_t *)tmp.data)[i] = ((const int64_t *)start->data)[0] +
+                                                 i * ((const int64_t *)delta->data)[0]; break;
+        case DT_I32: ((int32_t *)tmp.data)[i] = (int32_t)(((const int32_t *)start->data)[0] +
+                                                 (int32_t)i * ((const int32_t *)delta->data)[0]); break;
+        case DT_F32: ((float *)tmp.data)[i] = ((const float *)start->data)[0] +
+                                               (float)i * ((const float *)delta->data)[0]; break;
+        default: ((double *)tmp.data)[i] = s0 + (double)i * d0;
+        }
+    }
+    dlvm_rt_release(out);
+    *out = tmp;
+    return 0;
+}
+
 HIDDEN int dlvm_rt_concat(dlvm_ctx *ctx, dlvm_val *const *xs, int n, int64_t axis, dlvm_val *out) {
     int rank = xs[0]->rank;
     if (axis < 0) axis += rank;
