@@ -20,7 +20,7 @@
 /* ---- buffers -----------------------------------------------------------------------------
  * A call allocates a buffer per intermediate value and frees it when the value dies; the same
  * sizes come back every step of a loop and every call. Each thread keeps a few freed buffers
- * per power-of-two size class (at most 256 MB in all) and hands them out again, so a
+ * per power-of-two size class (at most 256 MB per thread, 512 MB per process) and hands them out again, so a
  * steady-state call reaches malloc for little but its results: a large buffer is not mapped and
  * faulted in afresh on every call (at batch 32, page faults took a third of MobileNet's time).
  * A thread's buffers are freed when it exits. Buffers are 64-byte aligned and a whole class in size, so any thread may free
@@ -28,6 +28,9 @@
 #define CACHE_CLASSES 27            /* 64 B .. 4 GB (64 B << 26) */
 #define CACHE_PER_CLASS 8
 #define CACHE_BYTES ((size_t)256 << 20)
+#define PROCESS_CACHE_BYTES ((int64_t)512 << 20)   /* all threads together */
+
+static int64_t cached_total;        /* bytes cached by every thread (atomic) */
 
 typedef struct {
     void *items[CACHE_CLASSES][CACHE_PER_CLASS];
@@ -42,6 +45,7 @@ static void cache_destroy(void *p) {
     buffer_cache *c = p;
     for (int k = 0; k < CACHE_CLASSES; k++)
         for (int i = 0; i < c->count[k]; i++) free(c->items[k][i]);
+    __atomic_sub_fetch(&cached_total, (int64_t)c->bytes, __ATOMIC_RELAXED);
     free(c);
 }
 
@@ -80,6 +84,7 @@ static void *buffer_alloc(size_t *bytes) {
         buffer_cache *c = thread_cache();
         if (c && c->count[k] > 0) {
             c->bytes -= *bytes;
+            __atomic_sub_fetch(&cached_total, (int64_t)*bytes, __ATOMIC_RELAXED);
             return c->items[k][--c->count[k]];
         }
     }
@@ -91,9 +96,12 @@ static void buffer_free(void *data, size_t bytes) {
     if (k < CACHE_CLASSES && ((size_t)64 << k) == bytes) {
         buffer_cache *c = thread_cache();
         if (c && c->count[k] < CACHE_PER_CLASS && c->bytes + bytes <= CACHE_BYTES) {
-            c->items[k][c->count[k]++] = data;
-            c->bytes += bytes;
-            return;
+            if (__atomic_add_fetch(&cached_total, (int64_t)bytes, __ATOMIC_RELAXED) <= PROCESS_CACHE_BYTES) {
+                c->items[k][c->count[k]++] = data;
+                c->bytes += bytes;
+                return;
+            }
+            __atomic_sub_fetch(&cached_total, (int64_t)bytes, __ATOMIC_RELAXED);   /* over the cap */
         }
     }
     free(data);
