@@ -8,6 +8,7 @@ import threading
 
 import numpy as np
 import pytest
+from results import close
 from shared_paths import SHARED_EXAMPLES, example_programs
 
 import assembler
@@ -51,16 +52,6 @@ def build(tmp_path_factory, module, name: str):
     out = tmp_path_factory.mktemp(name)
     compile_library(module, out)
     return aot.load(out), out
-
-
-def close(got, want, tol=2e-6):
-    assert len(got) == len(want)
-    for g, w in zip(got, want):
-        assert g.shape == w.shape and g.dtype == w.dtype
-        if w.dtype.kind == "f":
-            np.testing.assert_allclose(g, w, rtol=tol, atol=tol)
-        else:
-            np.testing.assert_array_equal(g, w)
 
 
 @pytest.mark.parametrize("program", example_programs(), ids=lambda p: p.stem)

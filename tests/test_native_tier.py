@@ -7,6 +7,7 @@ import threading
 
 import numpy as np
 import pytest
+import results
 from shared_paths import example_programs
 
 import assembler
@@ -61,13 +62,7 @@ def native_vm(source, **kw):
 
 
 def close(got, want, tol=1e-5):
-    assert len(got) == len(want)
-    for g, w in zip(got, want):
-        assert g.shape == w.shape and g.dtype == w.dtype
-        if w.dtype.kind == "f":
-            np.testing.assert_allclose(g, w, rtol=tol, atol=tol)
-        else:
-            np.testing.assert_array_equal(g, w)
+    results.close(got, want, tol)
 
 
 @pytest.mark.parametrize("program", example_programs(), ids=lambda p: p.stem)

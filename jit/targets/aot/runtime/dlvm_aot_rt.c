@@ -826,6 +826,30 @@ static void few_rows_task(void *arg, int64_t lo, int64_t hi, int64_t part) {
         few_rows_span(hi - lo, f->k, f->a + i * f->k, f->b + lo, f->n, f->c + i * f->n + lo);
 }
 
+/* Run a product across the pool, split along the side that costs each thread less memory
+ * traffic (as jit/targets/cpu/gemm.py): b_reads is what packing B costs in reads of it. */
+static int gemm_split(dlvm_ctx *ctx, gemm_call *g, double b_reads) {
+    int64_t m = g->m, n = g->n, k = g->k;
+    int threads = dlvm_rt_threads();
+    int64_t parts = 1, panels;
+    if (threads > 1 && m * n * k >= DLVM_GEMM_PARALLEL_MACS) {
+        int64_t row_panels = (m + DLVM_GEMM_MR - 1) / DLVM_GEMM_MR;
+        int64_t col_panels = (n + DLVM_GEMM_NR - 1) / DLVM_GEMM_NR;
+        double a_cost = (double)m * k * 3, b_cost = (double)n * k * b_reads;
+        g->by_rows = a_cost / threads + b_cost < a_cost + b_cost / threads;
+        if (g->by_rows && row_panels < threads) g->by_rows = 0;
+        else if (!g->by_rows && col_panels < threads) g->by_rows = 1;
+        panels = g->by_rows ? row_panels : col_panels;
+        parts = threads;
+    } else {
+        g->by_rows = 1;
+        panels = (m + DLVM_GEMM_MR - 1) / DLVM_GEMM_MR;
+    }
+    dlvm_rt_parallel(gemm_task, g, panels, parts);
+    if (g->failed) return dlvm_rt_fail(ctx, DLVM_RT_ERR_RESOURCE, "out of memory (GEMM packing)");
+    return 0;
+}
+
 static int sgemm_with(dlvm_ctx *ctx, int64_t m, int64_t n, int64_t k, const float *a,
                       const float *b, float *c, const float *packed, int64_t padded) {
     if (m == 0 || n == 0) return 0;
@@ -844,25 +868,8 @@ static int sgemm_with(dlvm_ctx *ctx, int64_t m, int64_t n, int64_t k, const floa
         return 0;
     }
     gemm_call g = {m, n, k, a, packed ? packed : b, c, 1, 0, packed ? padded : 0, NULL};
-    int threads = dlvm_rt_threads();
-    int64_t parts = 1, panels;
-    if (threads > 1 && m * n * k >= DLVM_GEMM_PARALLEL_MACS) {
-        int64_t row_panels = (m + DLVM_GEMM_MR - 1) / DLVM_GEMM_MR;
-        int64_t col_panels = (n + DLVM_GEMM_NR - 1) / DLVM_GEMM_NR;
-        /* split the side that costs each thread less memory traffic (as jit/gemm.py) */
-        /* packing an operand costs about 3 reads of it; a prepacked one is read once */
-        double a_cost = (double)m * k * 3, b_cost = (double)n * k * (g.b_padded ? 1 : 3);
-        g.by_rows = a_cost / threads + b_cost < a_cost + b_cost / threads;
-        if (g.by_rows && row_panels < threads) g.by_rows = 0;
-        else if (!g.by_rows && col_panels < threads) g.by_rows = 1;
-        panels = g.by_rows ? row_panels : col_panels;
-        parts = threads;
-    } else {
-        panels = (m + DLVM_GEMM_MR - 1) / DLVM_GEMM_MR;
-    }
-    dlvm_rt_parallel(gemm_task, &g, panels, parts);
-    if (g.failed) return dlvm_rt_fail(ctx, DLVM_RT_ERR_RESOURCE, "out of memory (GEMM packing)");
-    return 0;
+    /* packing an operand costs about 3 reads of it; a prepacked one is read once */
+    return gemm_split(ctx, &g, packed ? 1 : 3);
 }
 
 static int sgemm(dlvm_ctx *ctx, int64_t m, int64_t n, int64_t k, const float *a, const float *b,
@@ -876,24 +883,7 @@ static int sgemm_conv(dlvm_ctx *ctx, int64_t m, int64_t n, int64_t k, const floa
                       const float *image, const int64_t *geometry, float *c) {
     if (m == 0 || n == 0) return 0;
     gemm_call g = {m, n, k, a, image, c, 1, 0, 0, geometry};
-    int threads = dlvm_rt_threads();
-    int64_t parts = 1, panels;
-    if (threads > 1 && m * n * k >= DLVM_GEMM_PARALLEL_MACS) {
-        int64_t row_panels = (m + DLVM_GEMM_MR - 1) / DLVM_GEMM_MR;
-        int64_t col_panels = (n + DLVM_GEMM_NR - 1) / DLVM_GEMM_NR;
-        /* packing patches from the image costs about 2 reads of them */
-        double a_cost = (double)m * k * 3, b_cost = (double)n * k * 2;
-        g.by_rows = a_cost / threads + b_cost < a_cost + b_cost / threads;
-        if (g.by_rows && row_panels < threads) g.by_rows = 0;
-        else if (!g.by_rows && col_panels < threads) g.by_rows = 1;
-        panels = g.by_rows ? row_panels : col_panels;
-        parts = threads;
-    } else {
-        panels = (m + DLVM_GEMM_MR - 1) / DLVM_GEMM_MR;
-    }
-    dlvm_rt_parallel(gemm_task, &g, panels, parts);
-    if (g.failed) return dlvm_rt_fail(ctx, DLVM_RT_ERR_RESOURCE, "out of memory (GEMM packing)");
-    return 0;
+    return gemm_split(ctx, &g, 2);      /* packing patches from the image: about 2 reads */
 }
 
 static pthread_mutex_t pack_lock = PTHREAD_MUTEX_INITIALIZER;
