@@ -65,6 +65,18 @@ def test_decoder_with_transposed_conv_and_resize():
     _check(net, {"x": _rand(1, 4, 5, 6)})
 
 
+def test_upsampling_transposed_conv_with_a_dynamic_batch():
+    # stride = kernel (UNet's upsampling): one product and a reshuffle, any batch
+    torch.manual_seed(6)
+    net = torch.nn.Sequential(torch.nn.ConvTranspose2d(4, 3, 2, stride=2), torch.nn.ReLU())
+    model = nets.export(net, (torch.from_numpy(_rand(2, 4, 5, 6)),), ["x"], {"x": {0: "batch"}})
+    vm = dlvmrt.VM(import_onnx(model))
+    for n in (1, 3):
+        x = _rand(n, 4, 5, 6)
+        want = net(torch.from_numpy(x)).detach().numpy()
+        np.testing.assert_allclose(vm.run("main", x)[0], want, rtol=1e-5, atol=1e-5)
+
+
 def test_dynamic_batch_is_a_named_dim():
     torch.manual_seed(4)
     net = nets.small_cnn()

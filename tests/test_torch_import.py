@@ -177,6 +177,9 @@ def test_backend_trains_layer_norm_and_gelu_in_dlvm(monkeypatch):
     (lambda: torch.nn.ConvTranspose2d(4, 6, (3, 2), stride=(2, 1), padding=(0, 1), groups=2,
                                       dilation=(1, 2)), (2, 4, 5, 6)),
     (lambda: torch.nn.ConvTranspose1d(3, 5, 4, stride=3, padding=1), (2, 3, 7)),
+    # stride = kernel: one product and a reshuffle (frontends/base/conv_transpose.py)
+    (lambda: torch.nn.ConvTranspose2d(4, 6, 2, stride=2), (2, 4, 5, 6)),
+    (lambda: torch.nn.ConvTranspose2d(3, 2, (3, 2), stride=(3, 2), bias=False), (1, 3, 4, 5)),
 ])
 def test_transposed_convolutions_import(make, shape):
     from frontends.torch import import_torch
