@@ -47,6 +47,7 @@ import numpy as np
 
 from isa.errors import InternalError, Trap
 
+from . import allocator
 from .devices import Device, default_accelerator, get_device, resolve_device
 from .frame_layout import readonly
 from .function_code import BlockCode, FunctionCode
@@ -167,6 +168,8 @@ class VM:
         self.runners: list = []          # every installed region runner, for profile / REPL
         self._queued: set = set()        # (code, block) whose tier-up waits on the compiler
         self.native = tier_for(self, native)     # the whole program as one library (native_tier.py)
+        if jit != "off":
+            allocator.tune()        # freed memory kept for the next call (allocator.py)
 
     @property
     def module(self):
