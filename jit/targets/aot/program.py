@@ -624,7 +624,9 @@ class ProgramCompiler:
               f"DLVM_RT_ERR_ARGUMENT, \"input {i} has rank %d\", inputs[{i}].rank);")
             w(f"dlvm_rt_const(&args[{i}], inputs[{i}].data, inputs[{i}].dtype, inputs[{i}].rank, "
               f"inputs[{i}].shape);")
+        w("dlvm_rt_call_begin();")
         w(f"int32_t rc = fn_{ident(fname)}(&ctx, args, res);")
+        w("dlvm_rt_call_end();")
         w("int exported = 0;")
         w(f"for (int j = 0; j < {nr} && rc == 0; j++, exported++) {{")
         w("size_t bytes = (size_t)dlvm_rt_numel(&res[j]) * dlvm_rt_itemsize(res[j].dtype);", 2)

@@ -133,6 +133,9 @@ int dlvm_rt_gather(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *idx, int64_
 
 /* threads */
 void dlvm_rt_set_threads(int n);
+/* an entry point's call begins / ends (the pool's workers spin only during calls) */
+void dlvm_rt_call_begin(void);
+void dlvm_rt_call_end(void);
 /* the blocks one call may run before it fails with DLVM_RT_ERR_RESOURCE (0: no limit) */
 void dlvm_rt_set_max_steps(int64_t n);
 int64_t dlvm_rt_max_steps(void);
