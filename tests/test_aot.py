@@ -453,3 +453,22 @@ entry:
         close(lib.run("main", *args), vm.run("main", *args))
     with pytest.raises(Trap, match="delta is 0"):
         lib.run("main", np.array(0), np.array(3), np.array(0), np.array(1.0, np.float32))
+
+
+def test_gather_nd(tmp_path):
+    module = assembler.parse("""module gnd
+func @main(%x: f32[N, 4, 3], %i: i64[N, 2, 1], %j: i64[5, 2]) -> (f32[N, 2, 3], f32[5, 3]) {
+entry:
+  %a = gather_nd %x, %i {batch_dims = 1}
+  %b = gather_nd %x, %j
+  ret %a, %b
+}
+""")
+    compile_library(module, tmp_path)
+    lib, vm = aot.load(tmp_path), dlvmrt.VM(module, jit="off")
+    x = np.arange(36, dtype=np.float32).reshape(3, 4, 3)
+    i = np.array([[[0], [3]], [[-1], [2]], [[1], [1]]])
+    j = np.array([[0, 0], [2, -1], [1, 3], [0, 2], [-3, 1]])
+    close(lib.run("main", x, i, j), vm.run("main", x, i, j))
+    with pytest.raises(Trap, match="gather_nd index 4 is out of range"):
+        lib.run("main", x, np.full((3, 2, 1), 4), j)

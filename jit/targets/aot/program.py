@@ -31,7 +31,7 @@ from .variant import MAX_RANK, Variant, representatives, variant_for
 # ops the runtime runs (dlvm_aot_rt.c) besides regions and control flow
 HELPER_OPS = frozenset({"matmul", "conv2d", "maxpool2d", "reshape", "transpose", "broadcast_to",
                         "expand_dims", "squeeze", "concat", "slice", "gather", "shape_of",
-                        "reshape_dyn", "broadcast_dyn", "pad", "argmax", "argmin", "range"})
+                        "reshape_dyn", "broadcast_dyn", "pad", "argmax", "argmin", "range", "gather_nd"})
 CONTROL_OPS = frozenset({"jmp", "br", "ret", "call", "assert", "const", "mov"})
 
 
@@ -562,6 +562,8 @@ class ProgramCompiler:
                 steps[ax] = int(a["steps"][j]) if a.get("steps") is not None else 1
             call = (f"dlvm_rt_slice(ctx, {vals[0]}, {i64_array(starts)}, {i64_array(stops)}, "
                     f"{i64_array(steps)}, {dst})")
+        elif op == "gather_nd":
+            call = f"dlvm_rt_gather_nd(ctx, {vals[0]}, {vals[1]}, {int(a['batch_dims'])}, {dst})"
         elif op == "range":
             call = f"dlvm_rt_range(ctx, {vals[0]}, {vals[1]}, {vals[2]}, {dst})"
         elif op in ("argmax", "argmin"):

@@ -1767,6 +1767,58 @@ HIDDEN int dlvm_rt_range(dlvm_ctx *ctx, const dlvm_val *start, const dlvm_val *l
     return 0;
 }
 
+/* gather_nd with batch_dims b (ONNX GatherND): per batch entry, each index tuple of length k
+ * (the last dim of idx) picks a slice a[batch][i0, ..., ik-1]; negative indices count from the
+ * back, out-of-range ones trap */
+HIDDEN int dlvm_rt_gather_nd(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *idx, int64_t b,
+                             dlvm_val *out) {
+    if (idx->dtype != DT_I64 && idx->dtype != DT_I32)
+        return dlvm_rt_fail(ctx, DLVM_RT_ERR_GUARD, "gather_nd indices of %s", dtype_name(idx->dtype));
+    int64_t k = idx->shape[idx->rank - 1];
+    for (int d = 0; d < b; d++)
+        if (x->shape[d] != idx->shape[d])
+            return dlvm_rt_fail(ctx, DLVM_RT_ERR_TRAP, "gather_nd: batch dims of the operand and "
+                                "the indices differ");
+    int64_t shape[DLVM_MAX_RANK];
+    int r = 0;
+    for (int d = 0; d < idx->rank - 1; d++) shape[r++] = idx->shape[d];
+    for (int d = (int)(b + k); d < x->rank; d++) {
+        if (r >= DLVM_MAX_RANK)
+            return dlvm_rt_fail(ctx, DLVM_RT_ERR_GUARD, "gather_nd result of rank above %d", DLVM_MAX_RANK);
+        shape[r++] = x->shape[d];
+    }
+    int64_t batch = numel_of((int)b, x->shape);
+    int64_t tuples = numel_of(idx->rank - 1 - (int)b, idx->shape + b);
+    int64_t slice = numel_of(x->rank - (int)(b + k), x->shape + b + k);
+    int64_t per_batch = numel_of(x->rank - (int)b, x->shape + b);
+    size_t item = dlvm_rt_itemsize(x->dtype);
+    dlvm_val tmp = {0};
+    if (dlvm_rt_alloc(ctx, &tmp, x->dtype, r, shape)) return 1;
+    const char *src = x->data;
+    char *dst = tmp.data;
+    for (int64_t j = 0; j < batch; j++)
+        for (int64_t t = 0; t < tuples; t++) {
+            int64_t off = 0;
+            for (int64_t q = 0; q < k; q++) {
+                int64_t at = (j * tuples + t) * k + q;
+                int64_t i = idx->dtype == DT_I64 ? ((const int64_t *)idx->data)[at]
+                                                 : ((const int32_t *)idx->data)[at];
+                int64_t size = x->shape[b + q];
+                if (i < -size || i >= size) {
+                    dlvm_rt_release(&tmp);
+                    return dlvm_rt_fail(ctx, DLVM_RT_ERR_TRAP, "gather_nd index %lld is out of range",
+                                        (long long)i);
+                }
+                off = off * size + (i < 0 ? i + size : i);
+            }
+            memcpy(dst + (size_t)((j * tuples + t) * slice) * item,
+                   src + (size_t)(j * per_batch + off * slice) * item, (size_t)slice * item);
+        }
+    dlvm_rt_release(out);
+    *out = tmp;
+    return 0;
+}
+
 HIDDEN int dlvm_rt_concat(dlvm_ctx *ctx, dlvm_val *const *xs, int n, int64_t axis, dlvm_val *out) {
     int rank = xs[0]->rank;
     if (axis < 0) axis += rank;

@@ -126,6 +126,8 @@ int dlvm_rt_argext(dlvm_ctx *ctx, const dlvm_val *x, int64_t axis, int keepdims,
                    dlvm_val *out);
 int dlvm_rt_range(dlvm_ctx *ctx, const dlvm_val *start, const dlvm_val *limit, const dlvm_val *delta,
                   dlvm_val *out);
+int dlvm_rt_gather_nd(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *idx, int64_t batch_dims,
+                      dlvm_val *out);
 int dlvm_rt_concat(dlvm_ctx *ctx, dlvm_val *const *xs, int n, int64_t axis, dlvm_val *out);
 int dlvm_rt_slice(dlvm_ctx *ctx, const dlvm_val *x, const int64_t *starts, const int64_t *stops,
                   const int64_t *steps, dlvm_val *out);
