@@ -472,3 +472,27 @@ entry:
     close(lib.run("main", x, i, j), vm.run("main", x, i, j))
     with pytest.raises(Trap, match="gather_nd index 4 is out of range"):
         lib.run("main", x, np.full((3, 2, 1), 4), j)
+
+
+def test_a_region_has_a_variant_for_each_broadcast():
+    # %y's unknown dims line up with the mask's literal 4: at run time that dim is 4 or 1, and
+    # the library holds a variant for each (dlvm_rt_region_any tries them in turn)
+    module = assembler.parse("""module bc
+func @main(%x: f32[N], %s: i64[4]) -> f32[?, ?, ?, ?] {
+entry:
+  %y = reshape_dyn %x, %s
+  %m = const 1.5 : f32[1, 1, 4, 1]
+  %z = mul %y, %m
+  ret %z
+}
+""")
+    import tempfile
+    with tempfile.TemporaryDirectory() as d:
+        compile_library(module, d)
+        lib, vm = aot.load(d), dlvmrt.VM(module, jit="off")
+        x = np.arange(4, dtype=np.float32) - 1
+        for s in ([1, 1, 1, 4], [1, 1, 4, 1], [1, 2, 4, 1], [2, 1, 1, 2]):
+            close(lib.run("main", x if s != [1, 2, 4, 1] else np.arange(8, dtype=np.float32),
+                          np.array(s)),
+                  vm.run("main", x if s != [1, 2, 4, 1] else np.arange(8, dtype=np.float32),
+                         np.array(s)))

@@ -312,12 +312,27 @@ class ProgramCompiler:
                 shapes.append(rows[region.start].results[0].shape)
             else:
                 shapes.append(self._input_type(region, rows, t.source).shape)
-        variant = variant_for(k, representatives(shapes))
+        # a named or unknown dim lined up with a literal size is that size or 1 (a broadcast) at
+        # run time: a variant for each, tried in turn by the runtime (dlvm_rt_region_any)
+        variants, errors = [], []
+        for broadcast in (False, True):
+            try:
+                v = variant_for(k, representatives(shapes, broadcast=broadcast))
+            except ValueError as e:
+                errors.append(e)
+                continue
+            if all(v.spec != u.spec or v.groups != u.groups for u in variants):
+                variants.append(v)
+        if not variants:
+            raise errors[0]
         rows_of = _row_nodes(k)
-        cname = f"dlvm_{ident(self.prefix)}_k{len(self.out.kernels)}"
-        ir_module, slots = lower_kernel(k, variant.spec, cname + "_fn")
-        self.out.kernels.append(RegionKernel(cname, k, variant, where, str(ir_module), slots,
-                                             rows_of))
+        cnames = []
+        for variant in variants:
+            cname = f"dlvm_{ident(self.prefix)}_k{len(self.out.kernels)}"
+            ir_module, slots = lower_kernel(k, variant.spec, cname + "_fn")
+            self.out.kernels.append(RegionKernel(cname, k, variant, where, str(ir_module), slots,
+                                                 rows_of))
+            cnames.append(cname)
         ins = []
         for t in k.inputs:
             if t.source < 0:
@@ -328,7 +343,9 @@ class ProgramCompiler:
         n_out = len(k.outputs)
         self.w(f"dlvm_val *ins[] = {{{', '.join(ins) or 'NULL'}}};", 2)
         self.w(f"dlvm_val outs[{max(n_out, 1)}]; memset(outs, 0, sizeof outs);", 2)
-        self.w(f"if (dlvm_rt_region(ctx, &{cname}, ins, outs)) {{ for (int j = 0; j < {n_out}; j++) "
+        tables = ", ".join(f"&{c}" for c in cnames)
+        self.w(f"if (dlvm_rt_region_any(ctx, (const dlvm_rt_kernel *const[]){{{tables}}}, "
+               f"{len(cnames)}, ins, outs)) {{ for (int j = 0; j < {n_out}; j++) "
                f"dlvm_rt_release(&outs[j]); goto {self._fail}; }}", 2)
         for j, o in enumerate(k.outputs):
             self.w(f"dlvm_rt_assign(&r[{self.regs[o.name]}], &outs[{j}]); dlvm_rt_release(&outs[{j}]);", 2)
@@ -362,8 +379,7 @@ class ProgramCompiler:
                 if len(n.args) > 3:
                     raise Unsupported(f"a kernel node {n.op} of {len(n.args)} operands")
                 nodes += [5 if len(nodes) // 4 in rk.rows else 4] + args
-        math_ops = sum(1 for n in k.nodes if n.op in ("exp", "log", "tanh", "sin", "cos", "erf",
-                                                      "pow", "sigmoid", "gelu"))
+        math_ops = sum(1 for n in k.nodes if n.op in OPS and OPS[n.op].facts.costly)
         nbytes = sum(t.dtype.itemsize for t in k.inputs) + sum(o.dtype.itemsize for o in k.outputs)
         work = 0.05 * nbytes + 0.03 * len(k.nodes) + 0.4 * math_ops
         c = rk.cname

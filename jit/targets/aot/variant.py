@@ -31,18 +31,23 @@ def representative(shape) -> tuple[int, ...]:
     return tuple(d if isinstance(d, int) else 2 for d in shape)
 
 
-def representatives(shapes: list) -> list[tuple[int, ...]]:
+def representatives(shapes: list, broadcast: bool = False) -> list[tuple[int, ...]]:
     """Static shapes for a region's inputs together: a named or unknown dim that lines up
-    (right-aligned) with a literal size above 1 in another input must be that size (or 1) at
-    run time, so it takes that size; the others become 2. (Each on its own would give
-    [2, 2, 128] against [1, 65, 128], which do not broadcast: a ViT's class token concat.)"""
+    (right-aligned) with a literal size above 1 in another input must be that size or 1 at run
+    time, so it takes that size (a ViT's class-token concat: [?, ?, 128] against [1, 65, 128]),
+    or 1 with `broadcast` (a mask [?, ?, ?, 32] against [1, 1, 32, 1]); the others become 2.
+    (Each shape on its own would give [2, 2, 128] against [1, 65, 128], which do not broadcast.)"""
     rank = max((len(s) for s in shapes), default=0)
     known: dict[int, int] = {}
     for s in shapes:
         for i, d in enumerate(s):
             if isinstance(d, int) and d > 1:
                 known.setdefault(rank - len(s) + i, d)
-    return [tuple(d if isinstance(d, int) else known.get(rank - len(s) + i, 2)
+    def pick(axis: int) -> int:
+        if axis not in known:
+            return 2
+        return 1 if broadcast else known[axis]
+    return [tuple(d if isinstance(d, int) else pick(rank - len(s) + i)
                   for i, d in enumerate(s)) for s in shapes]
 
 

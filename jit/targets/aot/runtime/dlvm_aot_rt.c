@@ -1016,6 +1016,19 @@ static int product(dlvm_ctx *ctx, int32_t dtype, int64_t m, int64_t n, int64_t k
     }
 }
 
+/* A region compiled for more than one broadcast pattern: the first variant whose guard passes
+ * runs (a guard fails before anything is allocated or written); the last one's error stands. */
+HIDDEN int dlvm_rt_region_any(dlvm_ctx *ctx, const dlvm_rt_kernel *const *variants, int n,
+                              dlvm_val *const *ins, dlvm_val *outs) {
+    for (int i = 0; i < n; i++) {
+        int rc = dlvm_rt_region(ctx, variants[i], ins, outs);
+        if (rc != DLVM_RT_ERR_GUARD || i == n - 1) return rc;
+        ctx->status->code = DLVM_RT_OK;         /* try the next variant */
+        ctx->status->message[0] = 0;
+    }
+    return 0;
+}
+
 HIDDEN int dlvm_rt_matmul(dlvm_ctx *ctx, const dlvm_val *a, const dlvm_val *b, dlvm_val *out) {
     /* NumPy's matmul: a vector a is a row, a vector b a column; batch dims broadcast */
     int64_t as[DLVM_MAX_RANK + 1], bs[DLVM_MAX_RANK + 1];

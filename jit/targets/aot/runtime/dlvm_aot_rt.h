@@ -93,6 +93,8 @@ int dlvm_rt_check_result(dlvm_ctx *ctx, int index, const dlvm_val *v, int32_t wa
 
 /* compiled regions and heads */
 int dlvm_rt_region(dlvm_ctx *ctx, const dlvm_rt_kernel *k, dlvm_val *const *ins, dlvm_val *outs);
+int dlvm_rt_region_any(dlvm_ctx *ctx, const dlvm_rt_kernel *const *variants, int n,
+                       dlvm_val *const *ins, dlvm_val *outs);
 int dlvm_rt_matmul(dlvm_ctx *ctx, const dlvm_val *a, const dlvm_val *b, dlvm_val *out);
 
 /* A constant right operand, packed once for the GEMM kernel on first use (as the JIT prepacks
