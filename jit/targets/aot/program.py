@@ -26,7 +26,7 @@ from jit.llvm.lower import lower_kernel
 from jit.regions import ELEMENTWISE, EPILOGUE_KINDS, REDUCE, Region, form_regions
 
 from .cnames import c_double, c_string, dtype_code, i64_array, ident
-from .variant import MAX_RANK, Variant, representatives, variant_for
+from .variant import MAX_RANK, Variant, ambiguous_axes, representatives, variant_for
 
 # ops the runtime runs (dlvm_aot_rt.c) besides regions and control flow
 HELPER_OPS = frozenset({"matmul", "conv2d", "maxpool2d", "reshape", "transpose", "broadcast_to",
@@ -313,11 +313,18 @@ class ProgramCompiler:
             else:
                 shapes.append(self._input_type(region, rows, t.source).shape)
         # a named or unknown dim lined up with a literal size is that size or 1 (a broadcast) at
-        # run time: a variant for each, tried in turn by the runtime (dlvm_rt_region_any)
+        # run time: a variant for each way (every combination for up to 3 such axes, else all
+        # one way or all the other), tried in turn by the runtime (dlvm_rt_region_any)
+        axes = ambiguous_axes(shapes)
+        if len(axes) <= 3:
+            choices = [frozenset(a for j, a in enumerate(axes) if m >> j & 1)
+                       for m in range(1 << len(axes))]
+        else:
+            choices = [frozenset(), frozenset(axes)]
         variants, errors = [], []
-        for broadcast in (False, True):
+        for ones in choices:
             try:
-                v = variant_for(k, representatives(shapes, broadcast=broadcast))
+                v = variant_for(k, representatives(shapes, ones))
             except ValueError as e:
                 errors.append(e)
                 continue

@@ -31,22 +31,32 @@ def representative(shape) -> tuple[int, ...]:
     return tuple(d if isinstance(d, int) else 2 for d in shape)
 
 
-def representatives(shapes: list, broadcast: bool = False) -> list[tuple[int, ...]]:
-    """Static shapes for a region's inputs together: a named or unknown dim that lines up
-    (right-aligned) with a literal size above 1 in another input must be that size or 1 at run
-    time, so it takes that size (a ViT's class-token concat: [?, ?, 128] against [1, 65, 128]),
-    or 1 with `broadcast` (a mask [?, ?, ?, 32] against [1, 1, 32, 1]); the others become 2.
-    (Each shape on its own would give [2, 2, 128] against [1, 65, 128], which do not broadcast.)"""
+def ambiguous_axes(shapes: list) -> list[int]:
+    """Right-aligned axes where a named or unknown dim lines up with a literal size above 1 in
+    another input: at run time it is that size or 1 (a broadcast)."""
+    rank = max((len(s) for s in shapes), default=0)
+    literal = {rank - len(s) + i for s in shapes for i, d in enumerate(s) if isinstance(d, int) and d > 1}
+    return sorted({rank - len(s) + i for s in shapes for i, d in enumerate(s)
+                   if not isinstance(d, int) and rank - len(s) + i in literal})
+
+
+def representatives(shapes: list, ones: frozenset[int] = frozenset()) -> list[tuple[int, ...]]:
+    """Static shapes for a region's inputs together: a named or unknown dim on an ambiguous axis
+    takes the literal size it lines up with (a ViT's class-token concat: [?, ?, 128] against
+    [1, 65, 128]), or 1 on the axes in `ones` (a mask [?, ?, ?, 32] against [1, 1, 32, 1]); the
+    others become 2. (Each shape on its own would give [2, 2, 128] against [1, 65, 128], which
+    do not broadcast.)"""
     rank = max((len(s) for s in shapes), default=0)
     known: dict[int, int] = {}
     for s in shapes:
         for i, d in enumerate(s):
             if isinstance(d, int) and d > 1:
                 known.setdefault(rank - len(s) + i, d)
+
     def pick(axis: int) -> int:
         if axis not in known:
             return 2
-        return 1 if broadcast else known[axis]
+        return 1 if axis in ones else known[axis]
     return [tuple(d if isinstance(d, int) else pick(rank - len(s) + i)
                   for i, d in enumerate(s)) for s in shapes]
 
