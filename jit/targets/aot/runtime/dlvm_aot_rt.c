@@ -1920,13 +1920,30 @@ HIDDEN int dlvm_rt_gather(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *idx,
     int64_t outer = numel_of((int)axis, x->shape), inner = numel_of(rank - (int)axis - 1, x->shape + axis + 1);
     size_t row = (size_t)inner * item;
     char *dst = tmp.data;
-    for (int64_t o = 0; o < outer; o++)
-        for (int64_t i = 0; i < n_idx; i++) {
-            int64_t j = idx->dtype == DT_I32 ? ((const int32_t *)idx->data)[i] : ((const int64_t *)idx->data)[i];
-            if (j < 0) j += size;
-            memcpy(dst, (const char *)x->data + (size_t)(o * size + j) * row, row);
-            dst += row;
-        }
+    /* the indices once, wrapped (a gather along the last axis, a resize's, reads them per row) */
+    int64_t stack_at[256];
+    int64_t *at = n_idx <= 256 ? stack_at : malloc((size_t)(n_idx ? n_idx : 1) * 8);
+    if (!at) {
+        dlvm_rt_release(&tmp);
+        return dlvm_rt_fail(ctx, DLVM_RT_ERR_RESOURCE, "out of memory (gather)");
+    }
+    for (int64_t i = 0; i < n_idx; i++) {
+        int64_t j = idx->dtype == DT_I32 ? ((const int32_t *)idx->data)[i] : ((const int64_t *)idx->data)[i];
+        at[i] = j < 0 ? j + size : j;
+    }
+    if (inner == 1 && item == 4) {          /* element by element, no memcpy call each */
+        const uint32_t *src = x->data;
+        uint32_t *d32 = tmp.data;
+        for (int64_t o = 0; o < outer; o++)
+            for (int64_t i = 0; i < n_idx; i++) d32[o * n_idx + i] = src[o * size + at[i]];
+    } else {
+        for (int64_t o = 0; o < outer; o++)
+            for (int64_t i = 0; i < n_idx; i++) {
+                memcpy(dst, (const char *)x->data + (size_t)(o * size + at[i]) * row, row);
+                dst += row;
+            }
+    }
+    if (at != stack_at) free(at);
     dlvm_rt_release(out);
     *out = tmp;
     return 0;
