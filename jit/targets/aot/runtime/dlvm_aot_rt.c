@@ -911,7 +911,7 @@ static int sgemm_with(dlvm_ctx *ctx, int64_t m, int64_t n, int64_t k, const floa
     }
     if (m < DLVM_GEMM_MIN_ROWS && b) {
         int threads = dlvm_rt_threads();
-        if (threads > 1 && m * n * k >= DLVM_GEMM_PARALLEL_MACS / 16 && n >= 256) {
+        if (threads > 1 && m * n * k >= DLVM_GEMM_PARALLEL_MACS / 64 && n >= 256) {
             few_rows_call f = {m, n, k, a, b, c};
             dlvm_rt_parallel(few_rows_task, &f, n, threads);
         } else {
