@@ -106,13 +106,15 @@ class Facts:
     - mathfn: the C math-library function that computes it (libm / CUDA's libdevice base name,
       "rint" for round); costly: it is a call or a polynomial, not one instruction (the JIT's
       cost model counts these).
-    - combine: for a reduction, the binary op that merges two partial results.
+    - combine: for a reduction, the binary op that merges two partial results; mean: the
+      result is then divided by the count of elements reduced.
     - neutral: for a binary op, (the sides where its neutral element may stand, the element for
       a dtype): x * 1 == x; the optimizer removes such operations.
     - involution: applying it twice is the identity (neg, not)."""
     mathfn: str | None = None
     costly: bool = False
     combine: str | None = None
+    mean: bool = False
     neutral: tuple[tuple[str, ...], Callable[[Any], object]] | None = None
     involution: bool = False
 

@@ -87,16 +87,17 @@ def _arg(f, name):
     return ref
 
 
-def _reduce(name, code, ref, doc, ok=is_numeric, what="numeric", vjp=None, combine=None):
+def _reduce(name, code, ref, doc, ok=is_numeric, what="numeric", vjp=None, combine=None,
+            mean=False):
     return OpDef(name, code, Family.REDUCE, (1, 1), reduce_rule(name, ok, what), ref, doc,
-                 attrs=REDUCE_ATTRS, dtypes=what, vjp=vjp, facts=Facts(combine=combine))
+                 attrs=REDUCE_ATTRS, dtypes=what, vjp=vjp, facts=Facts(combine=combine, mean=mean))
 
 
 OPS = [
     _reduce("reduce_sum", 64, _sum_like(np.sum), "r := sum of a over axes (integers wrap)",
             vjp=adj.sum_vjp, combine="add"),
     _reduce("reduce_mean", 65, _sum_like(np.mean), "r := mean of a over axes", is_float, "float",
-            vjp=adj.mean_vjp, combine="add"),
+            vjp=adj.mean_vjp, combine="add", mean=True),
     _reduce("reduce_max", 66, _extremum(np.max, "reduce_max"),
             "r := maximum of a over axes (NaN if any is NaN); traps on an empty axis",
             vjp=adj.extremum_vjp, combine="max"),

@@ -35,9 +35,17 @@ HELPER_OPS = frozenset({"matmul", "conv2d", "maxpool2d", "reshape", "transpose",
 CONTROL_OPS = frozenset({"jmp", "br", "ret", "call", "assert", "const", "mov"})
 
 
-# reductions the runtime folds over any axes (dlvm_rt_reduce's kind codes)
-_ANY_AXES_REDUCE = {"reduce_sum": 0, "reduce_mean": 1, "reduce_max": 2, "reduce_min": 3,
-                    "reduce_prod": 4}
+# dlvm_rt_reduce's kind codes, by the reduction's combine op (its op record's facts)
+_REDUCE_KIND = {"add": 0, "max": 2, "min": 3, "mul": 4}
+_MEAN_KIND = 1
+
+
+def _reduce_kind(op: str) -> int | None:
+    """The runtime's code for a reduction over any axes, or None for another op."""
+    facts = OPS[op].facts if op in OPS else None
+    if facts is None or facts.combine not in _REDUCE_KIND:
+        return None
+    return _MEAN_KIND if facts.mean else _REDUCE_KIND[facts.combine]
 
 
 class Unsupported(Exception):
@@ -523,7 +531,7 @@ class ProgramCompiler:
         except Unsupported:
             raise
         except Exception as e:  # noqa: BLE001 - the JIT cannot build it: say why
-            if ins.op in _ANY_AXES_REDUCE and t.operands[0].dtype.is_float:
+            if _reduce_kind(ins.op) is not None and t.operands[0].dtype.is_float:
                 self._any_axes_reduce(ins, t, temps)
                 return
             raise Unsupported(f"no kernel: {e}") from None
@@ -537,7 +545,7 @@ class ProgramCompiler:
         mask = sum(1 << ax for ax in set(axes))
         x = self._value(ins.operands[0], t.operands[0], temps)
         dst = f"&r[{self.regs[ins.results[0]]}]"
-        self.w(f"if (dlvm_rt_reduce(ctx, {x}, {mask}u, {_ANY_AXES_REDUCE[ins.op]}, "
+        self.w(f"if (dlvm_rt_reduce(ctx, {x}, {mask}u, {_reduce_kind(ins.op)}, "
                f"{1 if a.get('keepdims') else 0}, {dst})) goto {self._fail};", 2)
 
     def _helper(self, ins: Instr, t, temps: list[str], n: int) -> None:
