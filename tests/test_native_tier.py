@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import results
 from shared_paths import example_programs
+from test_aot import GATHER
 
 import assembler
 import dlvmrt
@@ -27,15 +28,6 @@ def mlp_module():
     f.ret(f.softmax(f.matmul(f.relu(f.matmul(f.arg("x"), w1)), w2)))
     return mb.finish()
 
-
-GATHER = """module gath
-func @main(%x: f32[N, 4], %i: i64[K]) -> f32[K, 4] {
-entry:
-  %y = gather %x, %i {axis = 0}
-  %z = mul %y, 2.0
-  ret %z
-}
-"""
 
 COUNT = """module count
 func @main(%n: i64[]) -> i64[] {
