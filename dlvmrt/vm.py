@@ -20,6 +20,11 @@ jit="always" compiles before the first run, on the calling thread; background=Fa
 "auto" compile on the calling thread too. A process exits promptly with a compile in flight, and
 a forked child starts with a compiler of its own.
 
+Above the regions sits the native tier (dlvmrt/native_tier.py): once an entry has been called
+twice, the whole program is compiled in the background into one library (the AOT target) and
+called in place of the interpreter, signature by signature, where it gives the interpreter's
+results and is faster; any error it returns reruns the call here.
+
 Optimization: with tier-up (jit "auto" or "always") the VM runs the program after the
 whole-program pipeline (`Program.optimized()`: folding, simplification, CSE, dead code; computed
 once and kept with the Program), so interpreted steps and regions see no exporter leftovers.
