@@ -496,3 +496,43 @@ entry:
                           np.array(s)),
                   vm.run("main", x if s != [1, 2, 4, 1] else np.arange(8, dtype=np.float32),
                          np.array(s)))
+
+
+GROW = """module grow
+func @main(%x: f32[T, 3], %n: i64[]) -> (f32[?, 3], f32[?, 3], f32[1, ?]) {
+entry:
+  %zero = const 0 : i64[]
+  %one = const 1 : i64[]
+  %i = mov %zero
+  %ys = const 0.0 : f32[0, 3]
+  %other = const 0.0 : f32[0, 3]
+  %row = const 0.0 : f32[1, 0]
+  jmp head
+head:
+  %more = lt %i, %n
+  br %more, body, done
+body:
+  %xt = gather %x, %i {axis = 0}
+  %x1 = expand_dims %xt {axes = [0]}
+  %old = mov %ys
+  %ys = concat %ys, %x1 {axis = 0}
+  %twice = mul %x1, 2.0
+  %other = concat %old, %twice {axis = 0}
+  %row = concat %row, %x1 {axis = 1}
+  %i = add %i, %one
+  jmp head
+done:
+  ret %ys, %other, %row
+}
+"""
+
+
+def test_a_growing_concat_appends_in_place(tmp_path):
+    # ys grows by one row per step in its own buffer; %other, a second concat onto an older
+    # value of ys, must get its own copy, and ys its rows unchanged
+    module = assembler.parse(GROW)
+    compile_library(module, tmp_path)
+    lib, vm = aot.load(tmp_path), dlvmrt.VM(module, jit="off")
+    x = np.arange(21, dtype=np.float32).reshape(7, 3)
+    for n in (0, 1, 5, 7):
+        close(lib.run("main", x, np.array(n)), vm.run("main", x, np.array(n)))

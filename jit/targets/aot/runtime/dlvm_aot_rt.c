@@ -163,8 +163,18 @@ HIDDEN void dlvm_rt_assign(dlvm_val *dst, const dlvm_val *src) {
     *dst = *src;
 }
 
+/* a new tensor whose buffer has room for `room` more bytes after its data (an appendable
+ * concat result) */
+static int alloc_with_room(dlvm_ctx *ctx, dlvm_val *v, int32_t dtype, int32_t rank,
+                           const int64_t *shape, size_t room);
+
 HIDDEN int dlvm_rt_alloc(dlvm_ctx *ctx, dlvm_val *v, int32_t dtype, int32_t rank,
                          const int64_t *shape) {
+    return alloc_with_room(ctx, v, dtype, rank, shape, 0);
+}
+
+static int alloc_with_room(dlvm_ctx *ctx, dlvm_val *v, int32_t dtype, int32_t rank,
+                           const int64_t *shape, size_t room) {
     int64_t n = numel_of(rank, shape);
     size_t item = dlvm_rt_itemsize(dtype);
     if (n < 0 || (n > 0 && (uint64_t)n > SIZE_MAX / item / 2))
@@ -172,7 +182,7 @@ HIDDEN int dlvm_rt_alloc(dlvm_ctx *ctx, dlvm_val *v, int32_t dtype, int32_t rank
                             (long long)n);
     dlvm_rt_buf *buf = malloc(sizeof *buf);
     /* 64 bytes of slack: kernels may read a vector past a row's end (never write) */
-    size_t bytes = ((size_t)n * item + 64 + 63) / 64 * 64;
+    size_t bytes = ((size_t)n * item + room + 64 + 63) / 64 * 64;
     void *data = buf ? buffer_alloc(&bytes) : NULL;
     if (!data) {
         free(buf);
@@ -182,6 +192,7 @@ HIDDEN int dlvm_rt_alloc(dlvm_ctx *ctx, dlvm_val *v, int32_t dtype, int32_t rank
     buf->refs = 1;
     buf->data = data;
     buf->bytes = bytes;
+    buf->used = (size_t)n * item;
     dlvm_rt_release(v);
     v->buf = buf;
     v->data = data;
@@ -1844,10 +1855,34 @@ HIDDEN int dlvm_rt_concat(dlvm_ctx *ctx, dlvm_val *const *xs, int n, int64_t axi
                 return dlvm_rt_fail(ctx, DLVM_RT_ERR_TRAP, "concat operands differ in dim %d", d);
         shape[axis] += xs[i]->shape[axis];
     }
-    dlvm_val tmp = {0};
-    if (dlvm_rt_alloc(ctx, &tmp, xs[0]->dtype, rank, shape)) return 1;
     size_t item = dlvm_rt_itemsize(xs[0]->dtype);
     int64_t outer = numel_of((int)axis, shape), inner = numel_of(rank - (int)axis - 1, shape + axis + 1);
+    /* A sequence grown one step at a time (a recurrent loop's outputs: ys = concat(ys, y_t)
+     * along axis 0) appends in place: values are never written after they are made, so the
+     * first operand's bytes stay as they are, and the buffer's `used` mark says nobody else
+     * appended after them. Its copy, when there is no room, leaves room for as much again. */
+    dlvm_rt_buf *base = xs[0]->buf;
+    size_t first = (size_t)dlvm_rt_numel(xs[0]) * item, added = 0;
+    for (int i = 1; i < n; i++) added += (size_t)dlvm_rt_numel(xs[i]) * item;
+    if (outer == 1 && base && xs[0]->data == base->data && base->used == first &&
+        first + added + 64 <= base->bytes) {
+        char *end = (char *)base->data + first;
+        for (int i = 1; i < n; i++) {
+            size_t bytes = (size_t)dlvm_rt_numel(xs[i]) * item;
+            memmove(end, xs[i]->data, bytes);
+            end += bytes;
+        }
+        base->used = first + added;
+        dlvm_val grown = *xs[0];            /* before out is released: out may be xs[0] */
+        memcpy(grown.shape, shape, 8 * (size_t)rank);
+        base->refs++;
+        dlvm_rt_release(out);
+        *out = grown;
+        return 0;
+    }
+    dlvm_val tmp = {0};
+    if (alloc_with_room(ctx, &tmp, xs[0]->dtype, rank, shape, outer == 1 ? first + added : 0))
+        return 1;
     char *dst = tmp.data;
     for (int64_t o = 0; o < outer; o++)
         for (int i = 0; i < n; i++) {

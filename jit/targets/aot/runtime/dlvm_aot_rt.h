@@ -25,6 +25,7 @@ typedef struct dlvm_rt_buf {
     int64_t refs;
     void *data;
     size_t bytes;              /* the allocation's size (a buffer-cache class) */
+    size_t used;               /* bytes from data's start that values reach (concat appends after) */
 } dlvm_rt_buf;
 
 typedef struct dlvm_val {
