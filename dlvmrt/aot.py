@@ -141,19 +141,37 @@ class Library:
         if code:
             return code, status.message.decode(errors="replace"), ()
         results = []
-        free = self._free
         for t in outs[:n_out]:
             d = _BY_CODE[t.dtype]
             shape = tuple(t.shape[:t.rank])
-            count = int(np.prod(shape, dtype=np.int64))
-            if count:
-                buf = (ctypes.c_char * (count * d.np.itemsize)).from_address(t.data)
-                arr = np.frombuffer(buf, dtype=d.np, count=count).reshape(shape).copy()
+            if t.data and int(np.prod(shape, dtype=np.int64)):
+                # no copy: the array views the buffer the library handed over, and frees it
+                # when the last view goes (a copy of a batch's activations cost as much as the
+                # layer that made them)
+                results.append(np.asarray(_HandedOver(self, t.data, shape, d.np)))
             else:
-                arr = np.empty(shape, d.np)
-            free(t.data)
-            results.append(arr)
+                if t.data:
+                    self._free(t.data)
+                results.append(np.empty(shape, d.np))
         return 0, "", tuple(results)
+
+
+class _HandedOver:
+    """A result buffer the library handed over, seen by NumPy through the array interface and
+    given back to the library's free when its last array is collected (the Library is kept
+    alive with it, so its free is still there)."""
+
+    __slots__ = ("__array_interface__", "_lib", "_ptr")
+
+    def __init__(self, lib: Library, ptr: int, shape: tuple[int, ...], dtype: np.dtype):
+        self._lib, self._ptr = lib, ptr
+        self.__array_interface__ = {"shape": shape, "typestr": np.dtype(dtype).str,
+                                    "data": (ptr, False), "version": 3}
+
+    def __del__(self) -> None:
+        ptr, self._ptr = self._ptr, None
+        if ptr:
+            self._lib._free(ptr)
 
 
 _CODES = {np.dtype(d.np): d.code for d in DType}

@@ -302,11 +302,12 @@ def test_block_budget_is_a_resource_error(tmp_path_factory):
 @pytest.mark.parametrize("c,groups,k,s,p,d,h,w", [
     (8, 8, 3, 1, 1, 1, 9, 11), (8, 8, 3, 2, 1, 1, 10, 7), (6, 3, 3, 1, 0, 1, 6, 6),
     (4, 4, 5, 2, 2, 2, 13, 12), (3, 3, 3, 3, 2, 1, 8, 9), (8, 8, 3, 1, 4, 1, 4, 4),
+    (8, 8, 7, 1, 3, 1, 8, 8), (8, 2, 3, 2, 1, 1, 9, 9), (5, 5, 3, 1, 1, 1, 40, 3),
     # ungrouped: the patch matrix and the product (im2col's borders, strides, dilations)
     (4, 1, 3, 2, 1, 1, 9, 11), (3, 1, 3, 1, 4, 2, 5, 6), (2, 1, 5, 3, 0, 1, 12, 13)])
 def test_grouped_and_depthwise_conv(tmp_path, c, groups, k, s, p, d, h, w):
-    # the row multiply-add path (dlvm_aot_rt.c: grouped_conv_task): borders, strides, dilations,
-    # padding wider than the kernel
+    # the phase-image path (dlvm_aot_rt.c: grouped_conv_task): borders, strides, dilations,
+    # padding wider than the kernel, groups of several output channels, planes longer than a chunk
     module = assembler.parse(f"""module dw
 func @main(%x: f32[N, {c}, {h}, {w}], %w: f32[{c}, {c // groups}, {k}, {k}], %b: f32[{c}]) \
 -> f32[N, {c}, ?, ?] {{
@@ -413,6 +414,20 @@ entry:
 """)
     x = np.random.default_rng(4).standard_normal((2, 3, 9, 11)).astype(np.float32)
     x[1, 2, 4, 5] = np.nan
+    compile_library(module, tmp_path)
+    close(aot.load(tmp_path).run("main", x), dlvmrt.VM(module, jit="off").run("main", x))
+
+
+def test_max_pool_1d(tmp_path):
+    # an NCW tensor pools as NC1W (program.py: _compute_call)
+    module = assembler.parse("""module mp1
+func @main(%x: f32[N, 3, 20]) -> f32[N, 3, ?] {
+entry:
+  %y = maxpool2d %x {kernel = [3], strides = [2], pads = [1, 1], dilations = [1], ceil_mode = true}
+  ret %y
+}
+""")
+    x = np.random.default_rng(5).standard_normal((2, 3, 20)).astype(np.float32)
     compile_library(module, tmp_path)
     close(aot.load(tmp_path).run("main", x), dlvmrt.VM(module, jit="off").run("main", x))
 

@@ -96,11 +96,13 @@ def _compute_call(op: str, a: dict, vals: list[str], dst: str) -> str:
         bias = vals[2] if len(vals) > 2 else "NULL"
         return (f"dlvm_rt_conv2d(ctx, {vals[0]}, {vals[1]}, {bias}, {i64_array(a['strides'])}, "
                 f"{i64_array(a['pads'])}, {i64_array(a['dilations'])}, {int(a['groups'])}, {dst})")
-    if len(a["kernel"]) != 2:
-        raise Unsupported("pooling over other than 2 spatial dims")
-    return (f"dlvm_rt_maxpool2d(ctx, {vals[0]}, {i64_array(a['kernel'])}, "
-            f"{i64_array(a['strides'])}, {i64_array(a['pads'])}, {i64_array(a['dilations'])}, "
-            f"{int(bool(a['ceil_mode']))}, {dst})")
+    k, s, p, d = a["kernel"], a["strides"], a["pads"], a["dilations"]
+    if len(k) == 1:     # 1-D: the runtime pools an NCW tensor as NC1W
+        k, s, p, d = [1, k[0]], [1, s[0]], [0, p[0], 0, p[1]], [1, d[0]]
+    elif len(k) != 2:
+        raise Unsupported("pooling over other than 1 or 2 spatial dims")
+    return (f"dlvm_rt_maxpool2d(ctx, {vals[0]}, {i64_array(k)}, {i64_array(s)}, "
+            f"{i64_array(p)}, {i64_array(d)}, {int(bool(a['ceil_mode']))}, {dst})")
 
 
 class _Writer:

@@ -1123,80 +1123,116 @@ CONV_DIRECT(float)
 CONV_DIRECT(double)
 
 /* Grouped and depthwise f32 convolution (few input channels per output channel, where im2col
- * and a product gain nothing): each output plane is its bias plus, for every input channel of
- * its group and every tap, a shifted input row times the tap's weight, over the output columns
- * whose input column is inside the image; with stride 1 the inner loop is a contiguous
- * multiply-add that vectorizes. Planes (image, output channel) are split across the pool. */
+ * and a product gain nothing). The input channels of a plane's group are copied, zero-padded,
+ * into s0 x s1 phase images: phase (pr, pc) holds the input at rows r*s0 + pr and columns
+ * c*s1 + pc (of the padded image), R rows of C columns, where C is the output width plus the
+ * kernel's reach in phase columns. Then the tap (ci, u, v) reads its phase image at a fixed
+ * offset, and the whole output plane, computed C columns wide (the columns past the output width
+ * are discarded), is one flat sum over the taps of a weight times a contiguous run of the phase
+ * image: no bounds per row or tap, any stride and dilation, and vectors as long as the plane.
+ * The flat sum goes in chunks of DW_CHUNK outputs held in registers across all taps. A 7x7 on
+ * an 8x8 image was a loop of 8 with border bounds per tap and row before (the ConvNeXt block's
+ * depthwise convolution was half its time). Planes (image, output channel) split across the
+ * pool; consecutive planes of one group and image share their phase images. */
+#define DW_CHUNK 64             /* four vectors of 16 */
+typedef float dw_vec __attribute__((vector_size(64)));
+
+static inline dw_vec dw_splat(float v) {
+    return (dw_vec){v, v, v, v, v, v, v, v, v, v, v, v, v, v, v, v};
+}
+
 typedef struct {
     const float *x, *w, *bias;
     float *y;
     int64_t c, h, wd, o, kh, kw, ho, wo, cg, og;
     const int64_t *s, *p, *d;
+    int failed;
 } grouped_conv;
 
 static void grouped_conv_task(void *arg, int64_t lo, int64_t hi, int64_t part) {
     (void)part;
-    const grouped_conv *g = arg;
+    grouped_conv *g = arg;
     int64_t s0 = g->s[0], s1 = g->s[1], p0 = g->p[0], p1 = g->p[1], d0 = g->d[0], d1 = g->d[1];
-    int64_t kw = g->kw, wd = g->wd;
+    int64_t kh = g->kh, kw = g->kw, h = g->h, wd = g->wd, ho = g->ho, wo = g->wo, cg = g->cg;
+    int64_t rows = ho + (kh - 1) * d0 / s0, cols = wo + (kw - 1) * d1 / s1;
+    int64_t phases = s0 * s1, phase_len = rows * cols + cols + DW_CHUNK;
+    int64_t flat = ho * cols, flat_r = (flat + DW_CHUNK - 1) / DW_CHUNK * DW_CHUNK;
+    int64_t taps = cg * kh * kw;
+    size_t bytes = (size_t)(cg * phases * phase_len + flat_r) * 4 + (size_t)taps * 8 + 64;
+    float *buf = buffer_alloc(&bytes);
+    if (!buf) {
+        __atomic_store_n(&g->failed, 1, __ATOMIC_RELAXED);
+        return;
+    }
+    float *acc = buf + cg * phases * phase_len;
+    int64_t *off = (int64_t *)(acc + flat_r);
+    for (int64_t ci = 0, t = 0; ci < cg; ci++)
+        for (int64_t u = 0; u < kh; u++)
+            for (int64_t v = 0; v < kw; v++, t++)
+                off[t] = (ci * phases + (u * d0 % s0) * s1 + v * d1 % s1) * phase_len +
+                         (u * d0 / s0) * cols + v * d1 / s1;
+    int64_t built = -1;                 /* the (image, group) whose phase images are in buf */
     for (int64_t plane = lo; plane < hi; plane++) {
         int64_t b = plane / g->o, oc = plane % g->o, grp = oc / g->og;
-        float *y = g->y + plane * g->ho * g->wo;
-        float b0 = g->bias ? g->bias[oc] : 0.0f;
-        for (int64_t q = 0; q < g->ho * g->wo; q++) y[q] = b0;
-        /* row by row, so that an output row stays in the cache while every tap adds to it */
-        for (int64_t i = 0; i < g->ho; i++) {
-            float *yr = y + i * g->wo;
-            for (int64_t ci = 0; ci < g->cg; ci++) {
-                const float *xp = g->x + ((b * g->c + grp * g->cg + ci) * g->h) * wd;
-                const float *wp = g->w + (oc * g->cg + ci) * g->kh * kw;
-                for (int64_t u = 0; u < g->kh; u++) {
-                    int64_t yy = i * s0 - p0 + u * d0;
-                    if (yy < 0 || yy >= g->h) continue;
-                    const float *xr = xp + yy * wd;
-                    const float *wu = wp + u * kw;
-                    if (kw == 3) {
-                        /* the three taps of a row at once where all three columns are inside
-                         * the image; the border columns tap by tap */
-                        int64_t sh0 = -p1, sh1 = d1 - p1, sh2 = 2 * d1 - p1;
-                        int64_t a = sh0 >= 0 ? 0 : (-sh0 + s1 - 1) / s1;
-                        int64_t e = wd - 1 - sh2 < 0 ? 0 : (wd - 1 - sh2) / s1 + 1;
-                        if (e > g->wo) e = g->wo;
-                        if (a > e) a = e;
-                        float w0 = wu[0], w1 = wu[1], w2 = wu[2];
-                        if (s1 == 1)
-                            for (int64_t j = a; j < e; j++)
-                                yr[j] += w0 * xr[j + sh0] + w1 * xr[j + sh1] + w2 * xr[j + sh2];
-                        else
-                            for (int64_t j = a; j < e; j++) {
-                                int64_t q = j * s1;
-                                yr[j] += w0 * xr[q + sh0] + w1 * xr[q + sh1] + w2 * xr[q + sh2];
+        if (b * g->o + grp != built) {
+            built = b * g->o + grp;
+            for (int64_t ci = 0; ci < cg; ci++) {
+                const float *xp = g->x + (b * g->c + grp * cg + ci) * h * wd;
+                for (int64_t pr = 0; pr < s0; pr++)
+                    for (int64_t pc = 0; pc < s1; pc++) {
+                        float *ph = buf + (ci * phases + pr * s1 + pc) * phase_len;
+                        /* columns [c0, c1) read the image (column c * s1 + pc - p1) */
+                        int64_t sh = pc - p1;
+                        int64_t c0 = sh >= 0 ? 0 : (-sh + s1 - 1) / s1;
+                        int64_t c1 = wd - 1 - sh < 0 ? 0 : (wd - 1 - sh) / s1 + 1;
+                        if (c1 > cols) c1 = cols;
+                        if (c0 > c1) c0 = c1;
+                        for (int64_t r = 0; r < rows; r++) {
+                            int64_t yy = r * s0 + pr - p0;
+                            float *dst = ph + r * cols;
+                            if (yy < 0 || yy >= h) {
+                                memset(dst, 0, (size_t)cols * 4);
+                                continue;
                             }
-                        for (int64_t j = 0; j < g->wo; j++) {
-                            if (j == a) j = e;
-                            if (j >= g->wo) break;
-                            for (int64_t v = 0; v < 3; v++) {
-                                int64_t xx = j * s1 + v * d1 - p1;
-                                if (xx >= 0 && xx < wd) yr[j] += wu[v] * xr[xx];
-                            }
+                            const float *xr = xp + yy * wd;
+                            for (int64_t c = 0; c < c0; c++) dst[c] = 0.0f;
+                            if (s1 == 1)
+                                memcpy(dst + c0, xr + c0 + sh, (size_t)(c1 - c0) * 4);
+                            else
+                                for (int64_t c = c0; c < c1; c++) dst[c] = xr[c * s1 + sh];
+                            for (int64_t c = c1; c < cols; c++) dst[c] = 0.0f;
                         }
-                        continue;
+                        memset(ph + rows * cols, 0, (size_t)(cols + DW_CHUNK) * 4);
                     }
-                    for (int64_t v = 0; v < kw; v++) {
-                        float wt = wu[v];
-                        int64_t shift = v * d1 - p1;          /* input column = j * s1 + shift */
-                        int64_t j0 = shift >= 0 ? 0 : (-shift + s1 - 1) / s1;
-                        int64_t j1 = wd - 1 - shift < 0 ? 0 : (wd - 1 - shift) / s1 + 1;
-                        if (j1 > g->wo) j1 = g->wo;
-                        if (s1 == 1)
-                            for (int64_t j = j0; j < j1; j++) yr[j] += wt * xr[j + shift];
-                        else
-                            for (int64_t j = j0; j < j1; j++) yr[j] += wt * xr[j * s1 + shift];
-                    }
-                }
             }
         }
+        const float *wt = g->w + oc * taps;
+        float b0 = g->bias ? g->bias[oc] : 0.0f;
+        for (int64_t q0 = 0; q0 < flat; q0 += DW_CHUNK) {
+            /* vector types, not a loop: a loop over q inside the loop over taps was vectorized
+             * over the taps by GCC (gathers) */
+            dw_vec a0 = dw_splat(b0), a1 = a0, a2 = a0, a3 = a0;
+            for (int64_t t = 0; t < taps; t++) {
+                const float *src = buf + off[t] + q0;
+                dw_vec wv = dw_splat(wt[t]), x0, x1, x2, x3;
+                memcpy(&x0, src, sizeof x0);
+                memcpy(&x1, src + 16, sizeof x1);
+                memcpy(&x2, src + 32, sizeof x2);
+                memcpy(&x3, src + 48, sizeof x3);
+                a0 += wv * x0;
+                a1 += wv * x1;
+                a2 += wv * x2;
+                a3 += wv * x3;
+            }
+            memcpy(acc + q0, &a0, sizeof a0);
+            memcpy(acc + q0 + 16, &a1, sizeof a1);
+            memcpy(acc + q0 + 32, &a2, sizeof a2);
+            memcpy(acc + q0 + 48, &a3, sizeof a3);
+        }
+        float *y = g->y + plane * ho * wo;
+        for (int64_t i = 0; i < ho; i++) memcpy(y + i * wo, acc + i * cols, (size_t)wo * 4);
     }
+    buffer_free(buf, bytes);
 }
 
 /* Ungrouped f32 convolution of images [lo, hi): each image padded into a buffer of this thread
@@ -1308,10 +1344,12 @@ HIDDEN int dlvm_rt_conv2d(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *w, c
     }
     if (x->dtype == DT_F32 && n * o * ho * wo > 0) {
         grouped_conv g = {x->data, w->data, bd, out->data, c, h, wd, o, kh, kw, ho, wo, cg,
-                          o / groups, s, p, d};
+                          o / groups, s, p, d, 0};
         /* a plane is worth a thread from about 16K multiply-adds */
         int64_t work = ho * wo * cg * kh * kw, parts = (n * o * work) / 16384 + 1;
         dlvm_rt_parallel(grouped_conv_task, &g, n * o, parts);
+        if (g.failed)
+            return dlvm_rt_fail(ctx, DLVM_RT_ERR_RESOURCE, "out of memory (conv2d)");
     } else if (x->dtype == DT_F32)
         conv_float(x->data, w->data, bd, out->data, n, c, h, wd, o, kh, kw, ho, wo, s, p, d, groups);
     else if (x->dtype == DT_F64)
@@ -1399,16 +1437,19 @@ static void maxpool_task(void *arg, int64_t lo, int64_t hi, int64_t part) {
 
 HIDDEN int dlvm_rt_maxpool2d(dlvm_ctx *ctx, const dlvm_val *x, const int64_t *k, const int64_t *s,
                              const int64_t *p, const int64_t *d, int ceil_mode, dlvm_val *out) {
-    if (x->rank != 4)
-        return dlvm_rt_fail(ctx, DLVM_RT_ERR_GUARD, "maxpool2d takes NCHW tensors");
-    int64_t h = x->shape[2], w = x->shape[3];
+    /* an NCW tensor (1-D pooling, the generator passes a kernel of height 1) pools as NC1W */
+    if (x->rank != 4 && x->rank != 3)
+        return dlvm_rt_fail(ctx, DLVM_RT_ERR_GUARD, "maxpool2d takes NCHW or NCW tensors");
+    int flat = x->rank == 3;
+    int64_t h = flat ? 1 : x->shape[2], w = x->shape[x->rank - 1];
     if (h + p[0] + p[2] < d[0] * (k[0] - 1) + 1 || w + p[1] + p[3] < d[1] * (k[1] - 1) + 1)
         return dlvm_rt_fail(ctx, DLVM_RT_ERR_TRAP, "maxpool2d: the window is larger than the "
                             "padded input");
     int64_t ho = pool_out(h, k[0], s[0], p[0], p[2], d[0], ceil_mode);
     int64_t wo = pool_out(w, k[1], s[1], p[1], p[3], d[1], ceil_mode);
     int64_t shape[4] = {x->shape[0], x->shape[1], ho, wo};
-    if (dlvm_rt_alloc(ctx, out, x->dtype, 4, shape)) return 1;
+    if (flat) shape[2] = wo;
+    if (dlvm_rt_alloc(ctx, out, x->dtype, x->rank, shape)) return 1;
     int64_t planes = x->shape[0] * x->shape[1];
     if (x->dtype == DT_F32) {
         maxpool_job m = {x->data, out->data, h, w, ho, wo, k, s, p, d};
