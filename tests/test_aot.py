@@ -418,6 +418,30 @@ entry:
     close(aot.load(tmp_path).run("main", x), dlvmrt.VM(module, jit="off").run("main", x))
 
 
+@pytest.mark.parametrize("k,s,p,d,ceil,include", [
+    ((2, 2), (2, 2), (0, 0, 0, 0), (1, 1), False, False),
+    ((3, 3), (2, 2), (1, 1, 1, 1), (1, 1), True, False),
+    ((3, 3), (2, 2), (1, 1, 1, 1), (1, 1), True, True),
+    ((3, 2), (1, 3), (1, 0, 2, 1), (2, 1), False, True)])
+def test_avg_pool(tmp_path, k, s, p, d, ceil, include):
+    # row-wise average pooling (dlvm_aot_rt.c: avgpool_float_task): the divisor counts the
+    # image, the explicit pads with count_include_pad, never the ceil-mode overhang; f32 and f64
+    attrs = (f"kernel = {list(k)}, strides = {list(s)}, pads = {list(p)}, dilations = {list(d)}, "
+             f"ceil_mode = {str(ceil).lower()}, count_include_pad = {str(include).lower()}")
+    module = assembler.parse(f"""module ap
+func @main(%x: f32[N, 3, 9, 11], %x64: f64[N, 2, 7, 5]) -> (f32[N, 3, ?, ?], f64[N, 2, ?, ?]) {{
+entry:
+  %y = avgpool2d %x {{{attrs}}}
+  %y64 = avgpool2d %x64 {{{attrs}}}
+  ret %y, %y64
+}}
+""")
+    rng = np.random.default_rng(6)
+    args = [rng.standard_normal((2, 3, 9, 11)).astype(np.float32), rng.standard_normal((2, 2, 7, 5))]
+    compile_library(module, tmp_path)
+    close(aot.load(tmp_path).run("main", *args), dlvmrt.VM(module, jit="off").run("main", *args))
+
+
 def test_max_pool_1d(tmp_path):
     # an NCW tensor pools as NC1W (program.py: _compute_call)
     module = assembler.parse("""module mp1

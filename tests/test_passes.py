@@ -408,3 +408,86 @@ def test_pipeline_on_text():
     assert assembler.disassemble(out, debug=False) == assembler.disassemble(want, debug=False)
     x = np.arange(8, dtype=np.float32).reshape(2, 4)
     check_same(m, out, x)
+
+
+# ---- composites and hoisting -----------------------------------------------------------------
+
+BATCH_NORM = """module bn
+func @main(%x: {dt}[N, 3, 2, 2], %s: {dt}[3], %b: {dt}[3], %m: {dt}[3], %v: {dt}[{c}]) -> {dt}[N, 3, 2, 2] {{
+entry:
+  %r = relu %x
+  %y = batch_norm %r, %s, %b, %m, %v {{epsilon = 0.001}}
+  %z = neg %y
+  ret %z
+}}
+"""
+
+
+@pytest.mark.parametrize("dt", ["f32", "f64", "f16"])
+def test_batch_norm_written_out_is_bit_exact(dt):
+    # composites.py: the reference's operations in its order; NaN, infinities, signed zeros
+    import assembler
+    m = assembler.parse(BATCH_NORM.format(dt=dt, c=3))
+    out = optimize(m, ["composites"])
+    assert "batch_norm" not in ops_of(out)
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((2, 3, 2, 2)).astype(dt.replace("f", "float"))
+    x.flat[:4] = [np.nan, np.inf, -0.0, -np.inf]
+    vecs = [rng.standard_normal(3).astype(x.dtype) for _ in range(3)] + \
+        [np.abs(rng.standard_normal(3)).astype(x.dtype)]
+    vecs[3][0] = 0.0
+    check_same(m, out, x, *vecs)
+    # after the whole pipeline with weights as constants: the chain on the input stays
+    # contiguous (the folded vectors are hoisted above it), so it fuses as one region
+    consts = "".join(f"const @{n} : {dt}[3] = {[float(t) for t in v]}\n"
+                     for n, v in zip("sbmv", vecs))
+    mb = assembler.parse(f"""module bnc
+{consts}
+func @main(%x: {dt}[N, 3, 2, 2]) -> {dt}[N, 3, 2, 2] {{
+entry:
+  %r = relu %x
+  %y = batch_norm %r, @s, @b, @m, @v {{epsilon = 0.001}}
+  %z = neg %y
+  ret %z
+}}
+""")
+    full = optimize(mb)
+    chain = [op for op in ops_of(full) if op != "const"]
+    assert chain == ["relu", "sub", "mul", "add", "neg", "ret"], chain
+    check_same(mb, full, x)
+
+
+def test_batch_norm_of_unknown_channels_stays():
+    import assembler
+    m = assembler.parse(BATCH_NORM.format(dt="f32", c="C"))
+    assert "batch_norm" in ops_of(optimize(m, ["composites"]))
+
+
+def test_hoist_moves_single_definition_consts_only():
+    import assembler
+    m = assembler.parse("""module h
+func @main(%x: f32[4], %n: i64[]) -> f32[4] {
+entry:
+  %a = relu %x
+  %k = const 2.0 : f32[]
+  %b = mul %a, %k
+  %acc = const 0.0 : f32[4]
+  %i = const 0 : i64[]
+  jmp loop
+loop:
+  %acc = add %acc, %b
+  %one = const 1 : i64[]
+  %i = add %i, %one
+  %c = lt %i, %n
+  br %c, loop, done
+done:
+  ret %acc
+}
+""")
+    out = optimize(m, ["hoist"])
+    entry, loop = out.functions["main"].blocks[0].instrs, out.functions["main"].blocks[1].instrs
+    # %k moves; %acc and %i are reassigned in the loop and stay where they are
+    assert [i.op for i in entry] == ["const", "relu", "mul", "const", "const", "jmp"]
+    assert entry[0].results == ["k"] and entry[3].results == ["acc"] and entry[4].results == ["i"]
+    assert [i.op for i in loop] == ["const", "add", "add", "lt", "br"]
+    check_same(m, out, np.array([1, -2, 3, np.nan], np.float32), np.array(3))

@@ -9,11 +9,13 @@ never mutates its input and returns a verified module that computes exactly what
 computes, traps included (specs/passes.md says why each pass is safe).
 
 Default pipeline, repeated until nothing changes (at most MAX_ROUNDS rounds):
+  composites - write out composites a kernel cannot take whole (batch_norm's per-channel parts)
   simplify  - algebraic identities first, so folding and CSE see the simpler forms
   fold      - constant folding/propagation (turns known branches into jumps)
   cse       - reuse earlier identical computations (leaves movs)
   copyprop  - read through movs, so the copies become unused
   dce       - drop unreachable blocks, unused trap-free instructions, unused constants
+  hoist     - `const` instructions to the top of their block (they split fused regions)
 """
 from __future__ import annotations
 
@@ -24,10 +26,12 @@ from isa.module import Module
 from isa.verify import verify_module
 
 from .common import copy_module
+from .composites import expand_composites
 from .constfold import fold_constants
 from .copyprop import propagate_copies
 from .cse import eliminate_common_subexpressions
 from .dce import eliminate_dead_code
+from .hoist import hoist_constants
 from .memplan import MemoryPlan, PlannedValue, plan_memory
 from .simplify import simplify
 
@@ -35,13 +39,16 @@ Pass = Callable[[Module], bool]
 
 # name -> (pass, one-line description)
 PASSES: dict[str, tuple[Pass, str]] = {
+    "composites": (expand_composites, "batch_norm as per-channel vectors and elementwise ops"),
     "simplify": (simplify, "algebraic identities (x*1, neg(neg x), transpose of transpose, ...)"),
     "fold": (fold_constants, "evaluate instructions on known constants; known br -> jmp"),
     "cse": (eliminate_common_subexpressions, "reuse an earlier identical computation"),
     "copyprop": (propagate_copies, "read the source of a mov instead of its copy"),
     "dce": (eliminate_dead_code, "remove unreachable blocks and unused, trap-free instructions"),
+    "hoist": (hoist_constants, "move single-definition consts to the top of their block"),
 }
-DEFAULT_PIPELINE: tuple[str, ...] = ("simplify", "fold", "cse", "copyprop", "dce")
+DEFAULT_PIPELINE: tuple[str, ...] = ("composites", "simplify", "fold", "cse", "copyprop", "dce",
+                                     "hoist")
 MAX_ROUNDS = 8
 
 

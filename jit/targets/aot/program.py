@@ -29,8 +29,8 @@ from .cnames import c_double, c_string, dtype_code, i64_array, ident
 from .variant import MAX_RANK, Variant, ambiguous_axes, representatives, variant_for
 
 # ops the runtime runs (dlvm_aot_rt.c) besides regions and control flow
-HELPER_OPS = frozenset({"matmul", "conv2d", "maxpool2d", "reshape", "transpose", "broadcast_to",
-                        "expand_dims", "squeeze", "concat", "slice", "gather", "shape_of",
+HELPER_OPS = frozenset({"matmul", "conv2d", "maxpool2d", "avgpool2d", "reshape", "transpose",
+                        "broadcast_to", "expand_dims", "squeeze", "concat", "slice", "gather", "shape_of",
                         "reshape_dyn", "broadcast_dyn", "pad", "argmax", "argmin", "range", "gather_nd"})
 CONTROL_OPS = frozenset({"jmp", "br", "ret", "call", "assert", "const", "mov"})
 
@@ -89,7 +89,7 @@ class CProgram:
 
 
 def _compute_call(op: str, a: dict, vals: list[str], dst: str) -> str:
-    """The runtime call of a product, convolution or 2-D max pool into `dst`."""
+    """The runtime call of a product, convolution or 1-/2-D pool into `dst`."""
     if op == "matmul":
         return f"dlvm_rt_matmul(ctx, {vals[0]}, {vals[1]}, {dst})"
     if op == "conv2d":
@@ -101,6 +101,10 @@ def _compute_call(op: str, a: dict, vals: list[str], dst: str) -> str:
         k, s, p, d = [1, k[0]], [1, s[0]], [0, p[0], 0, p[1]], [1, d[0]]
     elif len(k) != 2:
         raise Unsupported("pooling over other than 1 or 2 spatial dims")
+    if op == "avgpool2d":
+        return (f"dlvm_rt_avgpool2d(ctx, {vals[0]}, {i64_array(k)}, {i64_array(s)}, "
+                f"{i64_array(p)}, {i64_array(d)}, {int(bool(a['ceil_mode']))}, "
+                f"{int(bool(a['count_include_pad']))}, {dst})")
     return (f"dlvm_rt_maxpool2d(ctx, {vals[0]}, {i64_array(k)}, {i64_array(s)}, "
             f"{i64_array(p)}, {i64_array(d)}, {int(bool(a['ceil_mode']))}, {dst})")
 
@@ -557,7 +561,7 @@ class ProgramCompiler:
         rt: TensorType = t.results[0]
         fail = f"goto fail_{n};"
         x_rank = t.operands[0].rank if t.operands else 0
-        if op in ("matmul", "conv2d", "maxpool2d"):
+        if op in ("matmul", "conv2d", "maxpool2d", "avgpool2d"):
             call = _compute_call(op, a, vals, dst)
         elif op == "reshape":
             call = f"dlvm_rt_reshape(ctx, {vals[0]}, {len(a['shape'])}, {i64_array(a['shape'])}, {dst})"

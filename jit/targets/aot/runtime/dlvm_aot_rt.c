@@ -1463,6 +1463,88 @@ HIDDEN int dlvm_rt_maxpool2d(dlvm_ctx *ctx, const dlvm_val *x, const int64_t *k,
     return 0;
 }
 
+/* Average pooling, planes split across the pool: each output row sums, tap by tap in the
+ * window's row-major order (the order of the op's reference), the tap's input row over the
+ * output columns whose column is inside the image, then divides by the window's count: the
+ * positions inside the image, plus the explicit pads with count_include_pad (the ceil-mode
+ * overhang never counts). */
+typedef struct {
+    const void *x;
+    void *y;
+    int64_t h, w, ho, wo;
+    const int64_t *k, *s, *p, *d;
+    int include_pad;
+} avgpool_job;
+
+static int64_t window_count(int64_t i, int64_t k, int64_t s, int64_t pb, int64_t d, int64_t lo,
+                            int64_t hi) {
+    int64_t n = 0;
+    for (int64_t u = 0; u < k; u++) {
+        int64_t at = i * s - pb + u * d;
+        n += at >= lo && at < hi;
+    }
+    return n;
+}
+
+#define AVGPOOL_TASK(NAME, T)                                                                     \
+    static void NAME(void *arg, int64_t lo, int64_t hi, int64_t part) {                           \
+        (void)part;                                                                               \
+        const avgpool_job *m = arg;                                                               \
+        int64_t s0 = m->s[0], s1 = m->s[1], p0 = m->p[0], p1 = m->p[1], d0 = m->d[0],             \
+                d1 = m->d[1];                                                                     \
+        int64_t rlo = m->include_pad ? -p0 : 0, rhi = m->include_pad ? m->h + m->p[2] : m->h;     \
+        int64_t clo = m->include_pad ? -p1 : 0, chi = m->include_pad ? m->w + m->p[3] : m->w;     \
+        for (int64_t q = lo; q < hi; q++)                                                         \
+            for (int64_t i = 0; i < m->ho; i++) {                                                 \
+                T *yr = (T *)m->y + (q * m->ho + i) * m->wo;                                      \
+                for (int64_t j = 0; j < m->wo; j++) yr[j] = 0;                                    \
+                for (int64_t u = 0; u < m->k[0]; u++) {                                           \
+                    int64_t yy = i * s0 - p0 + u * d0;                                            \
+                    if (yy < 0 || yy >= m->h) continue;                                           \
+                    const T *xr = (const T *)m->x + (q * m->h + yy) * m->w;                       \
+                    for (int64_t v = 0; v < m->k[1]; v++) {                                       \
+                        int64_t shift = v * d1 - p1;                                              \
+                        int64_t j0 = shift >= 0 ? 0 : (-shift + s1 - 1) / s1;                     \
+                        int64_t j1 = m->w - 1 - shift < 0 ? 0 : (m->w - 1 - shift) / s1 + 1;      \
+                        if (j1 > m->wo) j1 = m->wo;                                               \
+                        for (int64_t j = j0; j < j1; j++) yr[j] += xr[j * s1 + shift];            \
+                    }                                                                             \
+                }                                                                                 \
+                int64_t rows = window_count(i, m->k[0], s0, p0, d0, rlo, rhi);                    \
+                for (int64_t j = 0; j < m->wo; j++)                                               \
+                    yr[j] /= (T)(rows * window_count(j, m->k[1], s1, p1, d1, clo, chi));          \
+            }                                                                                     \
+    }
+AVGPOOL_TASK(avgpool_float_task, float)
+AVGPOOL_TASK(avgpool_double_task, double)
+
+HIDDEN int dlvm_rt_avgpool2d(dlvm_ctx *ctx, const dlvm_val *x, const int64_t *k, const int64_t *s,
+                             const int64_t *p, const int64_t *d, int ceil_mode, int include_pad,
+                             dlvm_val *out) {
+    /* an NCW tensor (1-D pooling, the generator passes a kernel of height 1) pools as NC1W */
+    if (x->rank != 4 && x->rank != 3)
+        return dlvm_rt_fail(ctx, DLVM_RT_ERR_GUARD, "avgpool2d takes NCHW or NCW tensors");
+    if (x->dtype != DT_F32 && x->dtype != DT_F64)
+        return dlvm_rt_fail(ctx, DLVM_RT_ERR_GUARD, "avgpool2d of %s is not compiled ahead of time",
+                            dtype_name(x->dtype));
+    int flat = x->rank == 3;
+    int64_t h = flat ? 1 : x->shape[2], w = x->shape[x->rank - 1];
+    if (h + p[0] + p[2] < d[0] * (k[0] - 1) + 1 || w + p[1] + p[3] < d[1] * (k[1] - 1) + 1)
+        return dlvm_rt_fail(ctx, DLVM_RT_ERR_TRAP, "avgpool2d: the window is larger than the "
+                            "padded input");
+    int64_t ho = pool_out(h, k[0], s[0], p[0], p[2], d[0], ceil_mode);
+    int64_t wo = pool_out(w, k[1], s[1], p[1], p[3], d[1], ceil_mode);
+    int64_t shape[4] = {x->shape[0], x->shape[1], ho, wo};
+    if (flat) shape[2] = wo;
+    if (dlvm_rt_alloc(ctx, out, x->dtype, x->rank, shape)) return 1;
+    int64_t planes = x->shape[0] * x->shape[1];
+    avgpool_job m = {x->data, out->data, h, w, ho, wo, k, s, p, d, include_pad};
+    int64_t work = planes * ho * wo * k[0] * k[1];
+    dlvm_rt_parallel(x->dtype == DT_F32 ? avgpool_float_task : avgpool_double_task, &m, planes,
+                     work / 65536 + 1);
+    return 0;
+}
+
 /* ---- movement: every result is a new tensor, or shares its operand's buffer (reshape) ------- */
 
 /* shape_of: the operand's extents as an i64 vector (a new tensor) */
