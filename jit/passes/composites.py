@@ -41,7 +41,7 @@ def expand_composites(module: Module) -> bool:
     table = verify_module(module)
     changed = False
     taken: set[str] = set()
-    for fname, func in module.functions.items():
+    for func in module.functions.values():
         taken.update(p.name for p in func.params)
         for block in func.blocks:
             for ins in block.instrs:
