@@ -180,6 +180,15 @@ def test_backend_trains_layer_norm_and_gelu_in_dlvm(monkeypatch):
     # stride = kernel: one product and a reshuffle (frontends/base/conv_transpose.py)
     (lambda: torch.nn.ConvTranspose2d(4, 6, 2, stride=2), (2, 4, 5, 6)),
     (lambda: torch.nn.ConvTranspose2d(3, 2, (3, 2), stride=(3, 2), bias=False), (1, 3, 4, 5)),
+    # strided, ungrouped: one convolution over the output phases and a reshuffle (_sub_pixel),
+    # kernels that are and are not multiples of the stride, pads, output padding, 1x1 inputs
+    (lambda: torch.nn.ConvTranspose2d(5, 3, 4, stride=2, padding=1), (2, 5, 4, 3)),
+    (lambda: torch.nn.ConvTranspose2d(2, 3, 7, stride=2, padding=3, output_padding=1), (2, 2, 6, 5)),
+    (lambda: torch.nn.ConvTranspose2d(3, 2, (3, 5), stride=(2, 3), padding=(1, 2),
+                                      output_padding=(1, 0)), (1, 3, 4, 5)),
+    (lambda: torch.nn.ConvTranspose2d(4, 3, 4, stride=3), (2, 4, 1, 1)),
+    # stride 1 with pads beyond the kernel's reach: a crop before the convolution
+    (lambda: torch.nn.ConvTranspose2d(2, 3, 3, stride=1, padding=3), (2, 2, 7, 6)),
 ])
 def test_transposed_convolutions_import(make, shape):
     from frontends.torch import import_torch

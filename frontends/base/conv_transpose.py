@@ -4,7 +4,9 @@
 A transposed convolution is a stride-1 convolution of the input with s-1 zeros inserted
 between its elements, padded by (k_eff - 1 - pad) (plus output_padding at the end), with the
 kernel flipped and its two channel axes swapped per group. When the stride is the kernel (and
-nothing is padded) the windows do not overlap and it is one product and a reshuffle.
+nothing is padded) the windows do not overlap and it is one product and a reshuffle. Other
+strided ones (ungrouped, undilated) are one stride-1 convolution per output phase, all phases
+in one convolution, then a reshuffle (_sub_pixel): the zeros are never multiplied.
 """
 from __future__ import annotations
 
@@ -32,6 +34,8 @@ def conv_transpose_2d(e: Emitter, x: Value, w: Value, b: Value | None, *, stride
     if (g == 1 and (kh, kw) == (s0, s1) and (s0, s1) != (1, 1) and list(dilations) == [1, 1]
             and not any(pads) and not any(output_padding)):
         return _pixel_shuffle(e, x, w, b, batch_reshape, hint)
+    if g == 1 and (s0 > 1 or s1 > 1) and list(dilations) == [1, 1]:
+        return _sub_pixel(e, x, w, b, batch_reshape, strides, pads, output_padding, hint)
     if s0 > 1 or s1 > 1:
         t = batch_reshape(x, [c, h, 1, wd, 1])
         t = e.emit("pad", [t], pads=[0] * 6 + [0, 0, 0, s0 - 1, 0, s1 - 1])
@@ -47,9 +51,13 @@ def conv_transpose_2d(e: Emitter, x: Value, w: Value, b: Value | None, *, stride
     for i, k in enumerate((kh, kw)):
         k_eff = (k - 1) * dilations[i] + 1
         full.append((k_eff - 1 - pads[i], k_eff - 1 - pads[i + 2] + output_padding[i]))
-    x = e.emit("pad", [x], pads=[0, 0, full[0][0], full[1][0], 0, 0, full[0][1], full[1][1]])
+    conv_pads = [full[0][0], full[1][0], full[0][1], full[1][1]]
+    if min(conv_pads) < 0:      # pads wider than the kernel's reach crop: an explicit pad op
+        x = e.emit("pad", [x], pads=[0, 0, conv_pads[0], conv_pads[1], 0, 0, conv_pads[2],
+                                     conv_pads[3]])
+        conv_pads = [0, 0, 0, 0]
     args = [x, wt] + ([b] if b is not None else [])
-    return e.emit("conv2d", args, hint, strides=[1, 1], pads=[0, 0, 0, 0],
+    return e.emit("conv2d", args, hint, strides=[1, 1], pads=conv_pads,
                   dilations=list(dilations), groups=g)
 
 
@@ -70,3 +78,42 @@ def _pixel_shuffle(e: Emitter, x: Value, w: Value, b: Value | None, batch_reshap
     if b is not None:
         y = e.emit("add", [y, e.emit("reshape", [b], shape=[m, 1, 1])], hint)
     return y
+
+
+def _sub_pixel(e: Emitter, x: Value, w: Value, b: Value | None, batch_reshape,
+               strides: list[int], pads: list[int], output_padding: list[int],
+               hint: str) -> Value:
+    """A strided transposed convolution as one convolution per output phase. Along one axis,
+    output o = q*s + r - pad_begin takes sum over j of x[q - j] * w[r + s*j]: for phase r a
+    correlation of x with the taps r, r + s, ... reversed, K = ceil(k/s) of them (zeros past
+    the kernel). The s0*s1 phases are the output channels (r0, r1, m) of one stride-1
+    convolution over x padded by K-1 before (and after, as far as the last output needs); a
+    reshuffle interleaves them and a slice drops the begin pads. The zero-inserted form
+    multiplied s0*s1 times as many zeros as values (a DCGAN generator ran 4x slower)."""
+    n, c, h, wd = x.shape
+    m, kh, kw = w.shape[1], w.shape[2], w.shape[3]
+    s0, s1 = strides
+    k = [-(-kh // s0), -(-kw // s1)]
+    out = [(h - 1) * s0 - pads[0] - pads[2] + kh + output_padding[0],
+           (wd - 1) * s1 - pads[1] - pads[3] + kw + output_padding[1]]
+    # the last phase position any output needs, past the input's end
+    after = [max(0, (out[0] - 1 + pads[0]) // s0 + 1 - h),
+             max(0, (out[1] - 1 + pads[1]) // s1 + 1 - wd)]
+    q = [h + after[0], wd + after[1]]
+    # weights [C, M, kH, kW] -> [s0, s1, M, C, K0, K1]: tap r + s*(K-1-j) of phase r at j
+    wp = e.emit("pad", [w], pads=[0, 0, 0, 0, 0, 0, k[0] * s0 - kh, k[1] * s1 - kw])
+    wp = e.emit("reshape", [wp], shape=[c, m, k[0], s0, k[1], s1])
+    wp = e.emit("slice", [wp], starts=[-1, -1], ends=[-(k[0] + 1), -(k[1] + 1)], axes=[2, 4],
+                steps=[-1, -1])
+    wp = e.emit("transpose", [wp], perm=[3, 5, 1, 0, 2, 4])
+    wp = e.emit("reshape", [wp], shape=[s0 * s1 * m, c, k[0], k[1]])
+    y = e.emit("conv2d", [x, wp], strides=[1, 1],
+               pads=[k[0] - 1, k[1] - 1, after[0], after[1]], dilations=[1, 1], groups=1)
+    t = batch_reshape(y, [s0, s1, m, q[0], q[1]])
+    t = e.emit("transpose", [t], perm=[0, 3, 4, 1, 5, 2])                  # [N, M, Q0, s0, Q1, s1]
+    t = batch_reshape(t, [m, q[0] * s0, q[1] * s1])
+    y = e.emit("slice", [t], starts=[pads[0], pads[1]], ends=[pads[0] + out[0], pads[1] + out[1]],
+               axes=[2, 3])
+    if b is not None:
+        return e.emit("add", [y, e.emit("reshape", [b], shape=[m, 1, 1])], hint)
+    return e.emit("mov", [y], hint)
