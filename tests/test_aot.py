@@ -442,6 +442,31 @@ entry:
     close(aot.load(tmp_path).run("main", *args), dlvmrt.VM(module, jit="off").run("main", *args))
 
 
+@pytest.mark.parametrize("exclusive", [False, True])
+@pytest.mark.parametrize("reverse", [False, True])
+def test_cumsum(tmp_path, exclusive, reverse):
+    # dlvm_rt_cumsum: an axis from a run-time scalar (negative too), f32 and i64, and a trap
+    attrs = f"exclusive = {str(exclusive).lower()}, reverse = {str(reverse).lower()}"
+    module = assembler.parse(f"""module cs
+func @main(%x: f32[N, 4, 5], %i: i64[N, 3], %ax: i32[]) -> (f32[N, 4, 5], i64[N, 3]) {{
+entry:
+  %y = cumsum %x, %ax {{{attrs}}}
+  %m1 = const -1 : i64[]
+  %j = cumsum %i, %m1 {{{attrs}}}
+  ret %y, %j
+}}
+""")
+    rng = np.random.default_rng(7)
+    x, i = rng.standard_normal((2, 4, 5)).astype(np.float32), rng.integers(-9, 9, (2, 3))
+    compile_library(module, tmp_path)
+    lib = aot.load(tmp_path)
+    for ax in (0, 1, -1):
+        args = [x, i, np.array(ax, np.int32)]
+        close(lib.run("main", *args), dlvmrt.VM(module, jit="off").run("main", *args))
+    with pytest.raises(dlvmrt.Trap, match="out of range"):
+        lib.run("main", x, i, np.array(3, np.int32))
+
+
 def test_max_pool_1d(tmp_path):
     # an NCW tensor pools as NC1W (program.py: _compute_call)
     module = assembler.parse("""module mp1

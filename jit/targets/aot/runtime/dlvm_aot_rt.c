@@ -1880,6 +1880,64 @@ HIDDEN int dlvm_rt_argext(dlvm_ctx *ctx, const dlvm_val *x, int64_t axis, int ke
 }
 
 /* range start, limit, delta: start + i * delta in the operands' dtype (ONNX Range) */
+/* cumsum along the axis an integer scalar names (negative from the end), with the op's
+ * exclusive (shift by one, 0 first) and reverse (from the end) attributes; f32, f64, i32, i64.
+ * Rows along the axis are walked with the axis's stride, one outer x inner pair at a time. */
+#define CUMSUM(T, NAME)                                                                         \
+    static void NAME(const void *xv, void *yv, int64_t outer, int64_t len, int64_t inner,      \
+                     int exclusive, int reverse) {                                              \
+        const T *x = xv;                                                                        \
+        T *y = yv;                                                                              \
+        for (int64_t o = 0; o < outer; o++)                                                     \
+            for (int64_t i = 0; i < inner; i++) {                                               \
+                const T *xr = x + o * len * inner + i;                                          \
+                T *yr = y + o * len * inner + i;                                                \
+                T acc = 0;                                                                      \
+                for (int64_t j = 0; j < len; j++) {                                             \
+                    int64_t at = (reverse ? len - 1 - j : j) * inner;                           \
+                    T v = xr[at];                                                               \
+                    if (exclusive) {                                                            \
+                        yr[at] = acc;                                                           \
+                        acc += v;                                                               \
+                    } else {                                                                    \
+                        acc += v;                                                               \
+                        yr[at] = acc;                                                           \
+                    }                                                                           \
+                }                                                                               \
+            }                                                                                   \
+    }
+CUMSUM(float, cumsum_float)
+CUMSUM(double, cumsum_double)
+CUMSUM(int32_t, cumsum_i32)
+CUMSUM(int64_t, cumsum_i64)
+
+HIDDEN int dlvm_rt_cumsum(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *axis, int exclusive,
+                          int reverse, dlvm_val *out) {
+    if (dlvm_rt_numel(axis) != 1 || (axis->dtype != DT_I32 && axis->dtype != DT_I64))
+        return dlvm_rt_fail(ctx, DLVM_RT_ERR_TRAP, "cumsum: the axis must be one integer");
+    int64_t ax = axis->dtype == DT_I64 ? ((const int64_t *)axis->data)[0]
+                                       : ((const int32_t *)axis->data)[0];
+    if (ax < -x->rank || ax >= x->rank)
+        return dlvm_rt_fail(ctx, DLVM_RT_ERR_TRAP, "cumsum: axis %lld is out of range for rank %d",
+                            (long long)ax, x->rank);
+    if (ax < 0) ax += x->rank;
+    void (*fn)(const void *, void *, int64_t, int64_t, int64_t, int, int) =
+        x->dtype == DT_F32 ? cumsum_float : x->dtype == DT_F64 ? cumsum_double :
+        x->dtype == DT_I32 ? cumsum_i32 : x->dtype == DT_I64 ? cumsum_i64 : NULL;
+    if (!fn)
+        return dlvm_rt_fail(ctx, DLVM_RT_ERR_GUARD, "cumsum of %s is not compiled ahead of time",
+                            dtype_name(x->dtype));
+    int64_t outer = 1, inner = 1, len = x->shape[ax];
+    for (int d = 0; d < ax; d++) outer *= x->shape[d];
+    for (int d = (int)ax + 1; d < x->rank; d++) inner *= x->shape[d];
+    dlvm_val tmp = {0};
+    if (dlvm_rt_alloc(ctx, &tmp, x->dtype, x->rank, x->shape)) return 1;
+    fn(x->data, tmp.data, outer, len, inner, exclusive, reverse);
+    dlvm_rt_release(out);
+    *out = tmp;
+    return 0;
+}
+
 HIDDEN int dlvm_rt_range(dlvm_ctx *ctx, const dlvm_val *start, const dlvm_val *limit,
                          const dlvm_val *delta, dlvm_val *out) {
     int32_t dt = start->dtype;
