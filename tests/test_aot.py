@@ -467,6 +467,33 @@ entry:
         lib.run("main", x, i, np.array(3, np.int32))
 
 
+@pytest.mark.parametrize("k,s,p,ceil,include", [
+    ((2, 2, 2), (2, 2, 2), (0, 0, 0, 0, 0, 0), False, False),
+    ((3, 2, 3), (2, 1, 2), (1, 0, 1, 1, 1, 0), True, False),
+    ((3, 3, 3), (2, 2, 2), (1, 1, 1, 1, 1, 1), True, True)])
+def test_pool_3d(tmp_path, k, s, p, ceil, include):
+    # dlvm_rt_pool3d: the (H, W) windows of every depth slice, then the depth windows; max
+    # (a NaN wins) and average (the divisor counts per axis), f32 and f64
+    common = (f"kernel = {list(k)}, strides = {list(s)}, pads = {list(p)}, "
+              f"dilations = [1, 1, 1], ceil_mode = {str(ceil).lower()}")
+    module = assembler.parse(f"""module p3
+func @main(%x: f32[N, 2, 5, 6, 7], %x64: f64[N, 1, 4, 5, 5]) -> (f32[N, 2, ?, ?, ?], \
+f32[N, 2, ?, ?, ?], f64[N, 1, ?, ?, ?]) {{
+entry:
+  %m = maxpool2d %x {{{common}}}
+  %a = avgpool2d %x {{{common}, count_include_pad = {str(include).lower()}}}
+  %a64 = avgpool2d %x64 {{{common}, count_include_pad = {str(include).lower()}}}
+  ret %m, %a, %a64
+}}
+""")
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal((2, 2, 5, 6, 7)).astype(np.float32)
+    x[1, 0, 2, 3, 3] = np.nan
+    args = [x, rng.standard_normal((2, 1, 4, 5, 5))]
+    compile_library(module, tmp_path)
+    close(aot.load(tmp_path).run("main", *args), dlvmrt.VM(module, jit="off").run("main", *args))
+
+
 def test_max_pool_1d(tmp_path):
     # an NCW tensor pools as NC1W (program.py: _compute_call)
     module = assembler.parse("""module mp1

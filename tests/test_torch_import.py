@@ -209,3 +209,31 @@ def test_bilinear_upsampling_imports(align_corners, resize):
     x = torch.randn(2, 3, 4, 6)
     got = dlvmrt.VM(import_torch(Up(), (x,)), jit="off").run("main", x.numpy())[0]
     np.testing.assert_allclose(got, Up()(x).numpy(), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_3d_convolution_and_pooling_import(dynamic):
+    # frontends/base/conv3d.py (the depth taps as channels), 3-D max and average pooling
+    class Video(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.c1 = torch.nn.Conv3d(3, 4, 3, padding=1)
+            self.c2 = torch.nn.Conv3d(4, 6, (2, 3, 3), stride=(2, 1, 2), padding=(1, 1, 0),
+                                      dilation=(1, 2, 1), groups=2)
+
+        def forward(self, x):
+            h = torch.nn.functional.max_pool3d(torch.relu(self.c1(x)), 2, ceil_mode=True)
+            h = self.c2(h)
+            return torch.nn.functional.avg_pool3d(h, (1, 2, 2), count_include_pad=False,
+                                                  padding=(0, 1, 1))
+
+    from frontends.torch import import_torch
+    torch.manual_seed(0)
+    net = Video().eval()
+    x = torch.randn(2, 3, 5, 9, 10)
+    shapes = ({0: torch.export.Dim("batch", min=1, max=64)},) if dynamic else None
+    module = import_torch(net, (x,), dynamic_shapes=shapes)
+    for batch in ((2, 1) if dynamic else (2,)):
+        xb = x[:batch]
+        got = dlvmrt.VM(module, jit="off").run("main", xb.numpy())[0]
+        np.testing.assert_allclose(got, net(xb).detach().numpy(), rtol=1e-4, atol=1e-5)

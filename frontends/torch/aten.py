@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from frontends.base.conv3d import conv3d
 from frontends.base.conv_transpose import conv_transpose_2d
 from frontends.base.values import Emitter, Value, known
 from isa.dtypes import DType
@@ -353,8 +354,13 @@ def _addmm(lo: Lowerer, bias: Value, a: Value, b: Value, beta: Any = 1, alpha: A
 def _conv(lo: Lowerer, x: Value, w: Value, bias: Value | None, stride: list, padding: list,
           dilation: list, transposed: bool, output_padding: list, groups: int) -> Value:
     k = len(stride)
-    if k not in (1, 2):
-        raise TorchImportError(f"{k}-D convolution is not supported (1-D and 2-D are)")
+    if k not in (1, 2, 3) or (k == 3 and transposed):
+        raise TorchImportError(f"{k}-D {'transposed ' if transposed else ''}convolution is not "
+                               f"supported (1-D, 2-D and 3-D are; transposed: 1-D and 2-D)")
+    if k == 3:
+        return conv3d(lo.e, x, w, bias, strides=list(stride), pads=list(padding) * 2,
+                      dilations=list(dilation), groups=groups, hint="t",
+                      fail=TorchImportError)
     if transposed:
         return _conv_transpose(lo, x, w, bias, list(stride), list(padding), list(dilation),
                                list(output_padding), groups)
@@ -432,32 +438,38 @@ def _softmax(lo: Lowerer, x: Value, dim: int, half_to_float: bool = False) -> Va
 
 # -- pooling -------------------------------------------------------------------------------
 
-@lowers("aten.max_pool2d_with_indices.default")
+def _per_dim(v: Any, nd: int) -> list:
+    """A pooling argument (an int, or a list of one or nd entries) as nd entries."""
+    v = [v] if isinstance(v, int) else list(v)
+    return v * nd if len(v) == 1 else v
+
+
+@lowers("aten.max_pool2d_with_indices.default", "aten.max_pool3d_with_indices.default")
 def _maxpool(lo: Lowerer, x: Value, kernel: list, stride: list | None = None, padding: Any = 0,
              dilation: Any = 1, ceil_mode: bool = False) -> tuple:
     for user in lo.node.users:
         if user.target is operator.getitem and user.args[1] != 0:
             raise TorchImportError("max pool indices are not supported")
-    kernel = list(kernel) * (2 // len(kernel))
-    stride = list(stride or kernel) * (2 // len(stride or kernel))
-    pad = [padding] * 2 if isinstance(padding, int) else list(padding) * (2 // len(padding))
-    dil = [dilation] * 2 if isinstance(dilation, int) else list(dilation) * (2 // len(dilation))
-    r = lo.emit("maxpool2d", [x], kernel=kernel, strides=stride, pads=pad + pad,
-                dilations=dil, ceil_mode=bool(ceil_mode))
+    nd = x.rank - 2
+    kernel = _per_dim(kernel, nd)
+    pad = _per_dim(padding, nd)
+    r = lo.emit("maxpool2d", [x], kernel=kernel, strides=_per_dim(stride or kernel, nd),
+                pads=pad + pad, dilations=_per_dim(dilation, nd), ceil_mode=bool(ceil_mode))
     return (r, None)
 
 
-@lowers("aten.avg_pool2d.default")
+@lowers("aten.avg_pool2d.default", "aten.avg_pool3d.default")
 def _avgpool(lo: Lowerer, x: Value, kernel: list, stride: list | None = None, padding: Any = 0,
              ceil_mode: bool = False, count_include_pad: bool = True,
              divisor_override: Any = None) -> Value:
     if divisor_override is not None:
-        raise TorchImportError("avg_pool2d's divisor_override is not supported")
-    kernel = list(kernel) * (2 // len(kernel))
-    stride = list(stride or kernel) * (2 // len(stride or kernel))
-    pad = [padding] * 2 if isinstance(padding, int) else list(padding) * (2 // len(padding))
-    return lo.emit("avgpool2d", [x], kernel=kernel, strides=stride, pads=pad + pad,
-                   ceil_mode=bool(ceil_mode), count_include_pad=bool(count_include_pad))
+        raise TorchImportError("avg_pool's divisor_override is not supported")
+    nd = x.rank - 2
+    kernel = _per_dim(kernel, nd)
+    pad = _per_dim(padding, nd)
+    return lo.emit("avgpool2d", [x], kernel=kernel, strides=_per_dim(stride or kernel, nd),
+                   pads=pad + pad, dilations=[1] * nd, ceil_mode=bool(ceil_mode),
+                   count_include_pad=bool(count_include_pad))
 
 
 @lowers("aten._adaptive_avg_pool2d.default", "aten.adaptive_avg_pool2d.default")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from frontends.base.conv3d import conv3d
 from frontends.base.conv_transpose import conv_transpose_2d
 from isa.dtypes import BY_NAME
 from isa.types import TensorType
@@ -91,40 +92,12 @@ def conv(ctx: NodeCtx) -> list[Value]:
 
 def _conv3d(ctx: NodeCtx, x: Value, w: Value, b: Value | None, kernel: list[int],
             strides: list[int], dil: list[int], group: int, pads: list[int], hint: str) -> Value:
-    """A 3-D convolution as a sum over the kernel's depth taps of 2-D convolutions: tap i reads
-    the depth slices d * stride + i * dilation of the (depth-padded) input, with the output
-    depths folded into the batch. Needs a static depth (the batch may be named)."""
-    e, derived = ctx.e, ctx.e.derived
-    n, c, depth = x.shape[0], x.shape[1], x.shape[2]
-    if not (isinstance(c, int) and isinstance(depth, int) and w.type.is_static):
-        raise ctx.fail("3-D Conv needs static channels, depth and weights")
-    kd, sd, dd = kernel[0], strides[0], dil[0]
-    p0, p1 = pads[0], pads[3]
-    if p0 or p1:
-        x = e.emit("pad", [x], pads=[0, 0, p0, 0, 0, 0, 0, p1, 0, 0])
-    span = depth + p0 + p1 - (kd - 1) * dd - 1
-    if span < 0:
-        raise ctx.fail(f"the kernel's depth {kd} does not fit the padded input")
-    out_d = span // sd + 1
-    folded = derived.dim(derived.product([n, out_d]))
-    acc = None
-    for i in range(kd):
-        start = i * dd
-        xi = e.emit("slice", [x], starts=[start], ends=[start + (out_d - 1) * sd + 1], axes=[2],
-                    steps=[sd])
-        xi = e.emit("transpose", [xi], perm=[0, 2, 1, 3, 4])
-        xi = _reshape_named(e, xi, [folded, c, *xi.shape[3:]])
-        wi = e.emit("squeeze", [e.emit("slice", [w], starts=[i], ends=[i + 1], axes=[2])],
-                    axes=[2])
-        yi = e.emit("conv2d", [xi, wi], "tap", strides=strides[1:],
-                    pads=[pads[1], pads[2], pads[4], pads[5]], dilations=dil[1:], groups=group)
-        acc = yi if acc is None else e.emit("add", [acc, yi])
-    m, ho, wo = acc.shape[1:]
-    y = _reshape_named(e, acc, [n, out_d, m, ho, wo])
-    y = e.emit("transpose", [y], perm=[0, 2, 1, 3, 4])
-    if b is not None:
-        y = e.emit("add", [y, e.emit("reshape", [b], shape=[-1, 1, 1, 1])])
-    return e.emit("mov", [y], hint)
+    """A 3-D convolution as one 2-D convolution over the depth taps laid out as channels
+    (frontends/base/conv3d.py); the folded batch N*Do keeps a derived name."""
+    derived = ctx.e.derived
+    return conv3d(ctx.e, x, w, b, strides=strides, pads=pads, dilations=dil, groups=group,
+                  hint=hint, fail=ctx.fail,
+                  fold=lambda n, d: derived.dim(derived.product([n, d])))
 
 
 def _reshape_named(e, v: Value, dims: list) -> Value:

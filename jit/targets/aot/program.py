@@ -100,8 +100,12 @@ def _compute_call(op: str, a: dict, vals: list[str], dst: str) -> str:
     k, s, p, d = a["kernel"], a["strides"], a["pads"], a["dilations"]
     if len(k) == 1:     # 1-D: the runtime pools an NCW tensor as NC1W
         k, s, p, d = [1, k[0]], [1, s[0]], [0, p[0], 0, p[1]], [1, d[0]]
+    elif len(k) == 3:
+        return (f"dlvm_rt_pool3d(ctx, {vals[0]}, {i64_array(k)}, {i64_array(s)}, "
+                f"{i64_array(p)}, {i64_array(d)}, {int(bool(a['ceil_mode']))}, "
+                f"{int(op == 'maxpool2d')}, {int(bool(a.get('count_include_pad')))}, {dst})")
     elif len(k) != 2:
-        raise Unsupported("pooling over other than 1 or 2 spatial dims")
+        raise Unsupported("pooling over other than 1 to 3 spatial dims")
     if op == "avgpool2d":
         return (f"dlvm_rt_avgpool2d(ctx, {vals[0]}, {i64_array(k)}, {i64_array(s)}, "
                 f"{i64_array(p)}, {i64_array(d)}, {int(bool(a['ceil_mode']))}, "

@@ -1545,6 +1545,98 @@ HIDDEN int dlvm_rt_avgpool2d(dlvm_ctx *ctx, const dlvm_val *x, const int64_t *k,
     return 0;
 }
 
+/* 3-D pooling, [N, C, D, H, W]: a window's max (or sum) is the max (sum) over its depth taps
+ * of the (H, W) window's, so it is the 2-D pooling of the N*C*D planes, then a pass over depth.
+ * An average divides by the window's count, which is the product of the per-axis counts: each
+ * step divides by its own. */
+#define POOL_DEPTH(NAME, T)                                                                       \
+    static void NAME(const T *x, T *y, int64_t planes, int64_t depth, int64_t od, int64_t rest,   \
+                     int64_t k, int64_t s, int64_t pb, int64_t pe, int64_t d, int is_max,          \
+                     int include_pad) {                                                           \
+        for (int64_t q = 0; q < planes; q++)                                                      \
+            for (int64_t o = 0; o < od; o++) {                                                    \
+                T *yr = y + (q * od + o) * rest;                                                  \
+                int first = 1;                                                                    \
+                for (int64_t u = 0; u < k; u++) {                                                 \
+                    int64_t at = o * s - pb + u * d;                                              \
+                    if (at < 0 || at >= depth) continue;                                          \
+                    const T *xr = x + (q * depth + at) * rest;                                    \
+                    if (first)                                                                    \
+                        memcpy(yr, xr, (size_t)rest * sizeof(T));                                 \
+                    else if (is_max)                                                              \
+                        for (int64_t r = 0; r < rest; r++) {                                      \
+                            T t = xr[r], b = yr[r];                                               \
+                            yr[r] = (t > b || t != t) && b == b ? t : b;                          \
+                        }                                                                         \
+                    else                                                                          \
+                        for (int64_t r = 0; r < rest; r++) yr[r] += xr[r];                        \
+                    first = 0;                                                                    \
+                }                                                                                 \
+                if (first)      /* only padding under the window: the 2-D step's empty value */  \
+                    for (int64_t r = 0; r < rest; r++) yr[r] = is_max ? (T)-INFINITY : (T)0;      \
+                if (!is_max) {                                                                    \
+                    T n = (T)window_count(o, k, s, pb, d, include_pad ? -pb : 0,                  \
+                                          include_pad ? depth + pe : depth);                      \
+                    for (int64_t r = 0; r < rest; r++) yr[r] /= n;                                \
+                }                                                                                 \
+            }                                                                                     \
+    }
+POOL_DEPTH(pool_depth_float, float)
+POOL_DEPTH(pool_depth_double, double)
+
+HIDDEN int dlvm_rt_pool3d(dlvm_ctx *ctx, const dlvm_val *x, const int64_t *k, const int64_t *s,
+                          const int64_t *p, const int64_t *d, int ceil_mode, int is_max,
+                          int include_pad, dlvm_val *out) {
+    if (x->rank != 5)
+        return dlvm_rt_fail(ctx, DLVM_RT_ERR_GUARD, "3-D pooling takes NCDHW tensors");
+    if (x->dtype != DT_F32 && x->dtype != DT_F64)
+        return dlvm_rt_fail(ctx, DLVM_RT_ERR_GUARD, "3-D pooling of %s is not compiled ahead of "
+                            "time", dtype_name(x->dtype));
+    int64_t depth = x->shape[2], h = x->shape[3], w = x->shape[4];
+    for (int i = 0; i < 3; i++)
+        if (x->shape[2 + i] + p[i] + p[i + 3] < d[i] * (k[i] - 1) + 1)
+            return dlvm_rt_fail(ctx, DLVM_RT_ERR_TRAP, "pooling: the window is larger than the "
+                                "padded input");
+    int64_t od = pool_out(depth, k[0], s[0], p[0], p[3], d[0], ceil_mode);
+    int64_t ho = pool_out(h, k[1], s[1], p[1], p[4], d[1], ceil_mode);
+    int64_t wo = pool_out(w, k[2], s[2], p[2], p[5], d[2], ceil_mode);
+    int64_t planes = x->shape[0] * x->shape[1];
+    /* step 1: the (H, W) windows of every depth slice */
+    int64_t k2[2] = {k[1], k[2]}, s2[2] = {s[1], s[2]}, d2[2] = {d[1], d[2]};
+    int64_t p2[4] = {p[1], p[2], p[4], p[5]};
+    int64_t flat_shape[3] = {planes * depth, ho, wo};
+    dlvm_val mid = {0};
+    if (dlvm_rt_alloc(ctx, &mid, x->dtype, 3, flat_shape)) return 1;
+    int64_t work = planes * depth * ho * wo * k[1] * k[2];
+    if (is_max && x->dtype == DT_F32) {
+        maxpool_job m = {x->data, mid.data, h, w, ho, wo, k2, s2, p2, d2};
+        dlvm_rt_parallel(maxpool_task, &m, planes * depth, work / 65536 + 1);
+    } else if (is_max) {
+        maxpool_double(x->data, mid.data, planes * depth, h, w, ho, wo, k2, s2, p2, d2);
+    } else {
+        avgpool_job m = {x->data, mid.data, h, w, ho, wo, k2, s2, p2, d2, include_pad};
+        dlvm_rt_parallel(x->dtype == DT_F32 ? avgpool_float_task : avgpool_double_task, &m,
+                         planes * depth, work / 65536 + 1);
+    }
+    /* step 2: the depth windows */
+    int64_t shape[5] = {x->shape[0], x->shape[1], od, ho, wo};
+    dlvm_val tmp = {0};
+    if (dlvm_rt_alloc(ctx, &tmp, x->dtype, 5, shape)) {
+        dlvm_rt_release(&mid);
+        return 1;
+    }
+    if (x->dtype == DT_F32)
+        pool_depth_float(mid.data, tmp.data, planes, depth, od, ho * wo, k[0], s[0], p[0], p[3],
+                         d[0], is_max, include_pad);
+    else
+        pool_depth_double(mid.data, tmp.data, planes, depth, od, ho * wo, k[0], s[0], p[0], p[3],
+                          d[0], is_max, include_pad);
+    dlvm_rt_release(&mid);
+    dlvm_rt_release(out);
+    *out = tmp;
+    return 0;
+}
+
 /* ---- movement: every result is a new tensor, or shares its operand's buffer (reshape) ------- */
 
 /* shape_of: the operand's extents as an i64 vector (a new tensor) */

@@ -112,6 +112,9 @@ int dlvm_rt_conv2d(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *w, const dl
 int dlvm_rt_maxpool2d(dlvm_ctx *ctx, const dlvm_val *x, const int64_t *kernel,
                       const int64_t *strides, const int64_t *pads, const int64_t *dilations,
                       int ceil_mode, dlvm_val *out);
+int dlvm_rt_pool3d(dlvm_ctx *ctx, const dlvm_val *x, const int64_t *kernel,
+                   const int64_t *strides, const int64_t *pads, const int64_t *dilations,
+                   int ceil_mode, int is_max, int count_include_pad, dlvm_val *out);
 int dlvm_rt_avgpool2d(dlvm_ctx *ctx, const dlvm_val *x, const int64_t *kernel,
                       const int64_t *strides, const int64_t *pads, const int64_t *dilations,
                       int ceil_mode, int count_include_pad, dlvm_val *out);
