@@ -166,10 +166,10 @@ def test_threads_share_one_library(mlp):
 
 def test_unsupported_ops_are_listed_at_once(tmp_path):
     module = assembler.parse("""module odd
-func @main(%x: f32[4]) -> (f32[4], f32[6]) {
+func @main(%x: f32[4], %j: i64[2, 1]) -> (f32[2], f32[6]) {
 entry:
-  %a = cumprod %x, 0
-  %b = cumsum %x, 0
+  %a, %i = topk %x, 2
+  %b = scatter_nd %x, %j, %a
   %c = pad %b {pads = [1, 1]}
   ret %a, %c
 }
@@ -177,7 +177,7 @@ entry:
     with pytest.raises(AotError) as e:
         compile_library(module, tmp_path)
     text = str(e.value)
-    assert "2 instructions" in text and "cumprod" in text and "cumsum" in text
+    assert "2 instructions" in text and "topk" in text and "scatter_nd" in text
 
 
 C_DRIVER = r"""
@@ -246,10 +246,10 @@ def test_cli_aot_and_run(tmp_path, capsys):
                                atol=1e-6)
     bad = tmp_path / "bad.dlasm"
     bad.write_text("module bad\nfunc @main(%x: f32[4]) -> f32[4] {\nentry:\n"
-                   "  %a = cumsum %x, 0\n  ret %a\n}\n")
+                   "  %a, %i = topk %x, 2\n  ret %x\n}\n")
     assert cli_main(["aot", str(bad), "-o", str(tmp_path / "b")]) == 1
     err = capsys.readouterr().err
-    assert "cumsum" in err and "bad.dlasm:4" in err and "Traceback" not in err
+    assert "topk" in err and "bad.dlasm:4" in err and "Traceback" not in err
 
 
 LOOP = """module loop
@@ -444,16 +444,18 @@ entry:
 
 @pytest.mark.parametrize("exclusive", [False, True])
 @pytest.mark.parametrize("reverse", [False, True])
-def test_cumsum(tmp_path, exclusive, reverse):
-    # dlvm_rt_cumsum: an axis from a run-time scalar (negative too), f32 and i64, and a trap
+def test_cumsum_and_cumprod(tmp_path, exclusive, reverse):
+    # dlvm_rt_cumulative: an axis from a run-time scalar (negative too), f32 and i64, and a trap
     attrs = f"exclusive = {str(exclusive).lower()}, reverse = {str(reverse).lower()}"
     module = assembler.parse(f"""module cs
-func @main(%x: f32[N, 4, 5], %i: i64[N, 3], %ax: i32[]) -> (f32[N, 4, 5], i64[N, 3]) {{
+func @main(%x: f32[N, 4, 5], %i: i64[N, 3], %ax: i32[]) -> (f32[N, 4, 5], i64[N, 3], \
+f32[N, 4, 5]) {{
 entry:
   %y = cumsum %x, %ax {{{attrs}}}
   %m1 = const -1 : i64[]
   %j = cumsum %i, %m1 {{{attrs}}}
-  ret %y, %j
+  %p = cumprod %x, %ax {{{attrs}}}
+  ret %y, %j, %p
 }}
 """)
     rng = np.random.default_rng(7)

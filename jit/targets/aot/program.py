@@ -32,7 +32,7 @@ from .variant import MAX_RANK, Variant, ambiguous_axes, representatives, variant
 HELPER_OPS = frozenset({"matmul", "conv2d", "maxpool2d", "avgpool2d", "reshape", "transpose",
                         "broadcast_to", "expand_dims", "squeeze", "concat", "slice", "gather", "shape_of",
                         "reshape_dyn", "broadcast_dyn", "pad", "argmax", "argmin", "range", "gather_nd",
-                        "cumsum"})
+                        "cumsum", "cumprod"})
 CONTROL_OPS = frozenset({"jmp", "br", "ret", "call", "assert", "const", "mov"})
 
 
@@ -608,9 +608,9 @@ class ProgramCompiler:
             call = f"dlvm_rt_gather_nd(ctx, {vals[0]}, {vals[1]}, {int(a['batch_dims'])}, {dst})"
         elif op == "range":
             call = f"dlvm_rt_range(ctx, {vals[0]}, {vals[1]}, {vals[2]}, {dst})"
-        elif op == "cumsum":
-            call = (f"dlvm_rt_cumsum(ctx, {vals[0]}, {vals[1]}, {int(bool(a['exclusive']))}, "
-                    f"{int(bool(a['reverse']))}, {dst})")
+        elif op in ("cumsum", "cumprod"):
+            call = (f"dlvm_rt_cumulative(ctx, {vals[0]}, {vals[1]}, {int(op == 'cumprod')}, "
+                    f"{int(bool(a['exclusive']))}, {int(bool(a['reverse']))}, {dst})")
         elif op in ("argmax", "argmin"):
             call = (f"dlvm_rt_argext(ctx, {vals[0]}, {int(a['axis'])}, {1 if a['keepdims'] else 0}, "
                     f"{1 if op == 'argmax' else -1}, {dst})")

@@ -1972,10 +1972,11 @@ HIDDEN int dlvm_rt_argext(dlvm_ctx *ctx, const dlvm_val *x, int64_t axis, int ke
 }
 
 /* range start, limit, delta: start + i * delta in the operands' dtype (ONNX Range) */
-/* cumsum along the axis an integer scalar names (negative from the end), with the op's
- * exclusive (shift by one, 0 first) and reverse (from the end) attributes; f32, f64, i32, i64.
- * Rows along the axis are walked with the axis's stride, one outer x inner pair at a time. */
-#define CUMSUM(T, NAME)                                                                         \
+/* cumsum and cumprod along the axis an integer scalar names (negative from the end), with the
+ * ops' exclusive (shift by one, the identity first) and reverse (from the end) attributes; f32,
+ * f64, i32, i64. Rows along the axis are walked with the axis's stride, one outer x inner pair
+ * at a time, in the order of the reference (np.cumsum / np.cumprod: sequential). */
+#define CUMSUM(T, NAME, IDENT, OP)                                                              \
     static void NAME(const void *xv, void *yv, int64_t outer, int64_t len, int64_t inner,      \
                      int exclusive, int reverse) {                                              \
         const T *x = xv;                                                                        \
@@ -1984,41 +1985,49 @@ HIDDEN int dlvm_rt_argext(dlvm_ctx *ctx, const dlvm_val *x, int64_t axis, int ke
             for (int64_t i = 0; i < inner; i++) {                                               \
                 const T *xr = x + o * len * inner + i;                                          \
                 T *yr = y + o * len * inner + i;                                                \
-                T acc = 0;                                                                      \
+                T acc = IDENT;                                                                  \
                 for (int64_t j = 0; j < len; j++) {                                             \
                     int64_t at = (reverse ? len - 1 - j : j) * inner;                           \
                     T v = xr[at];                                                               \
                     if (exclusive) {                                                            \
                         yr[at] = acc;                                                           \
-                        acc += v;                                                               \
+                        acc OP v;                                                               \
                     } else {                                                                    \
-                        acc += v;                                                               \
+                        acc OP v;                                                               \
                         yr[at] = acc;                                                           \
                     }                                                                           \
                 }                                                                               \
             }                                                                                   \
     }
-CUMSUM(float, cumsum_float)
-CUMSUM(double, cumsum_double)
-CUMSUM(int32_t, cumsum_i32)
-CUMSUM(int64_t, cumsum_i64)
+CUMSUM(float, cumsum_float, 0, +=)
+CUMSUM(double, cumsum_double, 0, +=)
+CUMSUM(int32_t, cumsum_i32, 0, +=)
+CUMSUM(int64_t, cumsum_i64, 0, +=)
+CUMSUM(float, cumprod_float, 1, *=)
+CUMSUM(double, cumprod_double, 1, *=)
+CUMSUM(int32_t, cumprod_i32, 1, *=)
+CUMSUM(int64_t, cumprod_i64, 1, *=)
 
-HIDDEN int dlvm_rt_cumsum(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *axis, int exclusive,
-                          int reverse, dlvm_val *out) {
+/* product: 0 for cumsum, 1 for cumprod */
+HIDDEN int dlvm_rt_cumulative(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *axis,
+                              int product, int exclusive, int reverse, dlvm_val *out) {
     if (dlvm_rt_numel(axis) != 1 || (axis->dtype != DT_I32 && axis->dtype != DT_I64))
-        return dlvm_rt_fail(ctx, DLVM_RT_ERR_TRAP, "cumsum: the axis must be one integer");
+        return dlvm_rt_fail(ctx, DLVM_RT_ERR_TRAP, "%s: the axis must be one integer",
+                            product ? "cumprod" : "cumsum");
     int64_t ax = axis->dtype == DT_I64 ? ((const int64_t *)axis->data)[0]
                                        : ((const int32_t *)axis->data)[0];
     if (ax < -x->rank || ax >= x->rank)
-        return dlvm_rt_fail(ctx, DLVM_RT_ERR_TRAP, "cumsum: axis %lld is out of range for rank %d",
-                            (long long)ax, x->rank);
+        return dlvm_rt_fail(ctx, DLVM_RT_ERR_TRAP, "%s: axis %lld is out of range for rank %d",
+                            product ? "cumprod" : "cumsum", (long long)ax, x->rank);
     if (ax < 0) ax += x->rank;
     void (*fn)(const void *, void *, int64_t, int64_t, int64_t, int, int) =
-        x->dtype == DT_F32 ? cumsum_float : x->dtype == DT_F64 ? cumsum_double :
-        x->dtype == DT_I32 ? cumsum_i32 : x->dtype == DT_I64 ? cumsum_i64 : NULL;
+        x->dtype == DT_F32 ? (product ? cumprod_float : cumsum_float) :
+        x->dtype == DT_F64 ? (product ? cumprod_double : cumsum_double) :
+        x->dtype == DT_I32 ? (product ? cumprod_i32 : cumsum_i32) :
+        x->dtype == DT_I64 ? (product ? cumprod_i64 : cumsum_i64) : NULL;
     if (!fn)
-        return dlvm_rt_fail(ctx, DLVM_RT_ERR_GUARD, "cumsum of %s is not compiled ahead of time",
-                            dtype_name(x->dtype));
+        return dlvm_rt_fail(ctx, DLVM_RT_ERR_GUARD, "%s of %s is not compiled ahead of time",
+                            product ? "cumprod" : "cumsum", dtype_name(x->dtype));
     int64_t outer = 1, inner = 1, len = x->shape[ax];
     for (int d = 0; d < ax; d++) outer *= x->shape[d];
     for (int d = (int)ax + 1; d < x->rank; d++) inner *= x->shape[d];

@@ -133,8 +133,8 @@ int dlvm_rt_reduce(dlvm_ctx *ctx, const dlvm_val *x, uint32_t mask, int kind, in
                    dlvm_val *out);
 int dlvm_rt_argext(dlvm_ctx *ctx, const dlvm_val *x, int64_t axis, int keepdims, int sign,
                    dlvm_val *out);
-int dlvm_rt_cumsum(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *axis, int exclusive,
-                   int reverse, dlvm_val *out);
+int dlvm_rt_cumulative(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *axis, int product,
+                       int exclusive, int reverse, dlvm_val *out);
 int dlvm_rt_range(dlvm_ctx *ctx, const dlvm_val *start, const dlvm_val *limit, const dlvm_val *delta,
                   dlvm_val *out);
 int dlvm_rt_gather_nd(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *idx, int64_t batch_dims,
