@@ -1283,9 +1283,14 @@ static void conv_images_task(void *arg, int64_t lo, int64_t hi, int64_t part) {
             rc = j->split ? sgemm(j->ctx, o, px, kk, j->w, xb, yb) : gemm_here(o, px, kk, j->w, xb, NULL, yb);
         } else {
             for (int64_t ci = 0; ci < c; ci++)
-                for (int64_t i = 0; i < h; i++)
-                    memcpy(padded + (ci * hp + i + p[0]) * wp + p[1],
-                           j->x + ((b * c + ci) * h + i) * wd, (size_t)wd * 4);
+                for (int64_t i = 0; i < h; i++) {
+                    float *dst = padded + (ci * hp + i + p[0]) * wp + p[1];
+                    const float *src = j->x + ((b * c + ci) * h + i) * wd;
+                    if (wd <= 64)       /* a short row: a loop, not a library call */
+                        for (int64_t q = 0; q < wd; q++) dst[q] = src[q];
+                    else
+                        memcpy(dst, src, (size_t)wd * 4);
+                }
             rc = j->split ? sgemm_conv(j->ctx, o, px, kk, j->w, padded, geometry, yb)
                           : gemm_here(o, px, kk, j->w, padded, geometry, yb);
         }
@@ -2338,6 +2343,14 @@ HIDDEN int dlvm_rt_gather(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *idx,
         uint32_t *d32 = tmp.data;
         for (int64_t o = 0; o < outer; o++)
             for (int64_t i = 0; i < n_idx; i++) d32[o * n_idx + i] = src[o * size + at[i]];
+    } else if (item == 4 && inner <= 64) {  /* short rows (a resize's): a loop, not a call */
+        const uint32_t *src = x->data;
+        uint32_t *d32 = tmp.data;
+        for (int64_t o = 0; o < outer; o++)
+            for (int64_t i = 0; i < n_idx; i++, d32 += inner) {
+                const uint32_t *s32 = src + (o * size + at[i]) * inner;
+                for (int64_t c = 0; c < inner; c++) d32[c] = s32[c];
+            }
     } else {
         for (int64_t o = 0; o < outer; o++)
             for (int64_t i = 0; i < n_idx; i++) {
