@@ -33,10 +33,14 @@
 
 static int64_t cached_total;        /* bytes cached by every thread (atomic) */
 
+#define CACHE_HEADERS 256            /* value headers (dlvm_rt_buf) kept per thread */
+
 typedef struct {
     void *items[CACHE_CLASSES][CACHE_PER_CLASS];
     int count[CACHE_CLASSES];
     size_t bytes;
+    void *headers[CACHE_HEADERS];   /* every value has one: malloc for each was a tenth of a */
+    int n_headers;                  /* recurrent model's time at batch 1 */
 } buffer_cache;
 
 static pthread_key_t cache_key;
@@ -46,6 +50,7 @@ static void cache_destroy(void *p) {
     buffer_cache *c = p;
     for (int k = 0; k < CACHE_CLASSES; k++)
         for (int i = 0; i < c->count[k]; i++) free(c->items[k][i]);
+    for (int i = 0; i < c->n_headers; i++) free(c->headers[i]);
     __atomic_sub_fetch(&cached_total, (int64_t)c->bytes, __ATOMIC_RELAXED);
     free(c);
 }
@@ -108,6 +113,22 @@ static void buffer_free(void *data, size_t bytes) {
     free(data);
 }
 
+static dlvm_rt_buf *header_alloc(void) {
+    buffer_cache *c = thread_cache();
+    if (c && c->n_headers > 0) return c->headers[--c->n_headers];
+    return malloc(sizeof(dlvm_rt_buf));
+}
+
+/* (any thread may free a header: they are plain malloc blocks, whichever list they are on) */
+static void header_free(dlvm_rt_buf *b) {
+    buffer_cache *c = thread_cache();
+    if (c && c->n_headers < CACHE_HEADERS) {
+        c->headers[c->n_headers++] = b;
+        return;
+    }
+    free(b);
+}
+
 /* ---- values ----------------------------------------------------------------------------- */
 
 HIDDEN size_t dlvm_rt_itemsize(int32_t dtype) {
@@ -150,7 +171,7 @@ static int64_t numel_of(int32_t rank, const int64_t *shape) {
 HIDDEN void dlvm_rt_release(dlvm_val *v) {
     if (v->buf && --v->buf->refs == 0) {
         buffer_free(v->buf->data, v->buf->bytes);
-        free(v->buf);
+        header_free(v->buf);
     }
     v->buf = NULL;
     v->data = NULL;
@@ -180,12 +201,12 @@ static int alloc_with_room(dlvm_ctx *ctx, dlvm_val *v, int32_t dtype, int32_t ra
     if (n < 0 || (n > 0 && (uint64_t)n > SIZE_MAX / item / 2))
         return dlvm_rt_fail(ctx, DLVM_RT_ERR_RESOURCE, "a tensor of %lld elements is too large",
                             (long long)n);
-    dlvm_rt_buf *buf = malloc(sizeof *buf);
+    dlvm_rt_buf *buf = header_alloc();
     /* 64 bytes of slack: kernels may read a vector past a row's end (never write) */
     size_t bytes = ((size_t)n * item + room + 64 + 63) / 64 * 64;
     void *data = buf ? buffer_alloc(&bytes) : NULL;
     if (!data) {
-        free(buf);
+        if (buf) header_free(buf);
         return dlvm_rt_fail(ctx, DLVM_RT_ERR_RESOURCE, "out of memory allocating %lld bytes",
                             (long long)(n * (int64_t)item));
     }
@@ -569,8 +590,83 @@ static const char *input_shapes(const dlvm_rt_kernel *k, dlvm_val *const *ins, c
     return buf;
 }
 
+/* What a region's operand shapes decide (the group sizes, strides and guard, the outputs'
+ * shapes), kept per thread for the last shapes each of a few kernels saw: a recurrent model at
+ * batch 1 runs a handful of small regions per step, and working this out again each time was a
+ * fifth of its time. Only regions of up to MEMO_INS inputs and MEMO_OUTS outputs are kept. */
+#define MEMO_SLOTS 32
+#define MEMO_INS 8
+#define MEMO_OUTS 4
+typedef struct {
+    const dlvm_rt_kernel *k;
+    int32_t in_rank[MEMO_INS];
+    int64_t in_shape[MEMO_INS][DLVM_MAX_RANK];
+    int64_t dims[(1 + MEMO_INS + MEMO_OUTS) * DLVM_MAX_RANK];
+    int32_t out_rank[MEMO_OUTS];
+    int64_t out_shape[MEMO_OUTS][DLVM_MAX_RANK];
+    int64_t total, inner_total;
+} region_memo;
+
+static __thread region_memo region_memos[MEMO_SLOTS];
+
+static region_memo *memo_slot(const dlvm_rt_kernel *k) {
+    return &region_memos[((uintptr_t)k >> 6) % MEMO_SLOTS];
+}
+
+static int memo_hit(const region_memo *m, const dlvm_rt_kernel *k, dlvm_val *const *ins) {
+    if (m->k != k) return 0;
+    for (int i = 0; i < k->n_in; i++) {
+        if (ins[i]->rank != m->in_rank[i]) return 0;
+        for (int d = 0; d < ins[i]->rank; d++)
+            if (ins[i]->shape[d] != m->in_shape[i][d]) return 0;
+    }
+    return 1;
+}
+
+/* allocate the outputs and run the kernel over the domain `dims` describes */
+static int region_run(dlvm_ctx *ctx, const dlvm_rt_kernel *k, dlvm_val *const *ins, dlvm_val *outs,
+                      const int64_t *dims, const int32_t *out_rank,
+                      int64_t (*out_shape)[DLVM_MAX_RANK], int64_t total, int64_t inner_total) {
+    int rc = 0;
+    for (int j = 0; j < k->n_out && !rc; j++)
+        rc = dlvm_rt_alloc(ctx, &outs[j], k->out_dtypes[j], out_rank[j], out_shape[j]);
+    if (rc) return rc;
+    if (total == 0) {
+        if (inner_total == 0 && dims[0] != 0)
+            return dlvm_rt_fail(ctx, DLVM_RT_ERR_GUARD, "region %s: a reduction over an empty axis "
+                                "is not compiled ahead of time", k->name);
+        return 0;
+    }
+    void *ptrs[16];
+    for (int i = 0; i < k->n_in; i++) ptrs[i] = ins[i]->data;
+    for (int j = 0; j < k->n_out; j++) ptrs[k->n_in + j] = outs[j].data;
+    region_call call = {k, dims, ptrs, NULL, 0, 0};
+    int threads = dlvm_rt_threads();
+    int64_t parts = 1;
+    double work = (double)total * k->work_per_element;
+    if (threads > 1 && dims[0] > 1 && work > 60000.0) parts = threads;
+    if (k->slots) {
+        call.scratch_bytes = ((size_t)k->slots * (size_t)inner_total * 8 + 63) / 64 * 64;
+        call.scratch = aligned_alloc(64, call.scratch_bytes * (size_t)threads);
+        if (!call.scratch) return dlvm_rt_fail(ctx, DLVM_RT_ERR_RESOURCE, "out of memory");
+    }
+    dlvm_rt_parallel(region_task, &call, dims[0], parts);
+    free(call.scratch);
+    if (call.status & 1)
+        return dlvm_rt_fail(ctx, DLVM_RT_ERR_TRAP, "integer division or modulo by zero, or a "
+                            "negative integer exponent");
+    if (call.status)
+        return dlvm_rt_fail(ctx, DLVM_RT_ERR_GUARD, "a sin/cos argument beyond the compiled range "
+                            "reduction");
+    return 0;
+}
+
 HIDDEN int dlvm_rt_region(dlvm_ctx *ctx, const dlvm_rt_kernel *k, dlvm_val *const *ins,
                           dlvm_val *outs) {
+    region_memo *memo = k->n_in <= MEMO_INS && k->n_out <= MEMO_OUTS ? memo_slot(k) : NULL;
+    if (memo && memo_hit(memo, k, ins))
+        return region_run(ctx, k, ins, outs, memo->dims, memo->out_rank, memo->out_shape,
+                          memo->total, memo->inner_total);
     int n = k->domain_rank, m = k->inner;
     int n_nodes = k->n_nodes, n_end = k->n_in + k->n_out;
     if (n_end > 16)
@@ -722,42 +818,32 @@ HIDDEN int dlvm_rt_region(dlvm_ctx *ctx, const dlvm_rt_kernel *k, dlvm_val *cons
             if (varies) run *= dims[g];
         }
     }
-    /* outputs */
-    for (int j = 0; j < k->n_out && !rc; j++) {
+    /* the outputs' shapes, kept with the rest for the next call with these shapes */
+    int32_t out_rank[16];
+    int64_t out_shape[16][DLVM_MAX_RANK];
+    for (int j = 0; j < k->n_out; j++) {
         int node = k->out_nodes[j];
-        rc = dlvm_rt_alloc(ctx, &outs[j], k->out_dtypes[j], ranks[node], shapes[node]);
+        out_rank[j] = ranks[node];
+        for (int d = 0; d < ranks[node]; d++) out_shape[j][d] = shapes[node][d];
     }
     if (on_heap) free(shapes);
     if (on_heap) free(ranks);
-    if (rc) return rc;
-    if (total == 0) {
-        if (inner_total == 0 && dims[0] != 0)
-            return dlvm_rt_fail(ctx, DLVM_RT_ERR_GUARD, "region %s: a reduction over an empty axis "
-                                "is not compiled ahead of time", k->name);
-        return 0;
+    if (memo) {
+        memo->k = NULL;             /* (re)filled below: valid only once complete */
+        for (int i = 0; i < k->n_in; i++) {
+            memo->in_rank[i] = ins[i]->rank;
+            for (int d = 0; d < ins[i]->rank; d++) memo->in_shape[i][d] = ins[i]->shape[d];
+        }
+        memcpy(memo->dims, dims, sizeof(int64_t) * (size_t)(na + n_end * na));
+        for (int j = 0; j < k->n_out; j++) {
+            memo->out_rank[j] = out_rank[j];
+            memcpy(memo->out_shape[j], out_shape[j], sizeof out_shape[j]);
+        }
+        memo->total = total;
+        memo->inner_total = inner_total;
+        memo->k = k;
     }
-    void *ptrs[16];
-    for (int i = 0; i < k->n_in; i++) ptrs[i] = ins[i]->data;
-    for (int j = 0; j < k->n_out; j++) ptrs[k->n_in + j] = outs[j].data;
-    region_call call = {k, dims, ptrs, NULL, 0, 0};
-    int threads = dlvm_rt_threads();
-    int64_t parts = 1;
-    double work = (double)total * k->work_per_element;
-    if (threads > 1 && dims[0] > 1 && work > 60000.0) parts = threads;
-    if (k->slots) {
-        call.scratch_bytes = ((size_t)k->slots * (size_t)inner_total * 8 + 63) / 64 * 64;
-        call.scratch = aligned_alloc(64, call.scratch_bytes * (size_t)threads);
-        if (!call.scratch) return dlvm_rt_fail(ctx, DLVM_RT_ERR_RESOURCE, "out of memory");
-    }
-    dlvm_rt_parallel(region_task, &call, dims[0], parts);
-    free(call.scratch);
-    if (call.status & 1)
-        return dlvm_rt_fail(ctx, DLVM_RT_ERR_TRAP, "integer division or modulo by zero, or a "
-                            "negative integer exponent");
-    if (call.status)
-        return dlvm_rt_fail(ctx, DLVM_RT_ERR_GUARD, "a sin/cos argument beyond the compiled range "
-                            "reduction");
-    return 0;
+    return region_run(ctx, k, ins, outs, dims, out_rank, out_shape, total, inner_total);
 }
 
 /* ---- matrix products ----------------------------------------------------------------------- */
