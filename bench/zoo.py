@@ -5,6 +5,7 @@ and onnxruntime on the same thread count, timed interleaved call by call in one 
     .venv/bin/python bench/zoo.py --models resnet18,minilm --batches 1
     .venv/bin/python bench/zoo.py --exporters torchscript --size small --threads 1
     .venv/bin/python bench/zoo.py --static                  # time the static-batch exports too
+    .venv/bin/python bench/zoo.py --set more                # bench/zoo_more.py's 20 models
 
 Each model of `bench/zoo_models.py` (torch.nn, seeded random weights, no downloads) is exported
 with the TorchScript-based exporter (`dynamic_axes` on the batch) and with `dynamo=True` (a
@@ -33,6 +34,7 @@ sys.path.insert(0, os.path.dirname(HERE))
 
 import zoo_models as zm  # noqa: E402
 from _timing import fmt_time, interleaved_medians, ort_options, table  # noqa: E402
+from zoo_more import MORE  # noqa: E402
 
 
 def _first_call(module, jit: str | None, args: list) -> tuple[object, float]:
@@ -80,7 +82,9 @@ def bench_row(model: zm.ZooModel, onnx_bytes: bytes, batch: int, size: str, thre
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description="the model zoo: dlvm against onnxruntime")
-    ap.add_argument("--models", default=",".join(zm.ZOO), help="comma-separated zoo names")
+    ap.add_argument("--set", default="zoo", choices=["zoo", "more", "all"],
+                    help="the zoo (zoo_models.py), the more models of zoo_more.py, or both")
+    ap.add_argument("--models", default="", help="comma-separated names (default: the set)")
     ap.add_argument("--exporters", default=",".join(zm.EXPORTERS))
     ap.add_argument("--batches", default="1,32")
     ap.add_argument("--size", default="full", choices=["small", "full"],
@@ -100,10 +104,12 @@ def main(argv: list[str] | None = None) -> int:
     batches = [int(b) for b in a.batches.split(",")]
     rows, skipped = [], []
     ratios: dict[tuple[str, int], list[float]] = {}
-    for name in a.models.split(","):
-        if name not in zm.ZOO:
-            ap.error(f"unknown model {name} (the zoo: {', '.join(zm.ZOO)})")
-        model = zm.ZOO[name]
+    known = {**(zm.ZOO if a.set != "more" else {}), **(MORE if a.set != "zoo" else {})}
+    for name in (a.models.split(",") if a.models else list(known)):
+        if name not in {**zm.ZOO, **MORE}:
+            ap.error(f"unknown model {name} (the zoo: {', '.join(zm.ZOO)}; more: "
+                     f"{', '.join(MORE)})")
+        model = {**zm.ZOO, **MORE}[name]
         try:
             net = model.build(a.size)
         except ImportError as e:
@@ -144,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
     header = ["model", "exporter", "batch dim", "batch", "dlvm default", "dlvm always", "ort",
               "ratio default", "ratio always", "first default", "first always", "ort first",
               "import", "max |err|"]
-    print(table(f"Model zoo, size={a.size}, {a.threads} threads (dlvm and onnxruntime, no "
+    print(table(f"Model zoo ({a.set}), size={a.size}, {a.threads} threads (dlvm and onnxruntime, no "
                 f"spinning), medians interleaved call by call; ratio = dlvm / onnxruntime",
                 header, rows))
     for s in skipped:

@@ -273,6 +273,8 @@ class ZooModel:
     full_shape: tuple[int, ...]
     input_names: list[str] = field(default_factory=lambda: ["x"])
     kind: str = "float"          # "float": one f32 input; "minilm": token ids and mask
+    # other inputs: (batch, size, rng) -> feeds, in the network's argument order
+    make_inputs: Callable[[int, str, np.random.Generator], dict[str, np.ndarray]] | None = None
 
     def build(self, size: str = "small"):
         torch = _torch()
@@ -281,6 +283,8 @@ class ZooModel:
 
     def inputs(self, batch: int, size: str = "small", seed: int = 0) -> dict[str, np.ndarray]:
         rng = np.random.default_rng(seed)
+        if self.make_inputs is not None:
+            return self.make_inputs(batch, size, rng)
         if self.kind == "minilm":
             seq = self.small_shape[0] if size == "small" else self.full_shape[0]
             ids = rng.integers(1000, 20000, size=(batch, seq)).astype(np.int64)

@@ -1,0 +1,75 @@
+"""The zoo's more models (`bench/zoo_more.py`): each, exported with both torch exporters with a
+dynamic batch, imports and matches onnxruntime at batches 1 and 3; and the native tier's
+library (every op of these models compiles ahead of time) matches the interpreter on them.
+"""
+from __future__ import annotations
+
+import functools
+import os
+import sys
+
+import numpy as np
+import pytest
+
+pytest.importorskip("onnx")
+ort = pytest.importorskip("onnxruntime")
+torch = pytest.importorskip("torch")
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench"))
+import zoo_models as zm  # noqa: E402
+from zoo_more import MORE  # noqa: E402
+
+import dlvmrt  # noqa: E402
+from frontends.onnx import import_onnx  # noqa: E402
+
+pytestmark = pytest.mark.onnx
+
+ATOL, RTOL = 1e-4, 1e-4
+# the dynamo exporter cannot export this one with a dynamic batch (torch.export fails)
+NO_DYNAMO: set[str] = set()
+
+
+@functools.cache
+def _export(name: str, exporter: str) -> bytes:
+    if exporter == "dynamo":
+        pytest.importorskip("onnxscript")
+    model = MORE[name]
+    return zm.export_onnx(model, model.build(), model.inputs(2), exporter, True)
+
+
+def _close(got, want, what: str) -> None:
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert g.shape == w.shape and g.dtype == w.dtype, (what, g.shape, w.shape)
+        np.testing.assert_allclose(g, w, atol=ATOL, rtol=RTOL, err_msg=what)
+
+
+@pytest.mark.parametrize("exporter", zm.EXPORTERS)
+@pytest.mark.parametrize("name", list(MORE))
+def test_matches_onnxruntime(name, exporter):
+    if exporter == "dynamo" and name in NO_DYNAMO:
+        pytest.skip("torch.export cannot export it with a dynamic batch")
+    onnx_bytes = _export(name, exporter)
+    vm = dlvmrt.VM(import_onnx(onnx_bytes), jit="off")
+    sess = ort.InferenceSession(onnx_bytes, providers=["CPUExecutionProvider"])
+    for batch in (1, 3):
+        feeds = MORE[name].inputs(batch, seed=batch)
+        _close(vm.run("main", *feeds.values()), sess.run(None, feeds),
+               f"{name} {exporter} b={batch}")
+
+
+@pytest.mark.parametrize("name", list(MORE))
+def test_native_library_matches_the_interpreter(name):
+    # the whole program as one library (dlvmrt/native_tier.py): nothing of these models stays
+    # on the VM, and the library's results are the interpreter's
+    module = import_onnx(_export(name, "torchscript"))
+    vm = dlvmrt.VM(module, jit="auto", native="always")
+    ref = dlvmrt.VM(module, jit="off")
+    feeds = MORE[name].inputs(3, seed=3)
+    for _ in range(3):
+        vm.run("main", *feeds.values())
+    vm.wait_compiled()
+    got = vm.run("main", *feeds.values())
+    assert vm.native.state == "ready", vm.native.status()
+    assert vm.native.native_calls > 0, vm.native.status()
+    _close(got, ref.run("main", *feeds.values()), f"{name} native")
