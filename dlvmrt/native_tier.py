@@ -13,7 +13,9 @@ The interpreter, with its compiled regions, stays the reference and the fallback
   tolerance keeps the signature on the VM for good (a bug in a compiled path must not reach a
   user). The next calls alternate between the two, timed; after TRIALS of each the faster keeps
   the signature (the library's products are not always the JIT's equal at large sizes) for the
-  next RETRY_AFTER calls, then they are timed again. "always"
+  next RETRY_AFTER calls, then they are timed again; each time the timing confirms the choice
+  the wait doubles (up to RETRY_MAX calls), since every VM sample costs a slow call and its
+  OpenBLAS threads spin afterwards beside the library's. "always"
   skips the timing and keeps every signature native that passed the comparison.
 - Any error the library returns (a trap, a guard it was not compiled for, the block budget, out of
   memory, calls nested deeper than it allows) runs the call again on the VM, which gives the
@@ -43,6 +45,7 @@ TRIALS = 3                  # timed calls of each way per signature before the c
 # the machine during the trial (another process, a compile on the background thread) must not
 # fix the slower way for good
 RETRY_AFTER = 1000
+RETRY_MAX = 64000
 MAX_SIGNATURES = 256        # signatures remembered per VM (then forgotten and tried again)
 # how close the library's results must be to the VM's on the first call of a signature (f32
 # kernels reassociate sums; a real miscompile is far outside)
@@ -70,6 +73,7 @@ class NativeTier:
         self.trials: dict[tuple, tuple[list, list]] = {}
         self.declined: set[tuple] = set()             # signatures the library failed or got wrong
         self.uses: dict[tuple, int] = {}              # calls since a timed choice
+        self.retry: dict[tuple, tuple[bool, int]] = {}  # last timed choice, calls until the next
         self._lock = threading.Lock()
         self._done = threading.Event()
         self._pid = os.getpid()         # a forked child rebuilds: its parent's compile is not its
@@ -90,7 +94,7 @@ class NativeTier:
         if choice is not None and sig not in self.declined:
             used = self.uses.get(sig, 0) + 1
             self.uses[sig] = used
-            if used > RETRY_AFTER:
+            if used > self.retry.get(sig, (None, RETRY_AFTER))[1]:
                 with self._lock:
                     self.choice.pop(sig, None)
                     self.uses.pop(sig, None)
@@ -188,8 +192,12 @@ class NativeTier:
                 self.choice.clear()
                 self.trials.clear()
                 self.uses.clear()
+                self.retry.clear()
             self.choice[sig] = native
             self.trials.pop(sig, None)
+            last, wait = self.retry.get(sig, (None, RETRY_AFTER // 2))
+            self.retry[sig] = (native, min(wait * 2, RETRY_MAX) if last is native
+                               else RETRY_AFTER)
 
     # -- building -----------------------------------------------------------------------------
 

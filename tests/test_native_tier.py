@@ -207,6 +207,12 @@ def test_a_timed_choice_is_tried_again(monkeypatch):
     for _ in range(6):
         vm.run(x)
     assert sig not in vm.native.choice or vm.native.uses.get(sig, 0) <= 1
+    # a timing that confirms the choice waits twice as long before the next (RETRY_MAX at most)
+    choice, wait = vm.native.retry[sig]
+    vm.native._decide(sig, choice)
+    assert vm.native.retry[sig] == (choice, min(2 * wait, nt.RETRY_MAX))
+    vm.native._decide(sig, not choice)
+    assert vm.native.retry[sig] == (not choice, nt.RETRY_AFTER)
 
 
 def test_a_forked_child_runs_the_library():
