@@ -138,13 +138,16 @@ class NativeTier:
     # -- choosing -----------------------------------------------------------------------------
 
     def _trial(self, sig, lib, entry, arrays, values, interpret) -> tuple:
+        quiet = _compiler_idle()     # a compile running beside a sample would skew it
         with self._lock:
             trial = self.trials.get(sig)
             first = trial is None
             if first:
                 trial = self.trials[sig] = ([], [])
-            native_turn = first or len(trial[0]) <= len(trial[1])
-        quiet = _compiler_idle()     # a compile running beside a sample would skew it
+            # while the compiler works (often on the VM's own regions, made hot by its samples)
+            # no sample counts: the library runs those calls rather than the slower VM (a
+            # recurrent model's trial alternated for hundreds of calls)
+            native_turn = first or not quiet or len(trial[0]) <= len(trial[1])
         if native_turn:
             t0 = time.perf_counter()
             code, _, outs = lib.call(entry, arrays)
