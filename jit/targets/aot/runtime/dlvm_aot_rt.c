@@ -1618,21 +1618,31 @@ static void pool_task(void *arg, int64_t lo, int64_t hi, int64_t part) {
     buffer_free(buf, bytes);
 }
 
+/* The output of a 1-D or 2-D pool (an NCW tensor, the generator passing a kernel of height 1,
+ * pools as NC1W): checks the window against the padded input, allocates `out`, and gives the
+ * plane's geometry. */
+static int pool_output(dlvm_ctx *ctx, const char *op, const dlvm_val *x, const int64_t *k,
+                       const int64_t *s, const int64_t *p, const int64_t *d, int ceil_mode,
+                       dlvm_val *out, int64_t *h, int64_t *w, int64_t *ho, int64_t *wo) {
+    if (x->rank != 4 && x->rank != 3)
+        return dlvm_rt_fail(ctx, DLVM_RT_ERR_GUARD, "%s takes NCHW or NCW tensors", op);
+    int flat = x->rank == 3;
+    *h = flat ? 1 : x->shape[2];
+    *w = x->shape[x->rank - 1];
+    if (*h + p[0] + p[2] < d[0] * (k[0] - 1) + 1 || *w + p[1] + p[3] < d[1] * (k[1] - 1) + 1)
+        return dlvm_rt_fail(ctx, DLVM_RT_ERR_TRAP, "%s: the window is larger than the padded "
+                            "input", op);
+    *ho = pool_out(*h, k[0], s[0], p[0], p[2], d[0], ceil_mode);
+    *wo = pool_out(*w, k[1], s[1], p[1], p[3], d[1], ceil_mode);
+    int64_t shape[4] = {x->shape[0], x->shape[1], *ho, *wo};
+    if (flat) shape[2] = *wo;
+    return dlvm_rt_alloc(ctx, out, x->dtype, x->rank, shape);
+}
+
 HIDDEN int dlvm_rt_maxpool2d(dlvm_ctx *ctx, const dlvm_val *x, const int64_t *k, const int64_t *s,
                              const int64_t *p, const int64_t *d, int ceil_mode, dlvm_val *out) {
-    /* an NCW tensor (1-D pooling, the generator passes a kernel of height 1) pools as NC1W */
-    if (x->rank != 4 && x->rank != 3)
-        return dlvm_rt_fail(ctx, DLVM_RT_ERR_GUARD, "maxpool2d takes NCHW or NCW tensors");
-    int flat = x->rank == 3;
-    int64_t h = flat ? 1 : x->shape[2], w = x->shape[x->rank - 1];
-    if (h + p[0] + p[2] < d[0] * (k[0] - 1) + 1 || w + p[1] + p[3] < d[1] * (k[1] - 1) + 1)
-        return dlvm_rt_fail(ctx, DLVM_RT_ERR_TRAP, "maxpool2d: the window is larger than the "
-                            "padded input");
-    int64_t ho = pool_out(h, k[0], s[0], p[0], p[2], d[0], ceil_mode);
-    int64_t wo = pool_out(w, k[1], s[1], p[1], p[3], d[1], ceil_mode);
-    int64_t shape[4] = {x->shape[0], x->shape[1], ho, wo};
-    if (flat) shape[2] = wo;
-    if (dlvm_rt_alloc(ctx, out, x->dtype, x->rank, shape)) return 1;
+    int64_t h, w, ho, wo;
+    if (pool_output(ctx, "maxpool2d", x, k, s, p, d, ceil_mode, out, &h, &w, &ho, &wo)) return 1;
     int64_t planes = x->shape[0] * x->shape[1];
     if (x->dtype == DT_F32) {
         pool2d_job m = {x->data, out->data, h, w, ho, wo, k, s, p, d, 1, 0, 0};
@@ -1689,22 +1699,11 @@ static void avgpool_double_task(void *arg, int64_t lo, int64_t hi, int64_t part)
 HIDDEN int dlvm_rt_avgpool2d(dlvm_ctx *ctx, const dlvm_val *x, const int64_t *k, const int64_t *s,
                              const int64_t *p, const int64_t *d, int ceil_mode, int include_pad,
                              dlvm_val *out) {
-    /* an NCW tensor (1-D pooling, the generator passes a kernel of height 1) pools as NC1W */
-    if (x->rank != 4 && x->rank != 3)
-        return dlvm_rt_fail(ctx, DLVM_RT_ERR_GUARD, "avgpool2d takes NCHW or NCW tensors");
     if (x->dtype != DT_F32 && x->dtype != DT_F64)
         return dlvm_rt_fail(ctx, DLVM_RT_ERR_GUARD, "avgpool2d of %s is not compiled ahead of time",
                             dtype_name(x->dtype));
-    int flat = x->rank == 3;
-    int64_t h = flat ? 1 : x->shape[2], w = x->shape[x->rank - 1];
-    if (h + p[0] + p[2] < d[0] * (k[0] - 1) + 1 || w + p[1] + p[3] < d[1] * (k[1] - 1) + 1)
-        return dlvm_rt_fail(ctx, DLVM_RT_ERR_TRAP, "avgpool2d: the window is larger than the "
-                            "padded input");
-    int64_t ho = pool_out(h, k[0], s[0], p[0], p[2], d[0], ceil_mode);
-    int64_t wo = pool_out(w, k[1], s[1], p[1], p[3], d[1], ceil_mode);
-    int64_t shape[4] = {x->shape[0], x->shape[1], ho, wo};
-    if (flat) shape[2] = wo;
-    if (dlvm_rt_alloc(ctx, out, x->dtype, x->rank, shape)) return 1;
+    int64_t h, w, ho, wo;
+    if (pool_output(ctx, "avgpool2d", x, k, s, p, d, ceil_mode, out, &h, &w, &ho, &wo)) return 1;
     int64_t planes = x->shape[0] * x->shape[1];
     int64_t work = planes * ho * wo * k[0] * k[1];
     if (x->dtype == DT_F32) {
