@@ -17,6 +17,7 @@ reference's shape trap cannot be lost.
 """
 from __future__ import annotations
 
+from isa.errors import InternalError
 from isa.module import ConstRef, Imm, Instr, Module, Reg
 from isa.ops import OPS
 from isa.types import TensorType
@@ -81,7 +82,8 @@ def _decompose(ins: Instr, t, taken: set[str]) -> list[Instr]:
                             list(t.operands))
     # the last instruction writes the composite's own result register
     last = made[-1]
-    assert final == Reg(last.results[0])
+    if final != Reg(last.results[0]):
+        raise InternalError(f"{ins.op}'s decomposition does not end in its result")
     taken.discard(last.results[0])
     made[-1] = Instr(last.op, list(ins.results), last.operands, last.attrs,
                      result_type=ins.result_type, loc=ins.loc)
