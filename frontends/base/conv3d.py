@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from isa.types import Dim, TensorType
+from isa.types import Dim
 
-from .values import Emitter, Value
+from .values import Emitter, Value, reshape_named
 
 
 def conv3d(e: Emitter, x: Value, w: Value, b: Value | None, *, strides: list[int],
@@ -46,22 +46,14 @@ def conv3d(e: Emitter, x: Value, w: Value, b: Value | None, *, strides: list[int
     t = taps[0] if kd == 1 else e.emit("concat", taps, axis=2)          # [N, C, kd, Do, H, W]
     t = e.emit("transpose", [t], perm=[0, 3, 1, 2, 4, 5])                # [N, Do, C, kd, H, W]
     folded = fold(n, out_d) if fold is not None else (n * out_d if isinstance(n, int) else None)
-    t = _reshape(e, t, [folded, c * kd, h, wd])
+    t = reshape_named(e, t, [folded, c * kd, h, wd])
     wk = e.emit("reshape", [w], shape=[m, cg * kd, w.shape[3], w.shape[4]])
     y = e.emit("conv2d", [t, wk], strides=strides[1:], pads=[pads[1], pads[2], pads[4], pads[5]],
                dilations=dilations[1:], groups=groups)                  # [N*Do, M, Ho, Wo]
     ho, wo = y.shape[2], y.shape[3]
-    y = _reshape(e, y, [n, out_d, m, ho, wo])
+    y = reshape_named(e, y, [n, out_d, m, ho, wo])
     y = e.emit("transpose", [y], perm=[0, 2, 1, 3, 4])
     if b is not None:
         return e.emit("add", [y, e.emit("reshape", [b], shape=[-1, 1, 1, 1])], hint)
     return e.emit("mov", [y], hint)
 
-
-def _reshape(e: Emitter, v: Value, dims: list) -> Value:
-    """A reshape whose one non-static dim (a name, or unknown) is written -1 and kept in the
-    result type."""
-    if all(isinstance(d, int) for d in dims):
-        return e.emit("reshape", [v], shape=dims)
-    return e.emit("reshape", [v], shape=[d if isinstance(d, int) else -1 for d in dims],
-                  result_type=TensorType(v.dtype, tuple(dims)))

@@ -173,3 +173,12 @@ class Emitter:
 
     def label(self, hint: str) -> str:
         return self.labels.fresh(hint, "L")
+
+
+def reshape_named(e: Emitter, v: Value, dims: list) -> Value:
+    """A reshape to `dims` whose one non-static dim (a name, or unknown) is written -1 and kept
+    in the result type."""
+    if all(isinstance(d, int) for d in dims):
+        return e.emit("reshape", [v], shape=dims)
+    return e.emit("reshape", [v], shape=[d if isinstance(d, int) else -1 for d in dims],
+                  result_type=TensorType(v.dtype, tuple(dims)))

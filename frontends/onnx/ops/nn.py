@@ -9,8 +9,8 @@ import numpy as np
 
 from frontends.base.conv3d import conv3d
 from frontends.base.conv_transpose import conv_transpose_2d
+from frontends.base.values import reshape_named
 from isa.dtypes import BY_NAME
-from isa.types import TensorType
 
 from ..registry import NodeCtx, onnx_op
 from ..values import Value, known
@@ -98,14 +98,6 @@ def _conv3d(ctx: NodeCtx, x: Value, w: Value, b: Value | None, kernel: list[int]
     return conv3d(ctx.e, x, w, b, strides=strides, pads=pads, dilations=dil, groups=group,
                   hint=hint, fail=ctx.fail,
                   fold=lambda n, d: derived.dim(derived.product([n, d])))
-
-
-def _reshape_named(e, v: Value, dims: list) -> Value:
-    """A reshape whose one non-static dim (a name) is written -1 and kept in the result type."""
-    if all(isinstance(d, int) for d in dims):
-        return e.emit("reshape", [v], shape=dims)
-    return e.emit("reshape", [v], shape=[d if isinstance(d, int) else -1 for d in dims],
-                  result_type=TensorType(v.dtype, tuple(dims)))
 
 
 def emit_conv(ctx: NodeCtx, x: Value, w: Value, b: Value | None, hint: str) -> Value:
@@ -323,8 +315,8 @@ def group_norm(ctx: NodeCtx) -> list[Value]:
         scale = e.emit("gather", [scale, spread], axis=0)
         bias = e.emit("gather", [bias, spread], axis=0)
     rest = int(np.prod(x.shape[1:], dtype=np.int64)) // g
-    y = _normalize(e, _reshape_named(e, x, [n, g, rest]), [2], eps)
-    y = _reshape_named(e, y, list(x.shape))
+    y = _normalize(e, reshape_named(e, x, [n, g, rest]), [2], eps)
+    y = reshape_named(e, y, list(x.shape))
     y = e.emit("mul", [y, e.emit("reshape", [scale], shape=_channel_shape(x))])
     return [e.emit("add", [y, e.emit("reshape", [bias], shape=_channel_shape(x))])]
 
@@ -455,7 +447,7 @@ def _conv_transpose_3d(ctx: NodeCtx, x: Value, w: Value, b: Value | None) -> Val
         grow[t.rank + a + 1] = s - 1
         t = e.emit("pad", [t], pads=grow)
         shape = list(t.shape[:a]) + [t.shape[a] * s] + list(t.shape[a + 2:])
-        t = _reshape_named(e, t, shape)
+        t = reshape_named(e, t, shape)
         t = e.emit("slice", [t], starts=[0], ends=[(sizes[axis] - 1) * s + 1], axes=[a])
     full = [0, 0]
     ends = [0, 0]
@@ -516,12 +508,12 @@ def lrn(ctx: NodeCtx) -> list[Value]:
         raise ctx.fail("LRN needs an (N, C, ...) input, static but for the batch")
     n, c = x.shape[0], x.shape[1]
     rest = int(np.prod(x.shape[2:]))
-    sq = _reshape_named(e, e.emit("mul", [x, x]), [n, 1, c, rest])
+    sq = reshape_named(e, e.emit("mul", [x, x]), [n, 1, c, rest])
     lo, hi = (size - 1) // 2, size - 1 - (size - 1) // 2
     pooled = e.emit("avgpool2d", [sq], kernel=[size, 1], strides=[1, 1], pads=[lo, 0, hi, 0],
                     count_include_pad=True)
     sums = e.emit("mul", [pooled, scalar(float(size), x)])
-    sums = _reshape_named(e, sums, list(x.shape))
+    sums = reshape_named(e, sums, list(x.shape))
     den = e.emit("add", [e.emit("mul", [sums, scalar(alpha / size, x)]), scalar(bias, x)])
     return [e.emit("div", [x, e.emit("pow", [den, scalar(beta, x)])], ctx.node.output[0])]
 
