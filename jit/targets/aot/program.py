@@ -90,7 +90,7 @@ class CProgram:
 
 
 def _compute_call(op: str, a: dict, vals: list[str], dst: str) -> str:
-    """The runtime call of a product, convolution or 1-/2-D pool into `dst`."""
+    """The runtime call of a product, convolution or 1- to 3-D pool into `dst`."""
     if op == "matmul":
         return f"dlvm_rt_matmul(ctx, {vals[0]}, {vals[1]}, {dst})"
     if op == "conv2d":
