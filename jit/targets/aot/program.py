@@ -32,7 +32,7 @@ from .variant import MAX_RANK, Variant, ambiguous_axes, representatives, variant
 HELPER_OPS = frozenset({"matmul", "conv2d", "maxpool2d", "avgpool2d", "reshape", "transpose",
                         "broadcast_to", "expand_dims", "squeeze", "concat", "slice", "gather", "shape_of",
                         "reshape_dyn", "broadcast_dyn", "pad", "argmax", "argmin", "range", "gather_nd",
-                        "cumsum", "cumprod"})
+                        "cumsum", "cumprod", "topk"})
 CONTROL_OPS = frozenset({"jmp", "br", "ret", "call", "assert", "const", "mov"})
 
 
@@ -608,6 +608,10 @@ class ProgramCompiler:
             call = f"dlvm_rt_gather_nd(ctx, {vals[0]}, {vals[1]}, {int(a['batch_dims'])}, {dst})"
         elif op == "range":
             call = f"dlvm_rt_range(ctx, {vals[0]}, {vals[1]}, {vals[2]}, {dst})"
+        elif op == "topk":
+            indices = f"&r[{self.regs[ins.results[1]]}]"
+            call = (f"dlvm_rt_topk(ctx, {vals[0]}, {vals[1]}, {int(a['axis'])}, "
+                    f"{int(bool(a['largest']))}, {dst}, {indices})")
         elif op in ("cumsum", "cumprod"):
             call = (f"dlvm_rt_cumulative(ctx, {vals[0]}, {vals[1]}, {int(op == 'cumprod')}, "
                     f"{int(bool(a['exclusive']))}, {int(bool(a['reverse']))}, {dst})")

@@ -2230,6 +2230,90 @@ HIDDEN int dlvm_rt_cumulative(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *
     return 0;
 }
 
+/* topk along `axis` (the op's reference: a stable sort, so equal elements keep their index
+ * order, the lower first; NaNs sort last whether largest or smallest): each row along the axis
+ * is sorted as (value, index) pairs with the index as the tie-break, and its first k kept. */
+#define TOPK(T, NAME)                                                                              \
+    typedef struct { T v; int64_t i; } NAME##_pair;                                                \
+    static int NAME##_largest(const void *pa, const void *pb) {                                    \
+        const NAME##_pair *a = pa, *b = pb;                                                        \
+        int an = a->v != a->v, bn = b->v != b->v;                                                  \
+        if (an != bn) return an - bn;                   /* a NaN after any number */               \
+        if (!an && a->v != b->v) return a->v > b->v ? -1 : 1;                                      \
+        return a->i < b->i ? -1 : a->i > b->i;                                                     \
+    }                                                                                              \
+    static int NAME##_smallest(const void *pa, const void *pb) {                                   \
+        const NAME##_pair *a = pa, *b = pb;                                                        \
+        int an = a->v != a->v, bn = b->v != b->v;                                                  \
+        if (an != bn) return an - bn;                                                              \
+        if (!an && a->v != b->v) return a->v < b->v ? -1 : 1;                                      \
+        return a->i < b->i ? -1 : a->i > b->i;                                                     \
+    }                                                                                              \
+    static int NAME(const void *xv, void *yv, int64_t *iv, int64_t outer, int64_t len,            \
+                    int64_t inner, int64_t k, int largest) {                                       \
+        NAME##_pair *row = malloc(sizeof *row * (size_t)(len ? len : 1));                          \
+        if (!row) return 1;                                                                        \
+        const T *x = xv;                                                                           \
+        T *y = yv;                                                                                 \
+        for (int64_t o = 0; o < outer; o++)                                                        \
+            for (int64_t c = 0; c < inner; c++) {                                                  \
+                for (int64_t j = 0; j < len; j++) {                                                \
+                    row[j].v = x[(o * len + j) * inner + c];                                       \
+                    row[j].i = j;                                                                  \
+                }                                                                                  \
+                qsort(row, (size_t)len, sizeof *row, largest ? NAME##_largest : NAME##_smallest);  \
+                for (int64_t j = 0; j < k; j++) {                                                  \
+                    y[(o * k + j) * inner + c] = row[j].v;                                         \
+                    iv[(o * k + j) * inner + c] = row[j].i;                                        \
+                }                                                                                  \
+            }                                                                                      \
+        free(row);                                                                                 \
+        return 0;                                                                                  \
+    }
+TOPK(float, topk_float)
+TOPK(double, topk_double)
+TOPK(int32_t, topk_i32)
+TOPK(int64_t, topk_i64)
+
+HIDDEN int dlvm_rt_topk(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *kv, int64_t axis,
+                        int largest, dlvm_val *values, dlvm_val *indices) {
+    if (dlvm_rt_numel(kv) != 1 || (kv->dtype != DT_I32 && kv->dtype != DT_I64))
+        return dlvm_rt_fail(ctx, DLVM_RT_ERR_TRAP, "topk: k must be one integer");
+    int64_t k = kv->dtype == DT_I64 ? ((const int64_t *)kv->data)[0]
+                                    : ((const int32_t *)kv->data)[0];
+    if (axis < 0) axis += x->rank;
+    int64_t len = x->shape[axis];
+    if (k < 0 || k > len)
+        return dlvm_rt_fail(ctx, DLVM_RT_ERR_TRAP, "topk: k = %lld is outside [0, %lld]",
+                            (long long)k, (long long)len);
+    int (*fn)(const void *, void *, int64_t *, int64_t, int64_t, int64_t, int64_t, int) =
+        x->dtype == DT_F32 ? topk_float : x->dtype == DT_F64 ? topk_double :
+        x->dtype == DT_I32 ? topk_i32 : x->dtype == DT_I64 ? topk_i64 : NULL;
+    if (!fn)
+        return dlvm_rt_fail(ctx, DLVM_RT_ERR_GUARD, "topk of %s is not compiled ahead of time",
+                            dtype_name(x->dtype));
+    int64_t shape[DLVM_MAX_RANK], outer = 1, inner = 1;
+    for (int d = 0; d < x->rank; d++) shape[d] = d == axis ? k : x->shape[d];
+    for (int d = 0; d < axis; d++) outer *= x->shape[d];
+    for (int d = (int)axis + 1; d < x->rank; d++) inner *= x->shape[d];
+    dlvm_val v = {0}, ix = {0};
+    if (dlvm_rt_alloc(ctx, &v, x->dtype, x->rank, shape)) return 1;
+    if (dlvm_rt_alloc(ctx, &ix, DT_I64, x->rank, shape)) {
+        dlvm_rt_release(&v);
+        return 1;
+    }
+    if (fn(x->data, v.data, ix.data, outer, len, inner, k, largest)) {
+        dlvm_rt_release(&v);
+        dlvm_rt_release(&ix);
+        return dlvm_rt_fail(ctx, DLVM_RT_ERR_RESOURCE, "out of memory (topk)");
+    }
+    dlvm_rt_release(values);
+    *values = v;
+    dlvm_rt_release(indices);
+    *indices = ix;
+    return 0;
+}
+
 HIDDEN int dlvm_rt_range(dlvm_ctx *ctx, const dlvm_val *start, const dlvm_val *limit,
                          const dlvm_val *delta, dlvm_val *out) {
     int32_t dt = start->dtype;

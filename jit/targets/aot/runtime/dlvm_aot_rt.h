@@ -135,6 +135,8 @@ int dlvm_rt_argext(dlvm_ctx *ctx, const dlvm_val *x, int64_t axis, int keepdims,
                    dlvm_val *out);
 int dlvm_rt_cumulative(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *axis, int product,
                        int exclusive, int reverse, dlvm_val *out);
+int dlvm_rt_topk(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *k, int64_t axis, int largest,
+                 dlvm_val *values, dlvm_val *indices);
 int dlvm_rt_range(dlvm_ctx *ctx, const dlvm_val *start, const dlvm_val *limit, const dlvm_val *delta,
                   dlvm_val *out);
 int dlvm_rt_gather_nd(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *idx, int64_t batch_dims,
