@@ -379,6 +379,39 @@ def test_reductions_over_any_axes(tmp_path):
     close(lib.run("main", x), vm.run("main", x), 1e-5)
 
 
+REDUCE_RUNS = """module runs
+func @main(%x: f32[N, 7, 300]) -> (f32[N, 300], f32[N, 1, 300], f32[N, 7], f32[N, 7], f32[N, 300], f32[7, 300], f32[N, 7, 1], f64[N, 300]) {
+entry:
+  %a = reduce_sum %x {axes = [1]}
+  %b = reduce_max %x {axes = [1], keepdims = true}
+  %c = reduce_min %x {axes = [2]}
+  %d = reduce_mean %x {axes = [2]}
+  %e = reduce_prod %x {axes = [1]}
+  %f = reduce_mean %x {axes = [0]}
+  %g = reduce_max %x {axes = [2], keepdims = true}
+  %x64 = cast %x {to = f64}
+  %h = reduce_min %x64 {axes = [1]}
+  ret %a, %b, %c, %d, %e, %f, %g, %h
+}
+"""
+
+
+def test_reductions_of_one_run_of_axes(tmp_path):
+    # (outer, reduced, inner) reductions take the vectorized path: rows, columns wider than a
+    # task's chunk, lengths that are not a multiple of the lanes, NaN and infinities, batch 1
+    module = assembler.parse(REDUCE_RUNS)
+    compile_library(module, tmp_path)
+    lib, vm = aot.load(tmp_path), dlvmrt.VM(module, jit="off")
+    rng = np.random.default_rng(6)
+    for n in (1, 3):
+        x = (rng.standard_normal((n, 7, 300)) * 0.3 + 1.0).astype(np.float32)
+        x[0, 2, 5] = np.nan
+        x[-1, 4, 299] = np.nan
+        x[0, 1, 7] = np.inf
+        x[-1, 6, 100] = -np.inf
+        close(lib.run("main", x), vm.run("main", x), 1e-5)
+
+
 def test_pointwise_conv_multiplies_the_image(tmp_path):
     # a 1x1 convolution of an intermediate skips the patch matrix (dlvm_rt_conv2d)
     module = assembler.parse("""module pw

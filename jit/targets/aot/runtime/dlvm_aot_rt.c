@@ -2054,6 +2054,133 @@ HIDDEN int dlvm_rt_pad(dlvm_ctx *ctx, const dlvm_val *x, const int64_t *begins, 
     return 0;
 }
 
+/* One run of reduced axes between kept ones, as (outer, red, inner) over contiguous data: each
+ * output element reduces `red` inputs `inner` apart. Sums accumulate in double, max / min in the
+ * input type (exact either way) with a NaN flag, so the loops have no branches and vectorize: the
+ * element-at-a-time walk of the general case was 55% of an attention-over-channels model. */
+typedef struct {
+    const void *x;
+    void *y;
+    int f32, kind;
+    int64_t outer, red, inner, chunks;
+} reduce_job;
+
+#define REDUCE_CHUNK 256             /* inner outputs per task: their accumulators stay in L1 */
+#define REDUCE_LANES 8
+
+#define DEFINE_REDUCE_KERNELS(T, NAME)                                                          \
+static double NAME##_row_sum(const T *x, int64_t n, int prod) {                                 \
+    double acc[REDUCE_LANES];                                                                   \
+    for (int j = 0; j < REDUCE_LANES; j++) acc[j] = prod ? 1.0 : 0.0;                           \
+    int64_t i = 0;                                                                              \
+    for (; i + REDUCE_LANES <= n; i += REDUCE_LANES)                                            \
+        for (int j = 0; j < REDUCE_LANES; j++)                                                  \
+            acc[j] = prod ? acc[j] * (double)x[i + j] : acc[j] + (double)x[i + j];              \
+    double s = prod ? 1.0 : 0.0;                                                                \
+    for (int j = 0; j < REDUCE_LANES; j++) s = prod ? s * acc[j] : s + acc[j];                  \
+    for (; i < n; i++) s = prod ? s * (double)x[i] : s + (double)x[i];                          \
+    return s;                                                                                   \
+}                                                                                               \
+static T NAME##_row_ext(const T *x, int64_t n, int is_max) {                                    \
+    T m[REDUCE_LANES];                                                                          \
+    int nan[REDUCE_LANES] = {0};                                                                \
+    for (int j = 0; j < REDUCE_LANES; j++) m[j] = is_max ? -INFINITY : INFINITY;                \
+    int64_t i = 0;                                                                              \
+    for (; i + REDUCE_LANES <= n; i += REDUCE_LANES)                                            \
+        for (int j = 0; j < REDUCE_LANES; j++) {                                                \
+            T v = x[i + j];                                                                     \
+            m[j] = (is_max ? v > m[j] : v < m[j]) ? v : m[j];                                   \
+            nan[j] |= v != v;                                                                   \
+        }                                                                                       \
+    T r = m[0];                                                                                 \
+    int any = nan[0];                                                                           \
+    for (int j = 1; j < REDUCE_LANES; j++) {                                                    \
+        r = (is_max ? m[j] > r : m[j] < r) ? m[j] : r;                                          \
+        any |= nan[j];                                                                          \
+    }                                                                                           \
+    for (; i < n; i++) {                                                                        \
+        r = (is_max ? x[i] > r : x[i] < r) ? x[i] : r;                                          \
+        any |= x[i] != x[i];                                                                    \
+    }                                                                                           \
+    return any ? (T)NAN : r;                                                                    \
+}                                                                                               \
+static void NAME##_reduce_task(const reduce_job *j, int64_t lo, int64_t hi) {                   \
+    const T *x = j->x;                                                                          \
+    T *y = j->y;                                                                                \
+    int kind = j->kind;                                                                         \
+    double count = (double)j->red;                                                              \
+    if (j->inner == 1) {                                                                        \
+        for (int64_t o = lo; o < hi; o++) {                                                     \
+            const T *row = x + o * j->red;                                                      \
+            if (kind == 2 || kind == 3) { y[o] = NAME##_row_ext(row, j->red, kind == 2); continue; } \
+            double s = NAME##_row_sum(row, j->red, kind == 4);                                  \
+            y[o] = (T)(kind == 1 ? (j->red ? s / count : NAN) : s);                             \
+        }                                                                                       \
+        return;                                                                                 \
+    }                                                                                           \
+    double acc[REDUCE_CHUNK];                                                                   \
+    T ext[REDUCE_CHUNK];                                                                        \
+    int nan[REDUCE_CHUNK];                                                                      \
+    for (int64_t t = lo; t < hi; t++) {                                                         \
+        int64_t o = t / j->chunks, c0 = (t % j->chunks) * REDUCE_CHUNK;                         \
+        int64_t w = j->inner - c0 < REDUCE_CHUNK ? j->inner - c0 : REDUCE_CHUNK;                \
+        const T *base = x + o * j->red * j->inner + c0;                                         \
+        T *out = y + o * j->inner + c0;                                                         \
+        if (kind == 2 || kind == 3) {                                                           \
+            int is_max = kind == 2;                                                             \
+            for (int64_t i = 0; i < w; i++) { ext[i] = is_max ? -INFINITY : INFINITY; nan[i] = 0; } \
+            for (int64_t r = 0; r < j->red; r++) {                                              \
+                const T *src = base + r * j->inner;                                             \
+                for (int64_t i = 0; i < w; i++) {                                               \
+                    T v = src[i];                                                               \
+                    ext[i] = (is_max ? v > ext[i] : v < ext[i]) ? v : ext[i];                   \
+                    nan[i] |= v != v;                                                           \
+                }                                                                               \
+            }                                                                                   \
+            for (int64_t i = 0; i < w; i++) out[i] = nan[i] ? (T)NAN : ext[i];                  \
+            continue;                                                                           \
+        }                                                                                       \
+        int prod = kind == 4;                                                                   \
+        for (int64_t i = 0; i < w; i++) acc[i] = prod ? 1.0 : 0.0;                              \
+        for (int64_t r = 0; r < j->red; r++) {                                                  \
+            const T *src = base + r * j->inner;                                                 \
+            if (prod) for (int64_t i = 0; i < w; i++) acc[i] *= (double)src[i];                 \
+            else for (int64_t i = 0; i < w; i++) acc[i] += (double)src[i];                      \
+        }                                                                                       \
+        for (int64_t i = 0; i < w; i++)                                                         \
+            out[i] = (T)(kind == 1 ? (j->red ? acc[i] / count : NAN) : acc[i]);                 \
+    }                                                                                           \
+}
+
+DEFINE_REDUCE_KERNELS(float, f32)
+DEFINE_REDUCE_KERNELS(double, f64)
+
+static void reduce_task(void *arg, int64_t lo, int64_t hi, int64_t part) {
+    (void)part;
+    const reduce_job *j = arg;
+    if (j->f32) f32_reduce_task(j, lo, hi);
+    else f64_reduce_task(j, lo, hi);
+}
+
+/* The axes of `x` as runs of reduced and kept extents (extent-1 axes dropped): one reduced run
+ * with kept ones around it is (outer, red, inner); anything else returns 0. */
+static int reduce_as_one_run(const dlvm_val *x, uint32_t mask, int64_t *outer, int64_t *red,
+                             int64_t *inner) {
+    int64_t part[3] = {1, 1, 1};
+    int stage = 0;                        /* 0: before the reduced run, 1: in it, 2: after */
+    for (int d = 0; d < x->rank; d++) {
+        int64_t n = x->shape[d];
+        if (n == 1) continue;
+        int r = (mask >> d) & 1;
+        if (r && stage == 2) return 0;
+        if (r) stage = 1;
+        else if (stage == 1) stage = 2;
+        part[stage] *= n;
+    }
+    *outer = part[0], *red = part[1], *inner = part[2];
+    return 1;
+}
+
 /* A float reduction over any axes (the region kernels fold only trailing ones): kind 0 sum,
  * 1 mean, 2 max, 3 min, 4 prod; `mask` has bit d set for a reduced axis. Sums accumulate in
  * double. An empty max / min is left to the VM (a guard), which traps as the op defines. */
@@ -2075,6 +2202,19 @@ HIDDEN int dlvm_rt_reduce(dlvm_ctx *ctx, const dlvm_val *x, uint32_t mask, int k
         else if (keepdims) shape[r++] = 1;
     if (count == 0 && (kind == 2 || kind == 3))
         return dlvm_rt_fail(ctx, DLVM_RT_ERR_GUARD, "a maximum or minimum over an empty axis");
+    reduce_job job = {.f32 = x->dtype == DT_F32, .kind = kind};
+    if (count > 0 && n_out > 0 && reduce_as_one_run(x, mask, &job.outer, &job.red, &job.inner)) {
+        dlvm_val tmp = {0};
+        if (dlvm_rt_alloc(ctx, &tmp, x->dtype, r, shape)) return 1;
+        job.x = x->data;
+        job.y = tmp.data;
+        job.chunks = (job.inner + REDUCE_CHUNK - 1) / REDUCE_CHUNK;
+        int64_t tasks = job.inner == 1 ? job.outer : job.outer * job.chunks;
+        dlvm_rt_parallel(reduce_task, &job, tasks, count * n_out / 65536 + 1);
+        dlvm_rt_release(out);
+        *out = tmp;
+        return 0;
+    }
     double *acc = malloc((size_t)(n_out ? n_out : 1) * sizeof(double));
     if (!acc) return dlvm_rt_fail(ctx, DLVM_RT_ERR_RESOURCE, "out of memory (reduction)");
     double init = kind == 4 ? 1.0 : kind == 2 ? -INFINITY : kind == 3 ? INFINITY : 0.0;
