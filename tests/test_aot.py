@@ -412,6 +412,73 @@ def test_reductions_of_one_run_of_axes(tmp_path):
         close(lib.run("main", x), vm.run("main", x), 1e-5)
 
 
+VARIANT_SITES = """module sites
+func @main(%x: f32[N, M], %y: f32[5, 5], %w: f32[5, 5], %z: f32[5]) -> f32[5, 5] {
+entry:
+  %h0 = add %y, %y
+  %a0 = add %x, %h0
+  %e0 = exp %a0
+  %m0 = matmul %e0, %w
+  %b0 = mul %m0, %z
+  %c0 = tanh %b0
+  %d0 = matmul %c0, %w
+  %h1 = tanh %d0
+  %a1 = add %x, %h1
+  %e1 = exp %a1
+  %m1 = matmul %e1, %w
+  %b1 = mul %m1, %z
+  %c1 = tanh %b1
+  %d1 = matmul %c1, %w
+  %h2 = tanh %d1
+  %a2 = add %x, %h2
+  %e2 = exp %a2
+  %m2 = matmul %e2, %w
+  %b2 = mul %m2, %z
+  %c2 = tanh %b2
+  %d2 = matmul %c2, %w
+  %h3 = tanh %d2
+  %a3 = add %x, %h3
+  %e3 = exp %a3
+  %m3 = matmul %e3, %w
+  %b3 = mul %m3, %z
+  %c3 = tanh %b3
+  %d3 = matmul %c3, %w
+  %h4 = tanh %d3
+  %a4 = add %x, %h4
+  %e4 = exp %a4
+  %m4 = matmul %e4, %w
+  %b4 = mul %m4, %z
+  %c4 = tanh %b4
+  %d4 = matmul %c4, %w
+  %h5 = tanh %d4
+  %a5 = add %x, %h5
+  %e5 = exp %a5
+  %m5 = matmul %e5, %w
+  %b5 = mul %m5, %z
+  %c5 = tanh %b5
+  %d5 = matmul %c5, %w
+  %h6 = tanh %d5
+  ret %h6
+}
+"""
+
+
+def test_region_variants_remembered_per_region(tmp_path):
+    # the first region has a variant for each way its named dims broadcast (the last one runs
+    # for a [1, 1] input), the second has one; the runtime remembers per region which variant
+    # ran, and another region's list (a compound literal, maybe at the same address) must not
+    # pick up that index
+    module = assembler.parse(VARIANT_SITES)
+    compile_library(module, tmp_path)
+    lib, vm = aot.load(tmp_path), dlvmrt.VM(module, jit="off")
+    rng = np.random.default_rng(8)
+    y, w, z = (rng.standard_normal(s).astype(np.float32) for s in ((5, 5), (5, 5), (5,)))
+    for shape in ((1, 1), (5, 5), (1, 5), (1, 1), (5, 1), (1, 1)):
+        x = rng.standard_normal(shape).astype(np.float32)
+        for _ in range(2):
+            close(lib.run("main", x, y, w, z), vm.run("main", x, y, w, z), 1e-5)
+
+
 def test_pointwise_conv_multiplies_the_image(tmp_path):
     # a 1x1 convolution of an intermediate skips the patch matrix (dlvm_rt_conv2d)
     module = assembler.parse("""module pw

@@ -1116,23 +1116,27 @@ static int product(dlvm_ctx *ctx, int32_t dtype, int64_t m, int64_t n, int64_t k
 /* A region compiled for more than one broadcast pattern: the first variant whose guard passes
  * runs (a guard fails before anything is allocated or written); the last one's error stands. */
 /* the variant of each region that ran last on this thread: tried first next time (a guard
- * failure formats its message, and each call tried the same failing variants again) */
+ * failure formats its message, and each call tried the same failing variants again). Keyed by
+ * the first variant's kernel, which is static: the list itself is a compound literal in the
+ * calling function, whose address another call site may reuse (a memo keyed by it sent a
+ * sentence-embedding model's region to a kernel past the end of another list). */
 typedef struct {
-    const dlvm_rt_kernel *const *variants;
-    int index;
+    const dlvm_rt_kernel *first;
+    int n, index;
 } variant_memo;
 
 static __thread variant_memo variant_memos[MEMO_SLOTS];
 
 HIDDEN int dlvm_rt_region_any(dlvm_ctx *ctx, const dlvm_rt_kernel *const *variants, int n,
                               dlvm_val *const *ins, dlvm_val *outs) {
-    variant_memo *memo = &variant_memos[((uintptr_t)variants >> 4) % MEMO_SLOTS];
-    int first = memo->variants == variants ? memo->index : 0;
+    variant_memo *memo = &variant_memos[((uintptr_t)variants[0] >> 6) % MEMO_SLOTS];
+    int first = memo->first == variants[0] && memo->n == n && memo->index < n ? memo->index : 0;
     for (int t = 0; t < n; t++) {
         int i = t == 0 ? first : (t <= first ? t - 1 : t);    /* first, then the others */
         int rc = dlvm_rt_region(ctx, variants[i], ins, outs);
         if (rc == DLVM_RT_OK) {
-            memo->variants = variants;
+            memo->first = variants[0];
+            memo->n = n;
             memo->index = i;
         }
         if (rc != DLVM_RT_ERR_GUARD || t == n - 1) return rc;
