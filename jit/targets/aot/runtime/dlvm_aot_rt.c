@@ -857,6 +857,8 @@ extern int32_t dlvm_sgemm(int64_t m, int64_t n, int64_t k, const float *a, int64
 
 extern int32_t dlvm_sgemm_pack_b(int64_t rows, int64_t k, const float *src, int64_t s_row,
                                  int64_t s_k, float *dst);
+extern int32_t dlvm_sgemm_pack_a(int64_t rows, int64_t k, const float *src, int64_t s_row,
+                                 int64_t s_k, float *dst);
 
 typedef struct gemm_call {
     int64_t m, n, k;
@@ -866,6 +868,9 @@ typedef struct gemm_call {
     int failed;
     int64_t b_padded;          /* > 0: b is prepacked (dlvm_sgemm_pack_b), this many columns */
     const int64_t *geometry;   /* non-NULL: b is a padded image whose patches the kernel packs */
+    const float *a_packed;     /* non-NULL: a prepacked (dlvm_sgemm_pack_a), a_padded rows */
+    int64_t a_padded;
+    const float *bias;         /* non-NULL: added to each row as the kernel stores it */
 } gemm_call;
 
 /* Packing buffers per thread, kept between calls (a 3 MB buffer mapped afresh each call costs
@@ -926,15 +931,21 @@ static void gemm_task(void *arg, int64_t lo, int64_t hi, int64_t part) {
         return;
     }
     float *pa = bufs->pa, *pb = bufs->pb;
+    /* a prepacked A is addressed from its start and the call's first row */
+    const float *a = g->a_packed ? g->a_packed : g->a + r0 * g->k;
+    int64_t a_flag = g->a_packed ? 1 : 0;
+    const float *bias = g->bias ? g->bias + r0 : NULL;
+    int64_t epi = g->bias ? 1 : 0;
     if (g->geometry)        /* implicit GEMM: the patch matrix is read from the image in place */
-        dlvm_sgemm(rows, cols, g->k, g->a + r0 * g->k, g->k, 1, g->b, (int64_t)(intptr_t)g->geometry,
-                   0, g->c + r0 * g->n + c0, g->n, pa, pb, 0, 4, r0, 0, c0, 0, NULL, 0);
+        dlvm_sgemm(rows, cols, g->k, a, g->k, 1, g->b, (int64_t)(intptr_t)g->geometry,
+                   0, g->c + r0 * g->n + c0, g->n, pa, pb, 0, 4 | a_flag, r0, g->a_padded, c0, 0,
+                   bias, epi);
     else if (g->b_padded)
-        dlvm_sgemm(rows, cols, g->k, g->a + r0 * g->k, g->k, 1, g->b, 0, 0,
-                   g->c + r0 * g->n + c0, g->n, pa, pb, 0, 2, r0, 0, c0, g->b_padded, NULL, 0);
+        dlvm_sgemm(rows, cols, g->k, a, g->k, 1, g->b, 0, 0, g->c + r0 * g->n + c0, g->n, pa, pb,
+                   0, 2 | a_flag, r0, g->a_padded, c0, g->b_padded, bias, epi);
     else
-        dlvm_sgemm(rows, cols, g->k, g->a + r0 * g->k, g->k, 1, g->b + c0, g->n, 1,
-                   g->c + r0 * g->n + c0, g->n, pa, pb, 0, 0, r0, 0, c0, 0, NULL, 0);
+        dlvm_sgemm(rows, cols, g->k, a, g->k, 1, g->b + c0, g->n, 1, g->c + r0 * g->n + c0, g->n,
+                   pa, pb, 0, a_flag, r0, g->a_padded, c0, 0, bias, epi);
 }
 
 /* A few rows: each output row is a sum of B's rows scaled by a's elements, one pass over B
@@ -1016,7 +1027,8 @@ static int sgemm_with(dlvm_ctx *ctx, int64_t m, int64_t n, int64_t k, const floa
         }
         return 0;
     }
-    gemm_call g = {m, n, k, a, packed ? packed : b, c, 1, 0, packed ? padded : 0, NULL};
+    gemm_call g = {m, n, k, a, packed ? packed : b, c, 1, 0, packed ? padded : 0, NULL, NULL, 0,
+                   NULL};
     /* packing an operand costs about 3 reads of it; a prepacked one is read once */
     return gemm_split(ctx, &g, packed ? 1 : 3);
 }
@@ -1024,15 +1036,6 @@ static int sgemm_with(dlvm_ctx *ctx, int64_t m, int64_t n, int64_t k, const floa
 static int sgemm(dlvm_ctx *ctx, int64_t m, int64_t n, int64_t k, const float *a, const float *b,
                  float *c) {
     return sgemm_with(ctx, m, n, k, a, b, c, NULL, 0);
-}
-
-/* out [m, n] = a [m, k] x the patch matrix of a padded image (geometry: kH, kW, Wo, strides,
- * dilations, the image's channel and row strides), split across the pool as sgemm_with */
-static int sgemm_conv(dlvm_ctx *ctx, int64_t m, int64_t n, int64_t k, const float *a,
-                      const float *image, const int64_t *geometry, float *c) {
-    if (m == 0 || n == 0) return 0;
-    gemm_call g = {m, n, k, a, image, c, 1, 0, 0, geometry};
-    return gemm_split(ctx, &g, 2);      /* packing patches from the image: about 2 reads */
 }
 
 static pthread_mutex_t pack_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -1352,18 +1355,42 @@ typedef struct {
     const int64_t *s, *p, *d;
     int pointwise, split, failed;
     dlvm_ctx *ctx;
+    const float *w_packed;      /* the weights packed once per call (NULL: each product packs) */
+    int64_t w_padded;
 } conv_images;
 
-/* out [m, n] = a [m, k] x b (or the patches of an image, with geometry) on this thread */
-static int gemm_here(int64_t m, int64_t n, int64_t k, const float *a, const float *b,
-                     const int64_t *geometry, float *c) {
-    if (!geometry && m < DLVM_GEMM_MIN_ROWS) {
+/* out [m, n] = a [m, k] x b (or the patches of an image, with geometry) on this thread, then
+ * + bias per row (NULL: none) */
+static int gemm_here(int64_t m, int64_t n, int64_t k, const float *a, const float *a_packed,
+                     int64_t a_padded, const float *b, const int64_t *geometry, const float *bias,
+                     float *c) {
+    if (!geometry && !a_packed && m < DLVM_GEMM_MIN_ROWS) {
         few_rows(m, n, k, a, b, c);
+        if (bias)
+            for (int64_t i = 0; i < m; i++)
+                for (int64_t q = 0; q < n; q++) c[i * n + q] += bias[i];
         return 0;
     }
-    gemm_call g = {m, n, k, a, b, c, 1, 0, 0, geometry};
+    gemm_call g = {m, n, k, a, b, c, 1, 0, 0, geometry, a_packed, a_padded, bias};
     gemm_task(&g, 0, (m + DLVM_GEMM_MR - 1) / DLVM_GEMM_MR, 0);
     return g.failed;
+}
+
+/* one image's product: out [O, px] = w x (the image, or its patches with geometry) + bias, on
+ * this thread or split across the pool */
+static int conv_product(conv_images *j, int64_t px, int64_t kk, const float *b,
+                        const int64_t *geometry, float *yb) {
+    if (!j->split)
+        return gemm_here(j->o, px, kk, j->w, j->w_packed, j->w_padded, b, geometry, j->bias, yb);
+    if (!geometry && !j->w_packed && j->o < DLVM_GEMM_MIN_ROWS) {
+        int rc = sgemm(j->ctx, j->o, px, kk, j->w, b, yb);
+        if (!rc && j->bias)
+            for (int64_t i = 0; i < j->o; i++)
+                for (int64_t q = 0; q < px; q++) yb[i * px + q] += j->bias[i];
+        return rc;
+    }
+    gemm_call g = {j->o, px, kk, j->w, b, yb, 1, 0, 0, geometry, j->w_packed, j->w_padded, j->bias};
+    return gemm_split(j->ctx, &g, geometry ? 2 : 3);
 }
 
 static void conv_images_task(void *arg, int64_t lo, int64_t hi, int64_t part) {
@@ -1386,7 +1413,7 @@ static void conv_images_task(void *arg, int64_t lo, int64_t hi, int64_t part) {
         int rc;
         if (j->pointwise) {
             const float *xb = j->x + b * c * px;
-            rc = j->split ? sgemm(j->ctx, o, px, kk, j->w, xb, yb) : gemm_here(o, px, kk, j->w, xb, NULL, yb);
+            rc = conv_product(j, px, kk, xb, NULL, yb);
         } else {
             for (int64_t ci = 0; ci < c; ci++)
                 for (int64_t i = 0; i < h; i++) {
@@ -1397,16 +1424,12 @@ static void conv_images_task(void *arg, int64_t lo, int64_t hi, int64_t part) {
                     else
                         memcpy(dst, src, (size_t)wd * 4);
                 }
-            rc = j->split ? sgemm_conv(j->ctx, o, px, kk, j->w, padded, geometry, yb)
-                          : gemm_here(o, px, kk, j->w, padded, geometry, yb);
+            rc = conv_product(j, px, kk, padded, geometry, yb);
         }
         if (rc) {
             __atomic_store_n(&j->failed, 1, __ATOMIC_RELAXED);
             break;
         }
-        if (j->bias)
-            for (int64_t oc = 0; oc < o; oc++)
-                for (int64_t q = 0; q < px; q++) yb[oc * px + q] += j->bias[oc];
     }
     if (padded) buffer_free(padded, padded_bytes);
 }
@@ -1439,6 +1462,19 @@ HIDDEN int dlvm_rt_conv2d(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *w, c
         conv_images job = {x->data, w->data, bd, out->data, c, h, wd, o, kh, kw, ho, wo, s, p, d,
                            pointwise, 0, 0};
         int threads = dlvm_rt_threads();
+        /* the weights packed once for every image's product (each product packed them again:
+         * as much copying as the product itself for a batch of small images) */
+        int64_t kk = c * kh * kw;
+        float *w_packed = NULL;
+        if (n >= 2 && o >= DLVM_GEMM_MIN_ROWS && kk > 0) {
+            int64_t padded = (o + DLVM_GEMM_MR - 1) / DLVM_GEMM_MR * DLVM_GEMM_MR;
+            w_packed = aligned_alloc(64, ((size_t)(padded * kk) * 4 + 63) / 64 * 64);
+            if (w_packed) {
+                dlvm_sgemm_pack_a(o, kk, w->data, kk, 1, w_packed);
+                job.w_packed = w_packed;
+                job.w_padded = padded;
+            }
+        }
         if (n >= 2 && threads > 1) {
             /* images split across the pool, each image's product on one thread: no pool hand-off
              * per product (a batch of small images made 64 of them per call) */
@@ -1448,6 +1484,7 @@ HIDDEN int dlvm_rt_conv2d(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *w, c
             job.ctx = ctx;
             conv_images_task(&job, 0, n, 0);
         }
+        free(w_packed);
         if (job.failed)
             return ctx->status->code ? ctx->status->code
                                      : dlvm_rt_fail(ctx, DLVM_RT_ERR_RESOURCE, "out of memory (conv2d)");
