@@ -1593,6 +1593,54 @@ static void deinterleave2(const float *x, int64_t w, float *even, float *odd) {
     }
 }
 
+/* A 2x2 window with stride 2 and no padding, every window whole (most CNNs' pooling): both
+ * rows and both columns in one pass, 16 outputs per step with the column pairs split by vector
+ * shuffles; the general path's padded row, fills and separate passes cost more than the pooling
+ * on the small planes of a CNN's batch. A NaN wins a maximum, as in the general path. */
+static void pool2x2_plane(const float *x, int64_t w, float *y, int64_t ho, int64_t wo, int is_max) {
+    for (int64_t i = 0; i < ho; i++) {
+        const float *r0 = x + 2 * i * w, *r1 = r0 + w;
+        float *yr = y + i * wo;
+        int64_t j = 0;
+#if defined(__GNUC__) && !defined(__clang__)
+        typedef int32_t pv_idx __attribute__((vector_size(64)));
+        const pv_idx ev = {0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30};
+        const pv_idx od = {1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31};
+        for (; j + 16 <= wo; j += 16) {
+            dw_vec a0, a1, b0, b1;
+            memcpy(&a0, r0 + 2 * j, sizeof a0);
+            memcpy(&a1, r0 + 2 * j + 16, sizeof a1);
+            memcpy(&b0, r1 + 2 * j, sizeof b0);
+            memcpy(&b1, r1 + 2 * j + 16, sizeof b1);
+            dw_vec e0 = __builtin_shuffle(a0, a1, ev), o0 = __builtin_shuffle(a0, a1, od);
+            dw_vec e1 = __builtin_shuffle(b0, b1, ev), o1 = __builtin_shuffle(b0, b1, od);
+            dw_vec r;
+            if (is_max) {
+                /* t wins over b where t > b or t is NaN: as (t > b || t != t) ? t : b */
+                pv_idx c = (e1 > e0) | (e1 != e1);
+                dw_vec ve = (dw_vec)(((pv_idx)e1 & c) | ((pv_idx)e0 & ~c));
+                c = (o1 > o0) | (o1 != o1);
+                dw_vec vo = (dw_vec)(((pv_idx)o1 & c) | ((pv_idx)o0 & ~c));
+                c = (vo > ve) | (vo != vo);
+                r = (dw_vec)(((pv_idx)vo & c) | ((pv_idx)ve & ~c));
+            } else {
+                r = ((e0 + e1) + (o0 + o1)) * 0.25f;
+            }
+            memcpy(yr + j, &r, sizeof r);
+        }
+#endif
+        for (; j < wo; j++) {
+            float a = r0[2 * j], b = r1[2 * j], c = r0[2 * j + 1], d = r1[2 * j + 1];
+            if (is_max) {
+                float ve = (b > a || b != b) ? b : a, vo = (d > c || d != d) ? d : c;
+                yr[j] = (vo > ve || vo != vo) ? vo : ve;
+            } else {
+                yr[j] = ((a + b) + (c + d)) * 0.25f;
+            }
+        }
+    }
+}
+
 static void pool_task(void *arg, int64_t lo, int64_t hi, int64_t part) {
     (void)part;
     pool2d_job *m = arg;
@@ -1615,8 +1663,14 @@ static void pool_task(void *arg, int64_t lo, int64_t hi, int64_t part) {
             colcount[j] = (float)window_count(j, k1, s1, p1, d1, m->include_pad ? -p1 : 0,
                                               m->include_pad ? w + m->p[3] : w);
     for (int64_t c = 0; c < len; c++) row[c] = fill;
+    int two_by_two = k0 == 2 && k1 == 2 && s0 == 2 && s1 == 2 && p0 == 0 && p1 == 0 && d0 == 1 &&
+                     d1 == 1 && 2 * ho <= h && 2 * wo <= w;
     for (int64_t q = lo; q < hi; q++) {
         const float *xp = m->x + q * h * w;
+        if (two_by_two) {
+            pool2x2_plane(xp, w, m->y + q * ho * wo, ho, wo, is_max);
+            continue;
+        }
         for (int64_t i = 0; i < ho; i++) {
             float *yr = m->y + (q * ho + i) * wo;
             /* vertical: the tap rows in range into row[p1 .. p1 + w) */
