@@ -380,7 +380,8 @@ def test_reductions_over_any_axes(tmp_path):
 
 
 REDUCE_RUNS = """module runs
-func @main(%x: f32[N, 7, 300]) -> (f32[N, 300], f32[N, 1, 300], f32[N, 7], f32[N, 7], f32[N, 300], f32[7, 300], f32[N, 7, 1], f64[N, 300]) {
+func @main(%x: f32[N, 7, 300]) -> (f32[N, 300], f32[N, 1, 300], f32[N, 7], f32[N, 7], \
+f32[N, 300], f32[7, 300], f32[N, 7, 1], f64[N, 300]) {
 entry:
   %a = reduce_sum %x {axes = [1]}
   %b = reduce_max %x {axes = [1], keepdims = true}
@@ -477,6 +478,36 @@ def test_region_variants_remembered_per_region(tmp_path):
         x = rng.standard_normal(shape).astype(np.float32)
         for _ in range(2):
             close(lib.run("main", x, y, w, z), vm.run("main", x, y, w, z), 1e-5)
+
+
+def test_reused_call_frames_follow_each_calls_shapes(tmp_path):
+    # the ctypes arguments are kept per thread and entry: shapes written again when they change,
+    # a bad call (wrong rank) leaves the next call right, threads never share a frame
+    module = assembler.parse(REDUCE_RUNS)
+    compile_library(module, tmp_path)
+    lib, vm = aot.load(tmp_path), dlvmrt.VM(module, jit="off")
+    rng = np.random.default_rng(11)
+    xs = [rng.standard_normal((n, 7, 300)).astype(np.float32) for n in (1, 4, 2)]
+    for x in xs + xs[::-1]:
+        close(lib.run("main", x), vm.run("main", x), 1e-5)
+    with pytest.raises(Trap):
+        lib.run("main", np.zeros((2, 7), np.float32))
+    close(lib.run("main", xs[0]), vm.run("main", xs[0]), 1e-5)
+    want = [vm.run("main", x) for x in xs]
+    failures = []
+
+    def worker(i: int) -> None:
+        try:
+            for _ in range(30):
+                close(lib.run("main", xs[i % 3]), want[i % 3], 1e-5)
+        except Exception as e:  # noqa: BLE001 - reported below
+            failures.append(e)
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not failures, failures
 
 
 def test_pointwise_conv_multiplies_the_image(tmp_path):
