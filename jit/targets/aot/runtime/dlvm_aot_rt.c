@@ -280,44 +280,54 @@ static void shape_text(char *out, size_t cap, int32_t rank, const int64_t *shape
 
 /* Named dims: named[i] >= 0 is the index of dim i's name in `dims` (-1: a literal in want[i],
  * -2: unknown, any size). A name seen first binds its size; later uses must agree. */
-static int check_shape(dlvm_ctx *ctx, const char *what, const int64_t *shape, int32_t rank,
-                       int32_t dtype, int32_t want_dtype, int32_t want_rank, const int64_t *want,
-                       const int32_t *named, int64_t *dims) {
-    char got[160];
-    shape_text(got, sizeof got, rank, shape);
-    if (dtype != want_dtype || rank != want_rank)
-        return dlvm_rt_fail(ctx, DLVM_RT_ERR_ARGUMENT, "%s must be %s of rank %d, got %s%s", what,
-                            dtype_name(want_dtype), want_rank, dtype_name(dtype), got);
-    for (int i = 0; i < rank; i++) {
-        if (shape[i] < 0)
-            return dlvm_rt_fail(ctx, DLVM_RT_ERR_ARGUMENT, "%s has a negative size %s", what, got);
-        if (named[i] == -1 && shape[i] != want[i])
-            return dlvm_rt_fail(ctx, DLVM_RT_ERR_ARGUMENT, "%s: dim %d must be %lld, got %s", what,
-                                i, (long long)want[i], got);
-        if (named[i] >= 0) {
-            if (dims[named[i]] < 0)
-                dims[named[i]] = shape[i];
-            else if (dims[named[i]] != shape[i])
-                return dlvm_rt_fail(ctx, DLVM_RT_ERR_ARGUMENT,
-                                    "%s: dim %d is %lld, but that named dim is %lld elsewhere",
-                                    what, i, (long long)shape[i], (long long)dims[named[i]]);
+/* An argument's (param) or a result's (index) dtype and shape against the signature; named dims
+ * bind on first sight. The message is formatted only when a check fails: formatting it on every
+ * call was most of the binding's cost for a small model. */
+static int check_shape(dlvm_ctx *ctx, const char *param, int index, const int64_t *shape,
+                       int32_t rank, int32_t dtype, int32_t want_dtype, int32_t want_rank,
+                       const int64_t *want, const int32_t *named, int64_t *dims) {
+    int bad = 0, at = 0;
+    if (dtype != want_dtype || rank != want_rank) bad = 1;
+    for (int i = 0; i < rank && !bad; i++) {
+        at = i;
+        if (shape[i] < 0) bad = 2;
+        else if (named[i] == -1 && shape[i] != want[i]) bad = 3;
+        else if (named[i] >= 0) {
+            if (dims[named[i]] < 0) dims[named[i]] = shape[i];
+            else if (dims[named[i]] != shape[i]) bad = 4;
         }
     }
-    return 0;
+    if (!bad) return 0;
+    char what[96], got[160];
+    if (param) snprintf(what, sizeof what, "argument %%%s", param);
+    else snprintf(what, sizeof what, "result %d", index);
+    shape_text(got, sizeof got, rank, shape);
+    switch (bad) {
+    case 1:
+        return dlvm_rt_fail(ctx, DLVM_RT_ERR_ARGUMENT, "%s must be %s of rank %d, got %s%s", what,
+                            dtype_name(want_dtype), want_rank, dtype_name(dtype), got);
+    case 2:
+        return dlvm_rt_fail(ctx, DLVM_RT_ERR_ARGUMENT, "%s has a negative size %s", what, got);
+    case 3:
+        return dlvm_rt_fail(ctx, DLVM_RT_ERR_ARGUMENT, "%s: dim %d must be %lld, got %s", what,
+                            at, (long long)want[at], got);
+    default:
+        return dlvm_rt_fail(ctx, DLVM_RT_ERR_ARGUMENT,
+                            "%s: dim %d is %lld, but that named dim is %lld elsewhere",
+                            what, at, (long long)shape[at], (long long)dims[named[at]]);
+    }
 }
 
 HIDDEN int dlvm_rt_bind(dlvm_ctx *ctx, const char *param, const void *data, const int64_t *shape,
                         int32_t rank, int32_t dtype, int32_t want_dtype, int32_t want_rank,
                         const int64_t *want, const int32_t *named, int64_t *dims, dlvm_val *out) {
-    char what[96];
-    snprintf(what, sizeof what, "argument %%%s", param);
     if (rank < 0 || rank > DLVM_MAX_RANK)
-        return dlvm_rt_fail(ctx, DLVM_RT_ERR_ARGUMENT, "%s has rank %d (at most %d)", what, rank,
-                            DLVM_MAX_RANK);
-    if (check_shape(ctx, what, shape, rank, dtype, want_dtype, want_rank, want, named, dims))
+        return dlvm_rt_fail(ctx, DLVM_RT_ERR_ARGUMENT, "argument %%%s has rank %d (at most %d)",
+                            param, rank, DLVM_MAX_RANK);
+    if (check_shape(ctx, param, 0, shape, rank, dtype, want_dtype, want_rank, want, named, dims))
         return 1;
     if (!data && numel_of(rank, shape) > 0)
-        return dlvm_rt_fail(ctx, DLVM_RT_ERR_ARGUMENT, "%s has no data", what);
+        return dlvm_rt_fail(ctx, DLVM_RT_ERR_ARGUMENT, "argument %%%s has no data", param);
     dlvm_rt_const(out, data, dtype, rank, shape);
     return 0;
 }
@@ -325,10 +335,8 @@ HIDDEN int dlvm_rt_bind(dlvm_ctx *ctx, const char *param, const void *data, cons
 HIDDEN int dlvm_rt_check_result(dlvm_ctx *ctx, int index, const dlvm_val *v, int32_t want_dtype,
                                 int32_t want_rank, const int64_t *want, const int32_t *named,
                                 int64_t *dims) {
-    char what[64];
-    snprintf(what, sizeof what, "result %d", index);
-    return check_shape(ctx, what, v->shape, v->rank, v->dtype, want_dtype, want_rank, want, named,
-                       dims);
+    return check_shape(ctx, NULL, index, v->shape, v->rank, v->dtype, want_dtype, want_rank, want,
+                       named, dims);
 }
 
 /* ---- threads ------------------------------------------------------------------------------ */
