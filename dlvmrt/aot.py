@@ -76,6 +76,12 @@ class Library:
             fn.argtypes = [ctypes.POINTER(Tensor), ctypes.POINTER(Tensor), ctypes.POINTER(Status)]
             fn.restype = ctypes.c_int32
             self._fns[fname] = (fn, info)
+        # the fast call (a CPython extension built on first use; None: ctypes serves every call)
+        from . import pycall
+        self._fast = pycall.load()
+        free = ctypes.cast(self._free, ctypes.c_void_p).value
+        self._fast_args = {f: (ctypes.cast(fn, ctypes.c_void_p).value, free, len(info["results"]))
+                           for f, (fn, info) in self._fns.items()}
 
     @property
     def functions(self) -> list[str]:
@@ -129,6 +135,10 @@ class Library:
         results), or (error code, message, ()). The VM's native tier calls this, once per
         call of a small model too, so it stays a few microseconds: no NumPy reductions, the
         data pointers through the buffer protocol, no copy of the results."""
+        if self._fast is not None:
+            fn_address, free, n_out = self._fast_args[entry]
+            code, got = self._fast.call(fn_address, free, arrays, n_out)
+            return (0, "", got) if code == 0 else (code, got, ())
         fn, info = self._fns[entry]
         frames = self._frames.__dict__
         frame = frames.get(entry)

@@ -7,6 +7,8 @@ from .api import (
     NativeUnavailable,
     Region,
     RegionRunner,
+    c_compiler,
+    cache_root,
     compile_program,
     form_regions,
     native_available,
@@ -14,4 +16,4 @@ from .api import (
 )
 
 __all__ = ["Jit", "Region", "RegionRunner", "compile_program", "form_regions", "native_library",
-           "native_available", "NativeUnavailable"]
+           "native_available", "NativeUnavailable", "c_compiler", "cache_root"]

@@ -119,8 +119,19 @@ def native_library(module: Module, cache_dir: str | os.PathLike | None = None) -
 
 def native_available() -> bool:
     """Whether whole programs can be compiled here (a C compiler links them)."""
+    return c_compiler() is not None
+
+
+def c_compiler() -> str | None:
+    """The C compiler that links native libraries ($CC, else `cc`), or None."""
     from jit.targets.aot.build import find_cc
-    return find_cc() is not None
+    return find_cc()
+
+
+def cache_root() -> Path:
+    """The directory of dlvm's on-disk cache ($DLVM_CACHE_DIR, else the user cache dir)."""
+    from .cache import default_dir
+    return default_dir()
 
 
 def _input_shape(module, types, region: Region, index: int, dims: dict[str, int]) -> tuple[int, ...]:
