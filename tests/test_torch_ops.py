@@ -95,6 +95,13 @@ CASES = {
     "pad": (lambda a: F.pad(a, (1, 2, 0, 1), value=0.5), [r(2, 3, 4)]),
     "embedding": (torch.nn.Embedding(10, 4), [i64(2, 3, hi=10)]),
     "index": (lambda a, i: a[i] + a[:, i].sum(), [r(6, 6), i64(3, hi=6)]),
+    # several index tensors: adjacent (the broadcast dims stay in place), apart (they go first),
+    # negative indices, F.unfold's patch gathering
+    "index_many": (lambda a, i, j: (a[:, i[:, None], j], a[i, :, j - 6], a[:, :, i, j]),
+                   [r(6, 5, 6, 6), i64(3, hi=5), i64(3, hi=6)]),
+    "unfold": (lambda a: F.unfold(a, 3, stride=2, padding=1), [r(2, 3, 7, 7)]),
+    "max_dim": (lambda a: (*a.max(1), *a.min(-1, keepdim=True), a.max(0).values),
+                [r(4, 5)]),
     "tril_triu": (lambda a: a.tril() + a.triu(1), [r(4, 4)]),
     "full_like": (lambda a: torch.zeros_like(a) + torch.ones_like(a) * 2 + torch.full_like(a, 3)
                   + a.new_zeros(a.shape) + torch.full((3, 4), 7.0), [r(3, 4)]),

@@ -652,13 +652,65 @@ def _embedding(lo: Lowerer, w: Value, idx: Value, *_: Any) -> Value:
 @lowers("aten.index.Tensor")
 def _index(lo: Lowerer, x: Value, indices: list) -> Value:
     used = [(i, v) for i, v in enumerate(indices) if v is not None]
-    if len(used) != 1:
-        raise TorchImportError("advanced indexing with more than one index tensor is not "
-                               "supported")
-    ax, idx = used[0]
-    if idx.dtype == DType.BOOL:
+    if any(v.dtype == DType.BOOL for _, v in used):
         raise TorchImportError("indexing by a boolean mask is not supported")
-    return lo.emit("gather", [x, idx], axis=ax)
+    if len(used) == 1:
+        ax, idx = used[0]
+        return lo.emit("gather", [x, idx], axis=ax)
+    return _index_many(lo, x, used)
+
+
+def _index_many(lo: Lowerer, x: Value, used: list) -> Value:
+    """x[..., i0, ..., i1, ...] with several index tensors (F.unfold's patches, a pair of
+    coordinate tensors): the indexed axes moved to the front and flattened into one, read by one
+    gather at the linear index sum(i_j * stride_j) of the broadcast indices (negative ones
+    wrapped), then the result's dims put where torch puts them: the broadcast dims in place of
+    adjacent indexed axes, else first."""
+    axes = [a for a, _ in used]
+    sizes = [x.shape[a] for a in axes]
+    if not all(isinstance(n, int) for n in sizes[1:]):
+        raise TorchImportError("advanced indexing of symbolic dims after the first indexed one "
+                               "is not supported")
+    others = [a for a in range(x.rank) if a not in axes]
+    xt = lo.emit("transpose", [x], perm=axes + others) if axes + others != list(range(x.rank)) \
+        else x
+    rest = [x.shape[a] for a in others]
+    flat = [-1 if not isinstance(n, int) else n for n in rest]
+    lead = math.prod(sizes) if all(isinstance(n, int) for n in sizes) else -1
+    if [lead, *flat].count(-1) > 1:
+        raise TorchImportError("advanced indexing with more than one symbolic dim is not "
+                               "supported")
+    xf = lo.emit("reshape", [xt], shape=[lead, *flat])
+    linear = None
+    stride = 1
+    for (_, idx), n in reversed(list(zip(used, sizes))):
+        i = lo.cast(idx, DType.I64)
+        if isinstance(n, int):      # a negative index counts from the end, as in torch
+            size = lo.tensor(n, DType.I64)
+            i = lo.emit("select", [lo.emit("lt", [i, lo.tensor(0, DType.I64)]),
+                                   lo.emit("add", [i, size]), i])
+        term = i if stride == 1 else lo.emit("mul", [i, lo.tensor(stride, DType.I64)])
+        linear = term if linear is None else lo.emit("add", [term, linear])
+        stride *= n if isinstance(n, int) else 1
+    y = lo.emit("gather", [xf, linear], axis=0)
+    adjacent = axes == list(range(axes[0], axes[0] + len(axes)))
+    if adjacent and axes[0] > 0:
+        nb = y.rank - len(rest)
+        pre = list(range(nb, nb + axes[0]))
+        perm = pre + list(range(nb)) + list(range(nb + axes[0], y.rank))
+        y = lo.emit("transpose", [y], perm=perm)
+    return y
+
+
+@lowers("aten.max.dim", "aten.min.dim")
+def _max_dim(lo: Lowerer, x: Value, dim: int, keepdim: bool = False) -> tuple[Value, Value]:
+    """(values, indices) along one dim: the first extreme's index, a NaN counting as one (as
+    torch on the CPU)."""
+    big = "max" in lo.node.target.__name__
+    ax = _axis(dim, x.rank)
+    values = lo.emit("reduce_max" if big else "reduce_min", [x], axes=[ax], keepdims=bool(keepdim))
+    where = lo.emit("argmax" if big else "argmin", [x], axis=ax, keepdims=bool(keepdim))
+    return values, lo.cast(where, DType.I64)
 
 
 @lowers("aten.tril.default", "aten.triu.default")
