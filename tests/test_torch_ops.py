@@ -100,6 +100,9 @@ CASES = {
     "index_many": (lambda a, i, j: (a[:, i[:, None], j], a[i, :, j - 6], a[:, :, i, j]),
                    [r(6, 5, 6, 6), i64(3, hi=5), i64(3, hi=6)]),
     "unfold": (lambda a: F.unfold(a, 3, stride=2, padding=1), [r(2, 3, 7, 7)]),
+    # boolean masks: a length known only at run time (and torch's checks of it)
+    "mask_index": (lambda a, m: (a[a > 0].sum(), a[m > 0], a[:, m[0] > 0] * 2),
+                   [r(5, 3), r(5, 3)]),
     "max_dim": (lambda a: (*a.max(1), *a.min(-1, keepdim=True), a.max(0).values),
                 [r(4, 5)]),
     "tril_triu": (lambda a: a.tril() + a.triu(1), [r(4, 4)]),

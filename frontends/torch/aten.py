@@ -652,8 +652,11 @@ def _embedding(lo: Lowerer, w: Value, idx: Value, *_: Any) -> Value:
 @lowers("aten.index.Tensor")
 def _index(lo: Lowerer, x: Value, indices: list) -> Value:
     used = [(i, v) for i, v in enumerate(indices) if v is not None]
+    if len(used) == 1 and used[0][1].dtype == DType.BOOL:
+        return _index_mask(lo, x, *used[0])
     if any(v.dtype == DType.BOOL for _, v in used):
-        raise TorchImportError("indexing by a boolean mask is not supported")
+        raise TorchImportError("indexing by a boolean mask together with other index tensors is "
+                               "not supported")
     if len(used) == 1:
         ax, idx = used[0]
         return lo.emit("gather", [x, idx], axis=ax)
@@ -700,6 +703,39 @@ def _index_many(lo: Lowerer, x: Value, used: list) -> Value:
         perm = pre + list(range(nb)) + list(range(nb + axes[0], y.rank))
         y = lo.emit("transpose", [y], perm=perm)
     return y
+
+
+def _index_mask(lo: Lowerer, x: Value, ax: int, mask: Value) -> Value:
+    """x[..., mask] (the elements where a boolean mask over axes ax.. is true, in row-major
+    order): the masked axes merged into one and `compress`ed by the flattened mask; the result's
+    length is known only at run time."""
+    r = mask.rank
+    if r > 1:
+        merged = [x.shape[a] for a in range(ax, ax + r)]
+        lead = math.prod(merged) if all(isinstance(n, int) for n in merged) else -1
+        sizes = [*x.shape[:ax], lead, *x.shape[ax + r:]]
+        sizes = [n if isinstance(n, int) else -1 for n in sizes]
+        if sizes.count(-1) > 1:
+            raise TorchImportError("boolean-mask indexing with more than one symbolic dim is not "
+                                   "supported")
+        x = lo.emit("reshape", [x], shape=sizes)
+        mask = lo.emit("reshape", [mask], shape=[-1])
+    return lo.emit("compress", [x, mask], axis=ax)
+
+
+@lowers("_operator.ge", "_operator.gt", "_operator.le", "_operator.lt", "_operator.eq",
+        "_operator.ne")
+def _sym_compare(lo: Lowerer, *_: Any) -> Any:
+    """A comparison of sizes (torch's checks of data-dependent sizes): torch's symbolic value."""
+    return lo.node.meta.get("val")
+
+
+@lowers("aten._assert_scalar.default", "aten._assert_async.msg",
+        "aten.sym_constrain_range_for_size.default")
+def _size_assert(lo: Lowerer, *_: Any) -> None:
+    """torch's run-time checks of a data-dependent size against the bounds it assumed (0 <= u0 <=
+    numel): the ops that make the size keep their own traps, these add nothing to check."""
+    return None
 
 
 @lowers("aten.max.dim", "aten.min.dim")
