@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import warnings
+import weakref
 from typing import Any
 
 import numpy as np
@@ -24,11 +25,14 @@ from isa.types import TensorType
 from .errors import TorchImportError
 
 
-def module_from_graph(gm: Any, name: str = "torch_graph") -> tuple[Module, list[int], list]:
+def module_from_graph(gm: Any, name: str = "torch_graph",
+                      frozen: dict[int, np.ndarray] | None = None) -> tuple[Module, list[int], list]:
     """A dlvm module for an ATen FX graph whose placeholders are its inputs; also the indices of
     the placeholders that are tensors (sizes passed as SymInts are bound by the tensors' dims),
     and per graph output either the module's result index or a size expression (AOT autograd
-    returns sizes for the backward) with where its symbols are found in the inputs."""
+    returns sizes for the backward) with where its symbols are found in the inputs.
+    `frozen`: placeholders (by index) whose values are known, imported as constants (folded
+    where they can be: BatchNorm into its convolution, weight transposes) and not inputs."""
     import torch
 
     from .aten import Lowerer
@@ -42,6 +46,8 @@ def module_from_graph(gm: Any, name: str = "torch_graph") -> tuple[Module, list[
     tensor_inputs: list[int] = []
     for i, node in enumerate(n for n in gm.graph.nodes if n.op == "placeholder"):
         val = node.meta.get("val")
+        if frozen and i in frozen:
+            continue                 # a constant, set below
         if isinstance(val, torch.Tensor):
             if val.device.type != "cpu":
                 raise TorchImportError(f"input '{node.name}' is on {val.device}; the dlvm backend "
@@ -55,6 +61,9 @@ def module_from_graph(gm: Any, name: str = "torch_graph") -> tuple[Module, list[
             env[node] = val          # a SymInt or Python scalar: sizes come from the tensors
     fb = mb.function("main", params, [])
     e = TorchEmitter(mb, fb, regs, Namer())
+    for i, node in enumerate(n for n in gm.graph.nodes if n.op == "placeholder"):
+        if frozen and i in frozen:
+            env[node] = e.parameter(node.name, frozen[i])
     outs = Lowerer(e, env, dims).run(gm.graph)
     where: dict[Any, tuple[int, int | None]] = {}     # symbol -> (placeholder, axis or None)
     for i, node in enumerate(n for n in gm.graph.nodes if n.op == "placeholder"):
@@ -107,32 +116,112 @@ def _to_torch(a: np.ndarray) -> Any:
     return torch.from_numpy(np.ascontiguousarray(a) if a.ndim else a.reshape(()))
 
 
-def compile_graph(gm: Any, example_inputs: list) -> Any:
-    """AOT autograd's forward compiler: the graph as a dlvm VM, or torch's own on failure."""
-    from torch._functorch.aot_autograd import make_boxed_func
+# the graphs the backend runs, for inspection (tests, tools): weakly held
+RUNNERS: weakref.WeakSet = weakref.WeakSet()
 
-    import dlvmrt
+
+def compile_graph(gm: Any, example_inputs: list, params: dict[int, Any] | None = None) -> Any:
+    """AOT autograd's compiler: the graph as a dlvm VM, or torch's own on failure. `params`: the
+    graph's inputs (by index) that are the model's parameters and buffers, in an inference
+    graph; they are frozen into the module as constants (see _Frozen)."""
+    from torch._functorch.aot_autograd import make_boxed_func
     try:
-        module, tensor_inputs, spec = module_from_graph(gm)
+        runner = _Frozen(gm, params) if params else _Runner(gm, None)
+        RUNNERS.add(runner)
     except TorchImportError as err:
         if os.environ.get("DLVM_TORCH_STRICT") == "1":
             raise
         warnings.warn(f"dlvm runs this graph in torch: {err}", stacklevel=2)
         return make_boxed_func(gm.forward)
-    vm = dlvmrt.VM(module, jit=os.environ.get("DLVM_JIT", "auto"))
 
     def run(args: list) -> list:
-        xs = [args[i].detach().numpy() for i in tensor_inputs]
-        sizes = [None if s[0] == "none" else _size(s[1], s[2], args)
-                 for s in spec if not isinstance(s, int)]
-        args.clear()          # boxed calling convention: let the inputs be freed early
-        outs = [_to_torch(np.asarray(o)) for o in vm.run("main", *xs)]
-        k = iter(sizes)
-        return [outs[s] if isinstance(s, int) else next(k) for s in spec]
+        return runner(args)
 
     run._boxed_call = True   # type: ignore[attr-defined]
-    run.dlvm_module = module  # type: ignore[attr-defined]
+    run.dlvm_module = runner.module  # type: ignore[attr-defined]
     return run
+
+
+class _Runner:
+    """One imported graph and its VM: called with the graph's boxed inputs."""
+
+    def __init__(self, gm: Any, frozen: dict[int, np.ndarray] | None):
+        import dlvmrt
+        self.module, self.tensor_inputs, self.spec = module_from_graph(gm, frozen=frozen)
+        self.vm = dlvmrt.VM(self.module, jit=os.environ.get("DLVM_JIT", "auto"))
+
+    def __call__(self, args: list) -> list:
+        xs = [args[i].detach().numpy() for i in self.tensor_inputs]
+        sizes = [None if s[0] == "none" else _size(s[1], s[2], args)
+                 for s in self.spec if not isinstance(s, int)]
+        args.clear()          # boxed calling convention: let the inputs be freed early
+        outs = [_to_torch(np.asarray(o)) for o in self.vm.run("main", *xs)]
+        k = iter(sizes)
+        return [outs[s] if isinstance(s, int) else next(k) for s in self.spec]
+
+
+class _Frozen:
+    """An inference graph with the model's parameters and buffers as constants (as inductor's
+    freezing): BatchNorm folds into its convolution and weights are packed once, which inputs
+    read afresh on each call cannot be (a ResNet through the backend ran twice the time of its
+    torch.export import). Each call checks that every frozen tensor is the same object at the
+    same version (torch counts in-place writes: load_state_dict, an optimizer's step); one that
+    changed is imported again with the new values, and after MAX_REFREEZES such changes the
+    graph runs unfrozen, its parameters read as inputs."""
+
+    MAX_REFREEZES = 3
+
+    def __init__(self, gm: Any, params: dict[int, Any]):
+        self.gm, self.params = gm, params
+        self.refreezes = 0
+        self._freeze(params)
+
+    def _freeze(self, params: dict[int, Any]) -> None:
+        from torch._subclasses.fake_tensor import unset_fake_temporarily
+        self.seen = {i: (t, t._version) for i, t in params.items()}
+        with unset_fake_temporarily():     # AOT autograd compiles under its fake mode
+            arrays = {i: t.detach().numpy().copy() for i, t in params.items()}
+        self.runner = _Runner(self.gm, arrays)
+        self.module = self.runner.module
+
+    def __call__(self, args: list) -> list:
+        if self.seen is not None:
+            for i, (t, version) in self.seen.items():
+                if args[i] is not t or t._version != version:
+                    self._changed(args)
+                    break
+        return self.runner(args)
+
+    def _changed(self, args: list) -> None:
+        self.refreezes += 1
+        if self.refreezes > self.MAX_REFREEZES:
+            self.seen = None           # the weights keep changing: read them as inputs
+            self.runner = _Runner(self.gm, None)
+        else:
+            self._freeze({i: args[i] for i in self.params})
+        self.module = self.runner.module
+
+
+def _frozen_inputs(gm: Any, example_inputs: list) -> dict[int, Any]:
+    """The inputs dynamo lifted from the model's parameters and buffers (by their source), when
+    the graph is traced for inference (no grad): those can be frozen."""
+    import torch
+    if torch.is_grad_enabled():
+        return {}
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    if len(placeholders) != len(example_inputs):
+        return {}
+    out = {}
+    for i, (node, x) in enumerate(zip(placeholders, example_inputs)):
+        source = getattr(node.meta.get("grapharg"), "source", None)
+        while source is not None:
+            if type(source).__name__.endswith("ParamBufferSource"):
+                if isinstance(x, torch.Tensor) and x.device.type == "cpu" and \
+                        not isinstance(x, torch._subclasses.FakeTensor):
+                    out[i] = x
+                break
+            source = getattr(source, "base", None)
+    return out
 
 
 def dlvm_backend(gm: Any, example_inputs: list, **options: Any) -> Any:
@@ -143,5 +232,13 @@ def dlvm_backend(gm: Any, example_inputs: list, **options: Any) -> Any:
     # the backward graph AOT autograd derives is ATen too: it runs in dlvm as well (a graph
     # with an op the importer lacks, such as convolution_backward, runs in torch, with the
     # warning that names it)
-    return aot_autograd(fw_compiler=compile_graph, bw_compiler=compile_graph,
+    params = _frozen_inputs(gm, example_inputs)
+
+    def forward(fw: Any, inputs: list) -> Any:
+        # an inference graph takes dynamo's inputs in order: the parameters keep their places
+        same = len(inputs) == len(example_inputs) and all(
+            tuple(a.shape) == tuple(b.shape) for i, (a, b) in enumerate(zip(inputs, example_inputs))
+            if i in params)
+        return compile_graph(fw, inputs, params if same else None)
+    return aot_autograd(fw_compiler=forward, bw_compiler=compile_graph,
                         decompositions=core_aten_decompositions())(gm, example_inputs)
