@@ -51,13 +51,14 @@ class Program:
         return self._optimized
 
     def _optimize(self) -> Program:
-        from jit.passes import optimize  # lazily: loading a program need not import the JIT
+        # lazily: loading a program need not import the JIT
+        from jit.passes import optimize_verified
         try:
-            module = optimize(self.module)
+            module, checked = optimize_verified(self.module)
         except (InternalError, MemoryError, RecursionError) as e:
             warnings.warn(f"the optimizer failed on {self.name} and it runs as written: {e}",
                           RuntimeWarning, stacklevel=3)
             return self
-        out = Program(module, verify_module(module))
+        out = Program(module, checked)
         out._optimized = out
         return out

@@ -348,12 +348,24 @@ def test_pipeline_preserves_random_programs(seed):
 
 
 def test_broken_pass_output_is_an_internal_error(monkeypatch):
-    def breaks(module):
+    def breaks(module, table=None):
         module.functions["main"].blocks[0].instrs.pop(0)
         return True
     monkeypatch.setitem(PASSES, "fold", (breaks, "breaks things"))
     with pytest.raises(InternalError, match="fold"):
         optimize(_small(), ["fold"])
+
+
+def test_the_default_pipeline_names_the_pass_that_broke_its_round(monkeypatch):
+    # the pipeline verifies per round (and where a typed pass needs types); a broken module is
+    # replayed pass by pass to name the culprit, here one that reads no types
+    def breaks(module):
+        block = module.functions["main"].blocks[0]
+        block.instrs = block.instrs[-1:]        # the return of a value nothing defines now
+        return True
+    monkeypatch.setitem(PASSES, "copyprop", (breaks, "breaks things"))
+    with pytest.raises(InternalError, match="copyprop"):
+        optimize(_small())
 
 
 # ---- from text -------------------------------------------------------------------------------

@@ -106,7 +106,32 @@ class Fact:
     mentions: frozenset[str]     # registers whose redefinition makes the fact false
 
 
-Facts = dict[Hashable, Fact]
+class Facts(dict):
+    """Facts by key, with an index from each register to the keys whose facts mention it, so
+    that a redefinition kills its facts without a scan of them all (the scan made the passes
+    quadratic in a block's length: an unrolled recurrence of 400 instructions spent most of the
+    pipeline in it). The index may name keys whose fact is gone or changed: kill checks."""
+
+    __slots__ = ("by_reg",)
+
+    def __init__(self, *args: Any):
+        super().__init__(*args)
+        self.by_reg: dict[str, set] = {}
+        for key, fact in self.items():
+            self._index(key, fact)
+
+    def _index(self, key: Hashable, fact: Fact) -> None:
+        for r in fact.mentions:
+            self.by_reg.setdefault(r, set()).add(key)
+
+    def __setitem__(self, key: Hashable, fact: Fact) -> None:
+        super().__setitem__(key, fact)
+        self._index(key, fact)
+
+    def copy(self) -> Facts:
+        return Facts(self)
+
+
 Same = Callable[[Any, Any], bool]
 # step(block_index, instr_index, instr, facts): update `facts` in place for one instruction
 Step = Callable[[int, int, Instr, Facts], None]
@@ -114,16 +139,19 @@ Step = Callable[[int, int, Instr, Facts], None]
 
 def kill(facts: Facts, regs: list[str] | set[str]) -> None:
     """Drop every fact that mentions one of `regs` (they are being reassigned)."""
-    if not regs:
-        return
-    regs = set(regs)
-    for key in [k for k, f in facts.items() if f.mentions & regs]:
-        del facts[key]
+    for r in regs:
+        keys = facts.by_reg.pop(r, None)
+        if not keys:
+            continue
+        for key in keys:
+            fact = facts.get(key)
+            if fact is not None and r in fact.mentions:
+                del facts[key]
 
 
 def _meet(states: list[Facts], same: Same) -> Facts:
     first, rest = states[0], states[1:]
-    out: Facts = {}
+    out = Facts()
     for key, fact in first.items():
         if all(key in s and s[key].mentions == fact.mentions and same(s[key].value, fact.value)
                for s in rest):
@@ -149,11 +177,11 @@ def forward_facts(func: Function, step: Step, same: Same = lambda a, b: a == b,
         for bi in sorted(live_blocks):
             ins_states = [outs[p] for p in preds[bi] if p in live_blocks and outs[p] is not None]
             if bi == 0:
-                ins_states = [{}] + ins_states    # the function's entry: nothing is known
+                ins_states = [Facts()] + ins_states    # the function's entry: nothing known
             if not ins_states:
                 continue
             entry = _meet(ins_states, same)
-            facts = dict(entry)
+            facts = Facts(entry)
             for ii, ins in enumerate(func.blocks[bi].instrs):
                 step(bi, ii, ins, facts)
             if outs[bi] is None or not _same_facts(outs[bi], facts, same):

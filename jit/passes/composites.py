@@ -37,9 +37,10 @@ def _expandable(ins: Instr, types) -> bool:
                                       for t in types.operands[1:])
 
 
-def expand_composites(module: Module) -> bool:
-    """Write out every expandable composite in place; return whether anything changed."""
-    table = verify_module(module)
+def expand_composites(module: Module, table: dict | None = None) -> bool:
+    """Write out every expandable composite in place; return whether anything changed.
+    `table`: the module's verified types, where the caller has them."""
+    table = table if table is not None else verify_module(module)
     changed = False
     taken: set[str] = set()
     for func in module.functions.values():

@@ -155,7 +155,7 @@ def fold_function(module: Module, fname: str, types: FunctionTypes) -> bool:
         entry = entries[bi]
         if entry is None:
             continue             # unreachable: dead-code elimination drops it
-        facts = dict(entry)
+        facts = Facts(entry)
         out: list[Instr] = []
         for ii, ins in enumerate(block.instrs):
             new = _rewrite(module, folder, bi, ii, ins, facts)
@@ -198,9 +198,10 @@ def _rewrite(module: Module, folder: Folder, bi: int, ii: int, ins: Instr,
     return new
 
 
-def fold_constants(module: Module) -> bool:
-    """Fold every function of `module` in place; return whether anything changed."""
-    table = verify_module(module)
+def fold_constants(module: Module, table: dict | None = None) -> bool:
+    """Fold every function of `module` in place; return whether anything changed.
+    `table`: the module's verified types, where the caller has them."""
+    table = table if table is not None else verify_module(module)
     changed = False
     for name in module.functions:
         changed |= fold_function(module, name, table[name])

@@ -41,7 +41,7 @@ def propagate_copies(module: Module) -> bool:
         for bi, block in enumerate(func.blocks):
             if entries[bi] is None:
                 continue
-            facts = dict(entries[bi])
+            facts = Facts(entries[bi])
             for ii, ins in enumerate(block.instrs):
                 new_operands = [_resolve(o, facts) for o in ins.operands]
                 if new_operands != ins.operands:

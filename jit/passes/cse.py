@@ -47,7 +47,7 @@ def eliminate_common_subexpressions(module: Module) -> bool:
         for bi, block in enumerate(func.blocks):
             if entries[bi] is None:
                 continue
-            facts = dict(entries[bi])
+            facts = Facts(entries[bi])
             out: list[Instr] = []
             for ii, ins in enumerate(block.instrs):
                 key = expression_key(ins)

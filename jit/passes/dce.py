@@ -55,18 +55,21 @@ def remove_unused_constants(module: Module) -> bool:
     return bool(unused)
 
 
-def eliminate_dead_code(module: Module) -> bool:
+def eliminate_dead_code(module: Module, table: dict | None = None) -> bool:
     """Remove unreachable blocks, unused instructions and constants in place; return whether
-    anything changed."""
+    anything changed. `table`: the module's verified types, where the caller has them."""
     changed = False
     for func in module.functions.values():
         changed |= remove_unreachable_blocks(func)
+    if changed:
+        table = None
     while True:
-        table = verify_module(module)
+        table = table if table is not None else verify_module(module)
         swept = False
         for func in module.functions.values():
             swept |= remove_dead_instructions(func, table[func.name])
         if not swept:
             break
         changed = True
+        table = None
     return remove_unused_constants(module) or changed

@@ -171,7 +171,7 @@ def simplify_function(module: Module, fname: str, types: FunctionTypes) -> bool:
     for bi, block in enumerate(func.blocks):
         if entries[bi] is None:
             continue
-        facts = dict(entries[bi])
+        facts = Facts(entries[bi])
         for ii, ins in enumerate(block.instrs):
             t = instr_types_or_none(types, bi, ii)
             new = simp.rewrite(ins, t, facts) if t is not None else None
@@ -182,9 +182,10 @@ def simplify_function(module: Module, fname: str, types: FunctionTypes) -> bool:
     return changed
 
 
-def simplify(module: Module) -> bool:
-    """Apply the algebraic rules to every function in place; return whether anything changed."""
-    table = verify_module(module)
+def simplify(module: Module, table: dict | None = None) -> bool:
+    """Apply the algebraic rules to every function in place; return whether anything changed.
+    `table`: the module's verified types, where the caller has them."""
+    table = table if table is not None else verify_module(module)
     changed = False
     for name in module.functions:
         changed |= simplify_function(module, name, table[name])
