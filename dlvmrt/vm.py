@@ -29,7 +29,10 @@ Optimization: with tier-up (jit "auto" or "always") the VM runs the program afte
 whole-program pipeline (`Program.optimized()`: folding, simplification, CSE, dead code; computed
 once and kept with the Program), so interpreted steps and regions see no exporter leftovers.
 jit="off" runs the instructions as written; `optimize=` or $DLVM_OPTIMIZE=0/1 overrides either.
-`vm.source_program` is the program as given, `vm.program` the one that runs.
+`vm.source_program` is the program as given, `vm.program` the one that runs. In the tiered
+mode a large program's pipeline runs on the background compiler, and the first calls are
+interpreted as written meanwhile (the same results: the passes keep every result and trap), so
+that no first call waits for the optimizer.
 
 Threads: one VM may be called from many threads at once and gives each the interpreter's
 results. Each call has its own frame, step budget and call depth (RunState, per thread); a
@@ -59,6 +62,7 @@ from .function_code import BlockCode, FunctionCode
 from .loader import ProgramSource, load
 from .native_tier import tier_for
 from .profiler import Profiler
+from .program import Program
 
 JIT_MODES = ("off", "auto", "always")
 DEFAULT_JIT = "auto"
@@ -95,6 +99,11 @@ def _env_int(name: str, default: int) -> int:
         return int(os.environ.get(name, default))
     except ValueError:
         return default
+
+
+# programs from this many instructions optimize on the background compiler (VM._defer); a
+# smaller one takes a few milliseconds, and its VM starts with the optimized program at once
+DEFER_PIPELINE_FROM = 200
 
 
 def _optimize_wanted(optimize: bool | None, jit: str) -> bool:
@@ -141,7 +150,7 @@ class VM:
         # with tier-up, the whole-program pipeline's (Program.optimized, kept with the program)
         self.source_program = load(program)
         self.optimized = _optimize_wanted(optimize, jit)
-        self.program = self.source_program.optimized() if self.optimized else self.source_program
+        self._program: Program | None = None      # None while the pipeline runs (_defer)
         self.jit_mode = jit
         self.device, self.scheduler = _devices(device, gpus)
         threshold = hot_threshold or _env_int("DLVM_JIT_THRESHOLD", DEFAULT_HOT_THRESHOLD)
@@ -164,8 +173,10 @@ class VM:
         self._local = threading.local()
         self._lock = threading.RLock()
         self.profiler = Profiler(trace=trace) if (profile or trace) else None
-        self.constants = {name: readonly(c.value) for name, c in
-                          self.program.module.constants.items()}
+        self._warm: VM | None = None
+        if not (self.optimized and self._defer()):
+            self._install(self.source_program.optimized() if self.optimized
+                          else self.source_program)
         self._codes: dict[str, FunctionCode] = {}
         self._jit = None
         self._jit_options = jit_options or {}
@@ -179,6 +190,43 @@ class VM:
     @property
     def module(self):
         return self.program.module
+
+    @property
+    def program(self) -> Program:
+        """The program that runs: the whole-program pipeline's (with tier-up), else as given.
+        While the pipeline still runs in the background, this waits for it."""
+        p = self._program
+        if p is None:
+            self._install(self.source_program.optimized())
+            p = self._program
+        return p
+
+    def _defer(self) -> bool:
+        """Run the whole-program pipeline on the background compiler instead of here, where it
+        is worth it (a large program, the tiered mode, no profile or devices); calls meanwhile
+        are served by an interpreter of the program as written, which computes the same (the
+        pipeline's passes keep every result and trap; specs/passes.md). The pipeline was most
+        of a model's first call (a recurrent model: 0.3 s against 15 ms interpreted)."""
+        src = self.source_program
+        if not self.background or self.profiler is not None or src._optimized is not None:
+            return False
+        size = sum(len(b.instrs) for f in src.module.functions.values() for b in f.blocks)
+        if size < DEFER_PIPELINE_FROM:
+            return False
+        from jit import background as bg
+        if not bg.compiler().submit(("pipeline", id(src)), src.optimized):
+            return False
+        self._warm = VM(src, jit="off", optimize=False, max_steps=self.max_steps,
+                        max_call_depth=self.max_call_depth, native="off")
+        return True
+
+    def _install(self, program: Program) -> None:
+        with self._lock:
+            if self._program is None:
+                self.constants = {name: readonly(c.value) for name, c in
+                                  program.module.constants.items()}
+                self._program = program
+                self._warm = None
 
     def code(self, name: str) -> FunctionCode:
         code = self._codes.get(name)
@@ -220,6 +268,14 @@ class VM:
         %); returns its results as a tuple of NumPy arrays in return order.
 
         The entry name may be left out: `vm.run(x)` runs `main`."""
+        if self._program is None:
+            optimized = self.source_program._optimized
+            if optimized is None:
+                warm = self._warm
+                if warm is not None:      # the pipeline is still running (_defer)
+                    return warm.run(entry, *args, **named)
+            else:
+                self._install(optimized)
         if not isinstance(entry, str):
             args = (entry, *args)
             entry = "main"

@@ -80,42 +80,45 @@ def optimize_verified(module: Module, passes: list[str] | None = None) -> tuple[
     checked = verify_module(module)
     out = copy_module(module)
     rounds = [list(passes)] if passes is not None else [list(DEFAULT_PIPELINE)] * MAX_ROUNDS
+    ran: list[str] = []             # every pass run so far, to replay on a failure
     for names in rounds:
-        start = copy_module(out)
         changed = False
         for name in names:
             if name in TYPED and checked is None:
-                checked = _verified(out, start, names)
+                checked = _verified(out, module, ran)
             did = PASSES[name][0](out, checked) if name in TYPED else PASSES[name][0](out)
+            ran.append(name)
             if did:
                 changed, checked = True, None
         if checked is None:
-            checked = _verified(out, start, names)
+            checked = _verified(out, module, ran)
         if not changed:
             break
     return out, checked
 
 
-def _verified(module: Module, start: Module, names: list[str]) -> Any:
+def _verified(module: Module, source: Module, ran: list[str]) -> Any:
     try:
         return verify_module(module)
     except InvalidError:
-        _name_the_pass(start, names)
+        _name_the_pass(source, ran)
         raise
 
 
-def _name_the_pass(module: Module, names: list[str]) -> None:
-    """Replay a round's passes on its starting module, verifying after each: raises
-    InternalError naming the first pass whose output does not verify."""
-    for name in names:
+def _name_the_pass(source: Module, ran: list[str]) -> None:
+    """Replay the passes that ran on a copy of the pipeline's input, verifying after each (the
+    passes are deterministic): raises InternalError naming the first pass whose output does not
+    verify."""
+    module = copy_module(source)
+    for name in ran:
         PASSES[name][0](module)
         try:
             verify_module(module)
         except InvalidError as e:
             raise InternalError(f"optimizer pass '{name}' produced an invalid module: "
                                 f"{e.message}", context=e.context) from e
-    raise InternalError("an optimizer round produced an invalid module, but no single pass did "
-                        "when replayed")
+    raise InternalError("the optimizer produced an invalid module, but no single pass did when "
+                        "replayed")
 
 
 def describe() -> str:
