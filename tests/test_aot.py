@@ -8,6 +8,7 @@ import threading
 
 import numpy as np
 import pytest
+from concurrency import on_threads
 from results import close
 from shared_paths import SHARED_EXAMPLES, example_programs
 
@@ -494,20 +495,11 @@ def test_reused_call_frames_follow_each_calls_shapes(tmp_path):
         lib.run("main", np.zeros((2, 7), np.float32))
     close(lib.run("main", xs[0]), vm.run("main", xs[0]), 1e-5)
     want = [vm.run("main", x) for x in xs]
-    failures = []
 
-    def worker(i: int) -> None:
-        try:
-            for _ in range(30):
-                close(lib.run("main", xs[i % 3]), want[i % 3], 1e-5)
-        except Exception as e:  # noqa: BLE001 - reported below
-            failures.append(e)
-    threads = [threading.Thread(target=worker, args=(i,)) for i in range(6)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not failures, failures
+    def calls(i: int) -> None:
+        for _ in range(30):
+            close(lib.run("main", xs[i % 3]), want[i % 3], 1e-5)
+    on_threads(calls, 6)
 
 
 def test_pointwise_conv_multiplies_the_image(tmp_path):

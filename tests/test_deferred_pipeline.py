@@ -3,9 +3,8 @@ meanwhile are interpreted as written and give the same results; the optimized pr
 once it is ready; asking for vm.program waits for it."""
 from __future__ import annotations
 
-import threading
-
 import numpy as np
+from concurrency import on_threads
 
 import dlvmrt
 from dlvmrt import vm as vm_module
@@ -78,21 +77,12 @@ def test_threads_during_the_pipeline_get_the_interpreters_results():
     xs = [rng.standard_normal((n, 8)).astype(np.float32) for n in (1, 2, 5)]
     wants = [reference(module, x) for x in xs]
     vm = dlvmrt.VM(module, jit="auto")
-    failures = []
 
-    def worker(k: int) -> None:
-        try:
-            for _ in range(20):
-                np.testing.assert_allclose(vm.run("main", xs[k % 3])[0], wants[k % 3],
-                                           rtol=1e-5, atol=1e-6)
-        except Exception as e:  # noqa: BLE001 - reported below
-            failures.append(e)
-    threads = [threading.Thread(target=worker, args=(k,)) for k in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not failures, failures
+    def calls(k: int) -> None:
+        for _ in range(20):
+            np.testing.assert_allclose(vm.run("main", xs[k % 3])[0], wants[k % 3],
+                                       rtol=1e-5, atol=1e-6)
+    on_threads(calls, 4)
 
 
 def test_small_programs_and_other_modes_optimize_at_once():

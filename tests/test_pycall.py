@@ -6,11 +6,11 @@ import os
 import subprocess
 import sys
 import sysconfig
-import threading
 from pathlib import Path
 
 import numpy as np
 import pytest
+from concurrency import on_threads
 from results import close
 
 import assembler
@@ -102,20 +102,11 @@ def test_threads_share_the_fast_call(library):
     inputs = [(rng.standard_normal((n, 3)).astype(np.float32), rng.integers(-5, 5, n),
                np.int32(3)) for n in (1, 2, 5)]
     wants = [vm.run("main", *a) for a in inputs]
-    failures = []
 
-    def worker(k: int) -> None:
-        try:
-            for _ in range(200):
-                close(fast.run("main", *inputs[k % 3]), wants[k % 3], 1e-6)
-        except Exception as e:  # noqa: BLE001 - reported below
-            failures.append(e)
-    threads = [threading.Thread(target=worker, args=(k,)) for k in range(6)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not failures, failures
+    def calls(k: int) -> None:
+        for _ in range(200):
+            close(fast.run("main", *inputs[k % 3]), wants[k % 3], 1e-6)
+    on_threads(calls, 6)
 
 
 def test_off_falls_back_to_ctypes(library):
