@@ -502,6 +502,25 @@ def test_reused_call_frames_follow_each_calls_shapes(tmp_path):
     on_threads(calls, 6)
 
 
+def test_large_concat_splits_across_threads(tmp_path):
+    # megabytes of rows (dlvm_aot_rt.c: concat_task), each the operands' rows in order
+    module = assembler.parse("""module cat
+func @main(%a: f32[N, 300, 600], %b: f32[N, 7, 600], %c: i64[N, 2, 600]) -> (f32[N, 607, 600], \
+i64[N, 4, 600]) {
+entry:
+  %y = concat %a, %b {axis = 1}
+  %z = concat %c, %c {axis = 1}
+  ret %y, %z
+}
+""")
+    compile_library(module, tmp_path)
+    rng = np.random.default_rng(12)
+    args = [rng.standard_normal((4, 300, 600)).astype(np.float32),
+            rng.standard_normal((4, 7, 600)).astype(np.float32),
+            rng.integers(-9, 9, (4, 2, 600))]
+    close(aot.load(tmp_path).run("main", *args), dlvmrt.VM(module, jit="off").run("main", *args))
+
+
 def test_pointwise_conv_multiplies_the_image(tmp_path):
     # a 1x1 convolution of an intermediate skips the patch matrix (dlvm_rt_conv2d)
     module = assembler.parse("""module pw

@@ -2646,6 +2646,28 @@ HIDDEN int dlvm_rt_gather_nd(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *i
     return 0;
 }
 
+/* outer rows [lo, hi) of a concat: each the operands' rows one after another, `row` bytes */
+typedef struct {
+    dlvm_val *const *xs;
+    int n;
+    int64_t axis, inner;
+    size_t item, row;
+    char *dst;
+} concat_job;
+
+static void concat_task(void *arg, int64_t lo, int64_t hi, int64_t part) {
+    (void)part;
+    const concat_job *j = arg;
+    for (int64_t o = lo; o < hi; o++) {
+        char *dst = j->dst + (size_t)o * j->row;
+        for (int i = 0; i < j->n; i++) {
+            size_t bytes = (size_t)(j->xs[i]->shape[j->axis] * j->inner) * j->item;
+            memcpy(dst, (const char *)j->xs[i]->data + (size_t)o * bytes, bytes);
+            dst += bytes;
+        }
+    }
+}
+
 HIDDEN int dlvm_rt_concat(dlvm_ctx *ctx, dlvm_val *const *xs, int n, int64_t axis, dlvm_val *out) {
     int rank = xs[0]->rank;
     if (axis < 0) axis += rank;
@@ -2686,13 +2708,11 @@ HIDDEN int dlvm_rt_concat(dlvm_ctx *ctx, dlvm_val *const *xs, int n, int64_t axi
     dlvm_val tmp = {0};
     if (alloc_with_room(ctx, &tmp, xs[0]->dtype, rank, shape, outer == 1 ? first + added : 0))
         return 1;
-    char *dst = tmp.data;
-    for (int64_t o = 0; o < outer; o++)
-        for (int i = 0; i < n; i++) {
-            size_t bytes = (size_t)(xs[i]->shape[axis] * inner) * item;
-            memcpy(dst, (const char *)xs[i]->data + (size_t)o * bytes, bytes);
-            dst += bytes;
-        }
+    concat_job job = {xs, n, axis, inner, item, first / (size_t)(outer ? outer : 1) +
+                      added / (size_t)(outer ? outer : 1), tmp.data};
+    /* a megabyte a part: a U-Net's skip connections at batch 32 copy tens of megabytes per
+     * call, a sixth of its time on one thread */
+    dlvm_rt_parallel(concat_task, &job, outer, (int64_t)((first + added) >> 20) + 1);
     dlvm_rt_release(out);
     *out = tmp;
     return 0;
