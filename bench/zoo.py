@@ -35,6 +35,7 @@ sys.path.insert(0, os.path.dirname(HERE))
 import zoo_models as zm  # noqa: E402
 from _timing import fmt_time, interleaved_medians, ort_options, table  # noqa: E402
 from zoo_more import MORE  # noqa: E402
+from zoo_probe import PROBE  # noqa: E402
 
 
 def _first_call(module, jit: str | None, args: list) -> tuple[object, float]:
@@ -85,8 +86,9 @@ def bench_row(model: zm.ZooModel, onnx_bytes: bytes, batch: int, size: str, thre
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description="the model zoo: dlvm against onnxruntime")
-    ap.add_argument("--set", default="zoo", choices=["zoo", "more", "all"],
-                    help="the zoo (zoo_models.py), the more models of zoo_more.py, or both")
+    ap.add_argument("--set", default="zoo", choices=["zoo", "more", "probe", "all"],
+                    help="the zoo (zoo_models.py), the more models of zoo_more.py, the probe's "
+                         "of zoo_probe.py, or all three")
     ap.add_argument("--models", default="", help="comma-separated names (default: the set)")
     ap.add_argument("--exporters", default=",".join(zm.EXPORTERS))
     ap.add_argument("--batches", default="1,32")
@@ -107,12 +109,14 @@ def main(argv: list[str] | None = None) -> int:
     batches = [int(b) for b in a.batches.split(",")]
     rows, skipped = [], []
     ratios: dict[tuple[str, int], list[float]] = {}
-    known = {**(zm.ZOO if a.set != "more" else {}), **(MORE if a.set != "zoo" else {})}
+    sets = {"zoo": zm.ZOO, "more": MORE, "probe": PROBE}
+    every = {**zm.ZOO, **MORE, **PROBE}
+    known = every if a.set == "all" else sets[a.set]
     for name in (a.models.split(",") if a.models else list(known)):
-        if name not in {**zm.ZOO, **MORE}:
+        if name not in every:
             ap.error(f"unknown model {name} (the zoo: {', '.join(zm.ZOO)}; more: "
-                     f"{', '.join(MORE)})")
-        model = {**zm.ZOO, **MORE}[name]
+                     f"{', '.join(MORE)}; probe: {', '.join(PROBE)})")
+        model = every[name]
         try:
             net = model.build(a.size)
         except ImportError as e:

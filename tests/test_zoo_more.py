@@ -1,6 +1,7 @@
-"""The zoo's more models (`bench/zoo_more.py`): each, exported with both torch exporters with a
-dynamic batch, imports and matches onnxruntime at batches 1 and 3; and the native tier's
-library (every op of these models compiles ahead of time) matches the interpreter on them.
+"""The zoo's more models (`bench/zoo_more.py`) and the probe's (`bench/zoo_probe.py`): each,
+exported with both torch exporters with a dynamic batch, imports and matches onnxruntime at
+batches 1 and 3; and the native tier's library (every op of these models compiles ahead of
+time) matches the interpreter on them.
 """
 from __future__ import annotations
 
@@ -17,13 +18,15 @@ torch = pytest.importorskip("torch")
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench"))
 import zoo_models as zm  # noqa: E402
-from zoo_more import MORE  # noqa: E402
+from zoo_more import MORE as _MORE  # noqa: E402
+from zoo_probe import PROBE  # noqa: E402
 
 import dlvmrt  # noqa: E402
 from frontends.onnx import import_onnx  # noqa: E402
 
 pytestmark = pytest.mark.onnx
 
+MORE = {**_MORE, **PROBE}
 ATOL, RTOL = 1e-4, 1e-4
 # the dynamo exporter cannot export this one with a dynamic batch (torch.export fails)
 NO_DYNAMO: set[str] = set()
