@@ -503,3 +503,39 @@ done:
     assert entry[0].results == ["k"] and entry[3].results == ["acc"] and entry[4].results == ["i"]
     assert [i.op for i in loop] == ["const", "add", "add", "lt", "br"]
     check_same(m, out, np.array([1, -2, 3, np.nan], np.float32), np.array(3))
+
+
+PADDED_CONVS = """
+module padded
+
+func @main(%x: f32[N, 3, 9, 9], %w: f32[4, 3, 3, 3], %s: f32[N, 5, 20], %v: f32[5, 5, 1, 3], \
+%b: f32[5]) -> (f32[N, 4, ?, ?], f32[N, 5, ?], f32[N, 4, ?, ?], f32[N, 4, ?, ?]) {
+entry:
+  %xp = pad %x {pads = [0, 0, 2, 1, 0, 0, 0, 1], value = 0.0}
+  %y = conv2d %xp, %w {strides = [1, 2], pads = [1, 0, 1, 0], dilations = [1, 1], groups = 1}
+  %sp = pad %s {pads = [0, 0, 4, 0, 0, 0], value = 0.0}
+  %se = expand_dims %sp {axes = [2]}
+  %c = conv2d %se, %v, %b {strides = [1, 1], pads = [0, 0, 0, 0], dilations = [1, 2], groups = 1}
+  %z = squeeze %c {axes = [2]}
+  %one = pad %x {pads = [0, 0, 1, 1, 0, 0, 1, 1], value = 1.0}
+  %u = conv2d %one, %w {strides = [1, 1], pads = [0, 0, 0, 0], dilations = [1, 1], groups = 1}
+  %ch = pad %x {pads = [0, 1, 1, 1, 0, 0, 1, 1], value = 0.0}
+  %chw = pad %w {pads = [0, 1, 0, 0, 0, 0, 0, 0], value = 0.0}
+  %q = conv2d %ch, %chw {strides = [1, 1], pads = [0, 0, 0, 0], dilations = [1, 1], groups = 1}
+  ret %y, %z, %u, %q
+}
+"""
+
+
+def test_zero_pads_fold_into_the_convolution():
+    # a zero pad of the spatial dims (4-D, or a 1-D convolution's length through its
+    # expand_dims) becomes the convolution's own pads: bit-identical results, no pad left; a
+    # pad of ones or of the channels stays
+    assembler = pytest.importorskip("assembler")
+    m = assembler.assemble(PADDED_CONVS, "padded.dlasm")
+    out = optimize(m)
+    assert ops_of(out).count("pad") == 3       # %one, %ch and the weights' %chw
+    rng = np.random.default_rng(13)
+    args = [rng.standard_normal(s).astype(np.float32)
+            for s in ((2, 3, 9, 9), (4, 3, 3, 3), (2, 5, 20), (5, 5, 1, 3), (5,))]
+    assert same_outcome(run_vm(m, *args), run_vm(out, *args))

@@ -4,7 +4,8 @@ A trap is observable (a program that traps must still trap after optimization), 
 instruction may go only when it cannot trap. Control flow, `assert` and `call` always stay.
 
 What can trap is derived, not listed:
-- `const` and `mov` cannot fail (a literal, a copy).
+- `const` and `mov` cannot fail (a literal, a copy); nor can `expand_dims` or a `pad` that only
+  grows (no negative pads, a fill the dtype holds), whatever the sizes.
 - Elementwise ops (unary, binary, select, cast) trap in two ways: operand shapes that do not
   broadcast at run time (possible only when dims are named or unknown), and values their
   reference rejects (integer division by zero, negative integer exponents). The first is read
@@ -131,6 +132,8 @@ def may_trap(ins: Instr, types: InstrTypes | None) -> bool:
     if types is None or not ins.operands:
         return True
     operand_types: list[TensorType] = types.operands
+    if ins.op == "expand_dims" or (ins.op == "pad" and _growing_pad(ins, operand_types[0])):
+        return False             # only adds elements: no size makes them fail
     if op.family not in _ELEMENTWISE:
         if all(t.is_static for t in operand_types):
             return static_shape_traps(ins, operand_types)
@@ -138,6 +141,12 @@ def may_trap(ins: Instr, types: InstrTypes | None) -> bool:
     if not broadcast_is_safe([t.shape for t in operand_types]):
         return True
     return value_traps(ins, tuple(t.dtype for t in operand_types))
+
+
+def _growing_pad(ins: Instr, t: TensorType) -> bool:
+    """A pad with no negative pads (a crop may go below size 0) and a fill its dtype can hold."""
+    value = float(OPS["pad"].with_defaults(ins.attrs)["value"])
+    return min(ins.attrs["pads"], default=0) >= 0 and (t.dtype.is_float or math.isfinite(value))
 
 
 def removable_if_unused(ins: Instr, types: InstrTypes | None) -> bool:

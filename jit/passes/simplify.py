@@ -13,6 +13,11 @@ Rules (each exact; see specs/passes.md):
 - reshape(reshape(x, s), t) -> reshape(x, t) (both keep row-major element order); reshape to
   x's own shape -> x.
 - select with a known all-true / all-false condition -> the chosen operand; select(c, a, a) -> a.
+- conv2d of a zero `pad` of its spatial dims -> conv2d of the unpadded input with the pads added
+  to its own (the reference pads with zeros the same way, so the padded array is the same); also
+  through the expand_dims of a 1-D convolution (pad on the length, then expand_dims: the
+  expand_dims moves before the pad, a new register). An explicit F.pad before a causal or
+  "same" convolution otherwise costs a copy of the activations.
 
 A rewrite to x happens only when the instruction's result is surely x's dtype and shape at run
 time: every other operand must be broadcast-neutral (rank no larger, each dim 1 or the very
@@ -44,9 +49,10 @@ def neutral(other: tuple[Dim, ...], x: tuple[Dim, ...]) -> bool:
 
 
 class Simplifier:
-    def __init__(self, module: Module, types: FunctionTypes):
+    def __init__(self, module: Module, types: FunctionTypes, taken: set[str] | None = None):
         self.module = module
         self.types = types
+        self.taken = taken if taken is not None else set()    # register names in use
 
     # -- what is known about an operand --------------------------------------------------
 
@@ -71,7 +77,7 @@ class Simplifier:
 
     # -- the rules -----------------------------------------------------------------------
 
-    def rewrite(self, ins: Instr, t: InstrTypes, facts: Facts) -> Instr | None:
+    def rewrite(self, ins: Instr, t: InstrTypes, facts: Facts) -> Instr | list[Instr] | None:
         op = OPS[ins.op]
         if op.family is Family.BINARY and op.facts.neutral is not None:
             return self.identity(ins, t, facts)
@@ -89,7 +95,47 @@ class Simplifier:
             return self.transpose(ins, t, facts)
         if ins.op == "reshape":
             return self.reshape(ins, t, facts)
+        if ins.op == "conv2d":
+            return self.conv_of_pad(ins, t, facts)
         return None
+
+    def conv_of_pad(self, ins: Instr, t: InstrTypes, facts: Facts) -> Instr | list[Instr] | None:
+        x = self.definition(ins.operands[0], facts)
+        through = None                 # a 1-D convolution's expand_dims between pad and conv
+        if x is not None and x.op == "expand_dims" and list(x.attrs["axes"]) == [2] \
+                and t.operands[0].rank == 4:
+            through, x = x, self.definition(x.operands[0], facts)
+        if x is None or x.op != "pad" or not isinstance(x.operands[0], Reg):
+            return None
+        value = float(x.attrs.get("value", 0.0))
+        pads = list(x.attrs["pads"])
+        rank = len(pads) // 2
+        if value != 0.0 or np.signbit(value) or min(pads) < 0 or rank != (3 if through else 4):
+            return None
+        begins, ends = pads[:rank], pads[rank:]
+        if any(begins[:2]) or any(ends[:2]):
+            return None                # batch or channel padding is not the convolution's
+        h = (begins[2], ends[2]) if not through else (0, 0)
+        w = (begins[-1], ends[-1])
+        attrs = OPS["conv2d"].with_defaults(ins.attrs)
+        old = list(attrs["pads"])
+        attrs["pads"] = [old[0] + h[0], old[1] + w[0], old[2] + h[1], old[3] + w[1]]
+        if through is None:
+            return Instr("conv2d", list(ins.results), [x.operands[0], *ins.operands[1:]], attrs,
+                         ins.result_type, ins.loc)
+        name = self.fresh(ins.results[0] + ".unpadded")
+        lifted = Instr("expand_dims", [name], [x.operands[0]], dict(through.attrs), None,
+                       through.loc)
+        return [lifted, Instr("conv2d", list(ins.results), [Reg(name), *ins.operands[1:]], attrs,
+                              ins.result_type, ins.loc)]
+
+    def fresh(self, stem: str) -> str:
+        name, n = stem, 0
+        while name in self.taken:
+            n += 1
+            name = f"{stem}{n}"
+        self.taken.add(name)
+        return name
 
     @staticmethod
     def copy_of(ins: Instr, src: Operand) -> Instr | None:
@@ -165,20 +211,28 @@ def _step(bi: int, ii: int, ins: Instr, facts: Facts) -> None:
 
 def simplify_function(module: Module, fname: str, types: FunctionTypes) -> bool:
     func = module.functions[fname]
-    simp = Simplifier(module, types)
+    taken = {p.name for p in func.params}
+    for block in func.blocks:
+        for ins in block.instrs:
+            taken.update(ins.results)
+    simp = Simplifier(module, types, taken)
     entries = forward_facts(func, _step, lambda a, b: a is b)
     changed = False
     for bi, block in enumerate(func.blocks):
         if entries[bi] is None:
             continue
         facts = Facts(entries[bi])
+        out: list[Instr] = []
         for ii, ins in enumerate(block.instrs):
             t = instr_types_or_none(types, bi, ii)
             new = simp.rewrite(ins, t, facts) if t is not None else None
             _step(bi, ii, ins, facts)
-            if new is not None and new != ins:
-                block.instrs[ii] = new
-                changed = True
+            if new is None or new == ins:
+                out.append(ins)
+                continue
+            out.extend(new if isinstance(new, list) else [new])
+            changed = True
+        block.instrs = out
     return changed
 
 
