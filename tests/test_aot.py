@@ -521,6 +521,38 @@ entry:
     close(aot.load(tmp_path).run("main", *args), dlvmrt.VM(module, jit="off").run("main", *args))
 
 
+SLICE_RUNS = """module runs
+func @main(%x: f32[N, 6, 8]) -> (f32[N, 2, 8], f32[1, 6, 8], f32[1, 1, 3], f32[N, 6, 3], \
+f32[N, 3, 8], f32[N, 4, 8], f32[N, 8, 8]) {
+entry:
+  %e = exp %x
+  %a = slice %e {starts = [2], ends = [4], axes = [1]}
+  %b = slice %x {starts = [0], ends = [1], axes = [0]}
+  %c = slice %e {starts = [0, 1, 2], ends = [1, 2, 5], axes = [0, 1, 2]}
+  %d = slice %e {starts = [4], ends = [7], axes = [2]}
+  %f = slice %e {starts = [0], ends = [6], steps = [2], axes = [1]}
+  %g = slice %e {starts = [1], ends = [5], axes = [1]}
+  %h = tanh %g
+  %k = concat %a, %h {axis = 1}
+  %m = concat %k, %a {axis = 1}
+  ret %a, %b, %c, %d, %f, %h, %m
+}
+"""
+
+
+def test_slices_that_are_runs_view_their_source(tmp_path):
+    # a slice that is one contiguous run of its source (whole inner dims, one partial dim,
+    # single elements outside it) views the source's buffer; others copy. Views are read by
+    # later ops, concatenated, and returned (the entry copies a view out)
+    module = assembler.parse(SLICE_RUNS)
+    compile_library(module, tmp_path)
+    lib, vm = aot.load(tmp_path), dlvmrt.VM(module, jit="off")
+    rng = np.random.default_rng(14)
+    for n in (1, 3):
+        x = rng.standard_normal((n, 6, 8)).astype(np.float32)
+        close(lib.run("main", x), vm.run("main", x), 1e-6)
+
+
 def test_pointwise_conv_multiplies_the_image(tmp_path):
     # a 1x1 convolution of an intermediate skips the patch matrix (dlvm_rt_conv2d)
     module = assembler.parse("""module pw

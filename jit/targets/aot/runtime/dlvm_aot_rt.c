@@ -2735,6 +2735,21 @@ static void slice_range(int64_t start, int64_t end, int64_t step, int64_t size, 
 }
 
 /* starts/stops/steps per axis of x (the generated code fills unsliced axes with 0, max, 1) */
+/* whether a slice of x is one contiguous run of its elements: from the innermost dim out, whole
+ * dims (steps of 1), then at most one partial dim, and outside it dims of one element */
+static int slice_is_one_run(const dlvm_val *x, const int64_t *shape, const int64_t *steps) {
+    int partial = 0;
+    for (int d = x->rank - 1; d >= 0; d--) {
+        if (partial) {
+            if (shape[d] > 1) return 0;
+            continue;
+        }
+        if (shape[d] > 1 && steps[d] != 1) return 0;
+        if (shape[d] != x->shape[d]) partial = 1;
+    }
+    return 1;
+}
+
 HIDDEN int dlvm_rt_slice(dlvm_ctx *ctx, const dlvm_val *x, const int64_t *starts,
                          const int64_t *stops, const int64_t *steps, dlvm_val *out) {
     int64_t shape[DLVM_MAX_RANK], st[DLVM_MAX_RANK], src[DLVM_MAX_RANK], offset = 0;
@@ -2745,6 +2760,17 @@ HIDDEN int dlvm_rt_slice(dlvm_ctx *ctx, const dlvm_val *x, const int64_t *starts
         shape[d] = count;
         st[d] = src[d] * steps[d];
         if (count) offset += first * src[d];
+    }
+    if (numel_of(x->rank, shape) > 0 && slice_is_one_run(x, shape, steps)) {
+        /* a view of x's buffer, as a reshape is: values are never written after they are made
+         * (a recurrent step's gate slices were copied, with an allocation each) */
+        dlvm_val v = *x;
+        if (v.buf) v.buf->refs++;
+        v.data = (char *)x->data + (size_t)offset * dlvm_rt_itemsize(x->dtype);
+        for (int d = 0; d < x->rank; d++) v.shape[d] = shape[d];
+        dlvm_rt_release(out);
+        *out = v;
+        return 0;
     }
     dlvm_val tmp = {0};
     if (dlvm_rt_alloc(ctx, &tmp, x->dtype, x->rank, shape)) return 1;
