@@ -257,9 +257,9 @@ def _classes() -> dict:
                                      Tagger)}
 
 
-def _build(cls_name: str):
+def _build(cls_name: str, classes=None):
     def build():
-        net = _classes()[cls_name]()
+        net = (classes or _classes)()[cls_name]()
         _seeded_bn_stats(net)
         return net
     return build
@@ -277,9 +277,10 @@ def _ids(length: int, vocab: int):
     return make
 
 
-def _model(name: str, cls_name: str, make_inputs) -> ZooModel:
+def _model(name: str, cls_name: str, make_inputs, classes=None) -> ZooModel:
+    """A zoo entry for class `cls_name` of `classes()` (default: this file's)."""
     # one size: these are small already (the benchmark's batch 32 makes them large enough)
-    build = _build(cls_name)
+    build = _build(cls_name, classes)
     return ZooModel(name, build, build, (), (), make_inputs=make_inputs)
 
 

@@ -15,7 +15,9 @@ from __future__ import annotations
 import functools
 
 import numpy as np
-from zoo_models import ZooModel, _seeded_bn_stats, _torch
+import zoo_more
+from zoo_models import ZooModel, _torch
+from zoo_more import _ids
 
 
 @functools.cache
@@ -204,29 +206,14 @@ def _classes() -> dict:
                                      SoftMoE, AlexLRN, CBAM, Unfold, VAE)}
 
 
-def _build(cls_name: str):
-    def build():
-        net = _classes()[cls_name]()
-        _seeded_bn_stats(net)
-        return net
-    return build
-
-
 def _floats(*shapes: tuple[int, ...], names=("x",)):
     def make(batch: int, size: str, rng: np.random.Generator) -> dict[str, np.ndarray]:
         return {n: rng.standard_normal((batch, *s)).astype(np.float32) for n, s in zip(names, shapes)}
     return make
 
 
-def _ids(length: int, vocab: int):
-    def make(batch: int, size: str, rng: np.random.Generator) -> dict[str, np.ndarray]:
-        return {"ids": rng.integers(0, vocab, (batch, length)).astype(np.int64)}
-    return make
-
-
 def _model(name: str, cls_name: str, make_inputs) -> ZooModel:
-    build = _build(cls_name)
-    return ZooModel(name, build, build, (), (), make_inputs=make_inputs)
+    return zoo_more._model(name, cls_name, make_inputs, _classes)
 
 
 PROBE: dict[str, ZooModel] = {m.name: m for m in [
