@@ -854,3 +854,40 @@ def test_a_growing_concat_appends_in_place(tmp_path):
     x = np.arange(21, dtype=np.float32).reshape(7, 3)
     for n in (0, 1, 5, 7):
         close(lib.run("main", x, np.array(n)), vm.run("main", x, np.array(n)))
+
+
+CONV_RELU = """module cr
+func @main(%x: f32[N, 3, 9, 9], %w: f32[8, 3, 3, 3], %b: f32[8], %g: f32[6, 1, 3, 3], \
+%x6: f32[N, 6, 7, 7], %v: f32[2, 3, 1, 1]) -> (f32[N, 8, ?, ?], f32[N, 6, ?, ?], f32[N, 2, 9, 9], \
+f32[N, 8, ?, ?]) {
+entry:
+  %c = conv2d %x, %w, %b {strides = [2, 1], pads = [1, 1, 1, 0], dilations = [1, 1], groups = 1}
+  %y = relu %c
+  %d = conv2d %x6, %g {strides = [1, 1], pads = [1, 1, 1, 1], dilations = [1, 1], groups = 6}
+  %z = relu %d
+  %p = conv2d %x, %v {strides = [1, 1], pads = [0, 0, 0, 0], dilations = [1, 1], groups = 1}
+  %q = relu %p
+  %e = conv2d %x, %w, %b {strides = [2, 1], pads = [1, 1, 1, 0], dilations = [1, 1], groups = 1}
+  %f = relu %e
+  %h = add %e, %f
+  ret %y, %z, %q, %h
+}
+"""
+
+
+def test_convolution_then_relu_in_one_call(tmp_path):
+    # an f32 convolution whose epilogue is only a relu: one call applying the relu as the
+    # products store (dlvm_rt_conv2d_relu: GEMM, few-rows, grouped paths), NaN staying NaN; a
+    # convolution whose result is read besides its relu keeps the two apart
+    module = assembler.parse(CONV_RELU)
+    compile_library(module, tmp_path)
+    lib, vm = aot.load(tmp_path), dlvmrt.VM(module, jit="off")
+    rng = np.random.default_rng(15)
+    for n in (1, 3):
+        args = [rng.standard_normal(s).astype(np.float32) for s in
+                ((n, 3, 9, 9), (8, 3, 3, 3), (8,), (6, 1, 3, 3), (n, 6, 7, 7), (2, 3, 1, 1))]
+        args[0][0, 1, 4, 4] = np.nan
+        close(lib.run("main", *args), vm.run("main", *args), 1e-5)
+    from jit.targets.aot.program import ProgramCompiler
+    source = ProgramCompiler(module, "cr").compile().source
+    assert source.count("dlvm_rt_conv2d_relu(") == 3

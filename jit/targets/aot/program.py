@@ -304,6 +304,8 @@ class ProgramCompiler:
     # -- regions --------------------------------------------------------------------------
 
     def _region(self, region: Region, instrs: list[Instr], rows, where: str) -> None:
+        if region.kind in EPILOGUE_KINDS and self._conv_relu(region, instrs, rows, where):
+            return
         if region.kind in EPILOGUE_KINDS:
             head = instrs[region.start]
             self._open(where)
@@ -321,6 +323,29 @@ class ProgramCompiler:
         temps = []
         self._run_kernel(region, rows, where, temps)
         self._close(temps)
+
+    def _conv_relu(self, region: Region, instrs: list[Instr], rows, where: str) -> bool:
+        """An f32 convolution whose epilogue is only a relu of it (a CNN's conv-ReLU after
+        BatchNorm folded into the weights): one runtime call that applies the relu as the
+        products store, instead of a pass over the activations afterwards."""
+        if region.end != region.start + 2:
+            return False
+        head, act = instrs[region.start], instrs[region.start + 1]
+        if head.op != "conv2d" or act.op != "relu" or rows[region.start].results[0].dtype is not \
+                DType.F32 or act.operands[0] != Reg(head.results[0]) or \
+                list(region.outputs) != [act.results[0]] or \
+                Reg(act.results[0]) in head.operands:     # the result written over an operand
+            return False
+        self._open(where)
+        temps: list[str] = []
+        vals = [self._value(o, ot, temps) for o, ot in zip(head.operands, rows[region.start].operands)]
+        a = OPS["conv2d"].with_defaults(head.attrs)
+        dst = f"&r[{self.regs[act.results[0]]}]"
+        call = _compute_call("conv2d", a, vals, dst).replace("dlvm_rt_conv2d(",
+                                                             "dlvm_rt_conv2d_relu(", 1)
+        self.w(f"if ({call}) goto {self._fail};", 2)
+        self._close(temps)
+        return True
 
     def _run_kernel(self, region: Region, rows, where: str, temps: list[str],
                     head_value: str | None = None) -> None:

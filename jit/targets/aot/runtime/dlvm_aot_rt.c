@@ -879,6 +879,7 @@ typedef struct gemm_call {
     const float *a_packed;     /* non-NULL: a prepacked (dlvm_sgemm_pack_a), a_padded rows */
     int64_t a_padded;
     const float *bias;         /* non-NULL: added to each row as the kernel stores it */
+    int relu;                  /* then max(., 0) as it stores (NaN stays NaN) */
 } gemm_call;
 
 /* Packing buffers per thread, kept between calls (a 3 MB buffer mapped afresh each call costs
@@ -943,7 +944,7 @@ static void gemm_task(void *arg, int64_t lo, int64_t hi, int64_t part) {
     const float *a = g->a_packed ? g->a_packed : g->a + r0 * g->k;
     int64_t a_flag = g->a_packed ? 1 : 0;
     const float *bias = g->bias ? g->bias + r0 : NULL;
-    int64_t epi = g->bias ? 1 : 0;
+    int64_t epi = (g->bias ? 1 : 0) | (g->relu ? 4 : 0);
     if (g->geometry)        /* implicit GEMM: the patch matrix is read from the image in place */
         dlvm_sgemm(rows, cols, g->k, a, g->k, 1, g->b, (int64_t)(intptr_t)g->geometry,
                    0, g->c + r0 * g->n + c0, g->n, pa, pb, 0, 4 | a_flag, r0, g->a_padded, c0, 0,
@@ -1368,21 +1369,28 @@ typedef struct {
     dlvm_ctx *ctx;
     const float *w_packed;      /* the weights packed once per call (NULL: each product packs) */
     int64_t w_padded;
+    int relu;                   /* max(., 0) as the products store */
 } conv_images;
 
+/* y = max(y, 0) with NaN kept (the ISA's relu) */
+static void relu_in_place(float *y, int64_t n) {
+    for (int64_t i = 0; i < n; i++) y[i] = y[i] < 0.0f ? 0.0f : y[i];
+}
+
 /* out [m, n] = a [m, k] x b (or the patches of an image, with geometry) on this thread, then
- * + bias per row (NULL: none) */
+ * + bias per row (NULL: none), then relu where asked */
 static int gemm_here(int64_t m, int64_t n, int64_t k, const float *a, const float *a_packed,
                      int64_t a_padded, const float *b, const int64_t *geometry, const float *bias,
-                     float *c) {
+                     int relu, float *c) {
     if (!geometry && !a_packed && m < DLVM_GEMM_MIN_ROWS) {
         few_rows(m, n, k, a, b, c);
         if (bias)
             for (int64_t i = 0; i < m; i++)
                 for (int64_t q = 0; q < n; q++) c[i * n + q] += bias[i];
+        if (relu) relu_in_place(c, m * n);
         return 0;
     }
-    gemm_call g = {m, n, k, a, b, c, 1, 0, 0, geometry, a_packed, a_padded, bias};
+    gemm_call g = {m, n, k, a, b, c, 1, 0, 0, geometry, a_packed, a_padded, bias, relu};
     gemm_task(&g, 0, (m + DLVM_GEMM_MR - 1) / DLVM_GEMM_MR, 0);
     return g.failed;
 }
@@ -1392,15 +1400,18 @@ static int gemm_here(int64_t m, int64_t n, int64_t k, const float *a, const floa
 static int conv_product(conv_images *j, int64_t px, int64_t kk, const float *b,
                         const int64_t *geometry, float *yb) {
     if (!j->split)
-        return gemm_here(j->o, px, kk, j->w, j->w_packed, j->w_padded, b, geometry, j->bias, yb);
+        return gemm_here(j->o, px, kk, j->w, j->w_packed, j->w_padded, b, geometry, j->bias,
+                         j->relu, yb);
     if (!geometry && !j->w_packed && j->o < DLVM_GEMM_MIN_ROWS) {
         int rc = sgemm(j->ctx, j->o, px, kk, j->w, b, yb);
         if (!rc && j->bias)
             for (int64_t i = 0; i < j->o; i++)
                 for (int64_t q = 0; q < px; q++) yb[i * px + q] += j->bias[i];
+        if (!rc && j->relu) relu_in_place(yb, j->o * px);
         return rc;
     }
-    gemm_call g = {j->o, px, kk, j->w, b, yb, 1, 0, 0, geometry, j->w_packed, j->w_padded, j->bias};
+    gemm_call g = {j->o, px, kk, j->w, b, yb, 1, 0, 0, geometry, j->w_packed, j->w_padded, j->bias,
+                   j->relu};
     return gemm_split(j->ctx, &g, geometry ? 2 : 3);
 }
 
@@ -1445,9 +1456,27 @@ static void conv_images_task(void *arg, int64_t lo, int64_t hi, int64_t part) {
     if (padded) buffer_free(padded, padded_bytes);
 }
 
+static int conv2d(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *w, const dlvm_val *bias,
+                  const int64_t *s, const int64_t *p, const int64_t *d, int64_t groups, int relu,
+                  dlvm_val *out);
+
 HIDDEN int dlvm_rt_conv2d(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *w, const dlvm_val *bias,
                           const int64_t *s, const int64_t *p, const int64_t *d, int64_t groups,
                           dlvm_val *out) {
+    return conv2d(ctx, x, w, bias, s, p, d, groups, 0, out);
+}
+
+/* conv2d then relu, the relu applied as the products store where they can (a CNN's
+ * convolution-then-ReLU read and wrote its activations a second time) */
+HIDDEN int dlvm_rt_conv2d_relu(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *w,
+                               const dlvm_val *bias, const int64_t *s, const int64_t *p,
+                               const int64_t *d, int64_t groups, dlvm_val *out) {
+    return conv2d(ctx, x, w, bias, s, p, d, groups, 1, out);
+}
+
+static int conv2d(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *w, const dlvm_val *bias,
+                  const int64_t *s, const int64_t *p, const int64_t *d, int64_t groups, int relu,
+                  dlvm_val *out) {
     if (x->rank != 4 || w->rank != 4)
         return dlvm_rt_fail(ctx, DLVM_RT_ERR_GUARD, "conv2d takes NCHW tensors");
     int64_t n = x->shape[0], c = x->shape[1], h = x->shape[2], wd = x->shape[3];
@@ -1472,6 +1501,7 @@ HIDDEN int dlvm_rt_conv2d(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *w, c
                         !p[3] && x->buf != NULL;
         conv_images job = {x->data, w->data, bd, out->data, c, h, wd, o, kh, kw, ho, wo, s, p, d,
                            pointwise, 0, 0};
+        job.relu = relu;
         int threads = dlvm_rt_threads();
         /* the weights packed once for every image's product (each product packed them again:
          * as much copying as the product itself for a batch of small images) */
@@ -1516,6 +1546,12 @@ HIDDEN int dlvm_rt_conv2d(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *w, c
     else
         return dlvm_rt_fail(ctx, DLVM_RT_ERR_GUARD, "conv2d of %s is not compiled ahead of time",
                             dtype_name(x->dtype));
+    if (relu && x->dtype == DT_F32) relu_in_place(out->data, dlvm_rt_numel(out));
+    if (relu && x->dtype == DT_F64) {
+        double *y = out->data;
+        for (int64_t i = 0, n_out = dlvm_rt_numel(out); i < n_out; i++)
+            y[i] = y[i] < 0.0 ? 0.0 : y[i];      /* NaN stays NaN, as max(x, 0) */
+    }
     return 0;
 }
 

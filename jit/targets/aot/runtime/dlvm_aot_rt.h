@@ -109,6 +109,9 @@ int dlvm_rt_matmul_const(dlvm_ctx *ctx, const dlvm_val *a, const dlvm_val *b, dl
 int dlvm_rt_conv2d(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *w, const dlvm_val *bias,
                    const int64_t *strides, const int64_t *pads, const int64_t *dilations,
                    int64_t groups, dlvm_val *out);
+int dlvm_rt_conv2d_relu(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *w, const dlvm_val *bias,
+                        const int64_t *strides, const int64_t *pads, const int64_t *dilations,
+                        int64_t groups, dlvm_val *out);
 int dlvm_rt_maxpool2d(dlvm_ctx *ctx, const dlvm_val *x, const int64_t *kernel,
                       const int64_t *strides, const int64_t *pads, const int64_t *dilations,
                       int ceil_mode, dlvm_val *out);
