@@ -10,6 +10,7 @@ them (`DLVM_TORCH_STRICT=1` makes that an error). Backward graphs (training) go 
 from __future__ import annotations
 
 import os
+import threading
 import warnings
 import weakref
 from typing import Any
@@ -174,29 +175,38 @@ class _Frozen:
     def __init__(self, gm: Any, params: dict[int, Any]):
         self.gm, self.params = gm, params
         self.refreezes = 0
+        self._lock = threading.Lock()      # one re-import at a time; calls read a whole state
         self._freeze(params)
 
     def _freeze(self, params: dict[int, Any]) -> None:
         from torch._subclasses.fake_tensor import unset_fake_temporarily
-        self.seen = {i: (t, t._version) for i, t in params.items()}
+        seen = {i: (t, t._version) for i, t in params.items()}
         with unset_fake_temporarily():     # AOT autograd compiles under its fake mode
             arrays = {i: t.detach().numpy().copy() for i, t in params.items()}
+        # the runner before the versions it was made for: a call that sees the new versions
+        # runs the new weights
         self.runner = _Runner(self.gm, arrays)
+        self.seen = seen
         self.module = self.runner.module
 
     def __call__(self, args: list) -> list:
-        if self.seen is not None:
-            for i, (t, version) in self.seen.items():
-                if args[i] is not t or t._version != version:
+        seen, runner = self.seen, self.runner
+        if seen is not None and not self._current(seen, args):
+            with self._lock:
+                if self.seen is not None and not self._current(self.seen, args):
                     self._changed(args)
-                    break
-        return self.runner(args)
+                runner = self.runner
+        return runner(args)
+
+    @staticmethod
+    def _current(seen: dict, args: list) -> bool:
+        return all(args[i] is t and t._version == version for i, (t, version) in seen.items())
 
     def _changed(self, args: list) -> None:
         self.refreezes += 1
         if self.refreezes > self.MAX_REFREEZES:
-            self.seen = None           # the weights keep changing: read them as inputs
             self.runner = _Runner(self.gm, None)
+            self.seen = None           # the weights keep changing: read them as inputs
         else:
             self._freeze({i: args[i] for i in self.params})
         self.module = self.runner.module
