@@ -85,3 +85,60 @@ def test_real_torchvision_model(name):
     (got,) = dlvmrt.VM(mod).run("main", x.numpy())
     with torch.no_grad():
         close(got, m(x))
+
+
+# -- Hugging Face transformers models, built from configs with random weights -------------
+
+def hf_model(name):
+    tr = pytest.importorskip("transformers")
+    tr.logging.set_verbosity_error()       # the configs' token ids outside a tiny vocabulary
+    torch.manual_seed(0)
+    if name == "bert":
+        m = tr.BertModel(tr.BertConfig(vocab_size=100, hidden_size=64, num_hidden_layers=2,
+                                       num_attention_heads=4, intermediate_size=128,
+                                       max_position_embeddings=32))
+    elif name == "gpt2":          # causal self-attention
+        m = tr.GPT2Model(tr.GPT2Config(vocab_size=100, n_embd=64, n_layer=2, n_head=4,
+                                       n_positions=32))
+    else:                         # T5's encoder: relative position buckets, RMS norm
+        m = tr.T5EncoderModel(tr.T5Config(vocab_size=100, d_model=64, d_kv=16, d_ff=128,
+                                          num_layers=2, num_heads=4))
+
+    class LastHidden(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.m = m
+
+        def forward(self, ids):
+            return self.m(input_ids=ids).last_hidden_state
+    return LastHidden().eval()
+
+
+def ids(b, n=8):
+    return torch.randint(0, 100, (b, n))
+
+
+@pytest.mark.parametrize("name", ["bert", "gpt2", "t5"])
+def test_transformers_model_dynamic_batch(name):
+    m = hf_model(name)
+    batch = torch.export.Dim("batch", min=1, max=64)
+    mod = import_torch(m, (ids(2),), dynamic_shapes=({0: batch},))
+    vm = dlvmrt.VM(mod)
+    for b in (1, 3):
+        x = ids(b)
+        (got,) = vm.run("main", x.numpy())
+        with torch.no_grad():
+            close(got, m(x))
+
+
+@pytest.mark.parametrize("name", ["bert", "gpt2", "t5"])
+def test_transformers_model_compile_backend(name, monkeypatch):
+    from frontends.torch.backend import dlvm_backend
+    monkeypatch.setenv("DLVM_TORCH_STRICT", "1")      # no silent fallback to torch
+    m = hf_model(name)
+    torch._dynamo.reset()
+    c = torch.compile(m, backend=dlvm_backend)
+    with torch.no_grad():
+        for b in (1, 4):
+            x = ids(b)
+            close(c(x).numpy(), m(x))

@@ -35,10 +35,11 @@ def lowers(*names: str):
 
 
 class Lowerer:
-    def __init__(self, e: Emitter, env: dict, dims: Any):
+    def __init__(self, e: Emitter, env: dict, dims: Any, gm: Any = None):
         self.e = e
         self.env = env
         self.dims = dims
+        self.gm = gm            # the graph's module, for its `get_attr` constants
         self.node: Any = None
 
     def run(self, graph: Any) -> list:
@@ -49,6 +50,9 @@ class Lowerer:
                 continue
             if node.op == "output":
                 outs = [self.arg(a) for a in node.args[0]]
+                continue
+            if node.op == "get_attr" and self.gm is not None:
+                self.env[node] = self.attribute(node)
                 continue
             if node.op != "call_function":
                 raise TorchImportError(f"FX node '{node.name}' ({node.op}) is not supported")
@@ -69,6 +73,23 @@ class Lowerer:
                                        f"failed ({type(err).__name__}: {err}); an importer bug"
                                        ) from err
         return outs
+
+    def attribute(self, node: Any) -> Value:
+        """A tensor the graph module holds (a constant dynamo lifted, `_tensor_constant0`): a
+        known value, folded where it can be."""
+        import torch
+        from torch._subclasses.fake_tensor import unset_fake_temporarily
+
+        from .importer import to_numpy
+        obj = self.gm
+        for part in node.target.split("."):
+            obj = getattr(obj, part, None)
+        if not isinstance(obj, torch.Tensor):
+            raise TorchImportError(f"FX node '{node.name}' reads '{node.target}', which is a "
+                                   f"{type(obj).__name__}, not a tensor")
+        with unset_fake_temporarily():      # AOT autograd compiles under its fake mode
+            arr = to_numpy(obj)
+        return self.e.parameter(node.target, arr)
 
     def arg(self, a: Any) -> Any:
         import torch.fx
@@ -153,8 +174,7 @@ for _op, _names in {
     "or": ("aten.logical_or.default", "aten.bitwise_or.Tensor"),
     "xor": ("aten.logical_xor.default", "aten.bitwise_xor.Tensor"),
     "max": ("aten.maximum.default",), "min": ("aten.minimum.default",),
-    "mod": ("aten.remainder.Tensor", "aten.remainder.Scalar", "aten.fmod.Tensor",
-            "aten.fmod.Scalar"),
+    "mod": ("aten.remainder.Tensor", "aten.remainder.Scalar"),      # fmod: aten_math.py
 }.items():
     if _names:
         lowers(*_names)(_binary(_op))
@@ -299,7 +319,8 @@ def _scalar_tensor(lo: Lowerer, x: Any, **_: Any) -> Value:
 @lowers("aten.full.default", "aten.zeros.default", "aten.ones.default", "aten.full_like.default",
         "aten.zeros_like.default", "aten.ones_like.default", "aten.empty.memory_format",
         "aten.empty_like.default", "aten.new_zeros.default", "aten.new_ones.default",
-        "aten.new_full.default", "aten.new_empty.default")
+        "aten.new_full.default", "aten.new_empty.default", "aten.empty_permuted.default",
+        "aten.empty_strided.default", "aten.new_empty_strided.default")
 def _full(lo: Lowerer, *args: Any, **kw: Any) -> Value:
     n = lo.node.target.__name__
     t = lo.out_type()
@@ -322,7 +343,7 @@ def _full(lo: Lowerer, *args: Any, **kw: Any) -> Value:
 def _arange(lo: Lowerer, *args: Any, **kw: Any) -> Value:
     t = lo.out_type()
     if not t.is_static:
-        raise TorchImportError("arange of a symbolic length is not supported")
+        return _arange_symbolic(lo, t, args, kw)
     nums = [a for a in args if isinstance(a, (int, float))]
     start, step = 0, 1
     if len(nums) == 1:
@@ -331,6 +352,21 @@ def _arange(lo: Lowerer, *args: Any, **kw: Any) -> Value:
         start, end = nums[0], nums[1]
         step = nums[2] if len(nums) > 2 else kw.get("step", 1)
     return known(np.arange(start, end, step).astype(t.dtype.np))
+
+
+def _arange_symbolic(lo: Lowerer, t: TensorType, args: tuple, kw: dict) -> Value:
+    """arange to a length known at run time (arange(x.size(1))): an `iota` over the named dim,
+    scaled and moved by integer start and step."""
+    nums = [a for a in args if isinstance(a, (int, float))]
+    start = nums[0] if len(args) > 1 and isinstance(args[0], (int, float)) else 0
+    step = kw.get("step", args[2] if len(args) > 2 and isinstance(args[2], (int, float)) else 1)
+    if t.rank != 1 or not isinstance(t.shape[0], str) or not isinstance(start, int) or \
+            not isinstance(step, int):
+        raise TorchImportError(f"arange to {t} from symbolic bounds is not supported")
+    r = lo.emit("iota", [], shape=[t.shape[0]], axis=0, dtype=t.dtype)
+    if step != 1:
+        r = lo.emit("mul", [r, lo.tensor(step, t.dtype)])
+    return lo.emit("add", [r, lo.tensor(start, t.dtype)]) if start else r
 
 
 # -- linear algebra ------------------------------------------------------------------------
@@ -478,9 +514,11 @@ def _adaptive_avg(lo: Lowerer, x: Value, size: list) -> Value:
     oh, ow = size
     if (oh, ow) == (1, 1):
         return lo.emit("reduce_mean", [x], axes=[2, 3], keepdims=True)
-    if not isinstance(h, int) or not isinstance(w, int) or h % oh or w % ow:
-        raise TorchImportError(f"adaptive average pooling of {h}x{w} to {oh}x{ow} is not supported"
-                               f" (the output must divide the input)")
+    if not isinstance(h, int) or not isinstance(w, int):
+        raise TorchImportError(f"adaptive average pooling of a symbolic {h}x{w} image is not "
+                               f"supported")
+    if h % oh or w % ow:
+        return _adaptive_bins(lo, x, [oh, ow], "reduce_mean")
     kh, kw = h // oh, w // ow
     return lo.emit("avgpool2d", [x], kernel=[kh, kw], strides=[kh, kw], pads=[0, 0, 0, 0])
 
@@ -516,13 +554,19 @@ def _var(lo: Lowerer, x: Value, dims: Any = None, correction: Any = None, keepdi
         corr = 1 if unbiased else 0
     mean = lo.emit("reduce_mean", [x], axes=axes, keepdims=True)
     d = lo.emit("sub", [x, mean])
-    s = lo.emit("reduce_sum", [lo.emit("mul", [d, d])], axes=axes, keepdims=bool(keepdim))
-    n = 1
-    for a in axes:
-        if not isinstance(x.shape[a], int):
-            raise TorchImportError("variance over a symbolic dim is not supported")
-        n *= x.shape[a]
-    return lo.emit("div", [s, lo.tensor(max(n - corr, 0), x.dtype)])
+    if all(isinstance(x.shape[a], int) for a in axes):
+        s = lo.emit("reduce_sum", [lo.emit("mul", [d, d])], axes=axes, keepdims=bool(keepdim))
+        n = math.prod(x.shape[a] for a in axes)
+        return lo.emit("div", [s, lo.tensor(max(n - corr, 0), x.dtype)])
+    # a symbolic count: the mean square scaled by n / (n - correction), n read at run time
+    ms = lo.emit("reduce_mean", [lo.emit("mul", [d, d])], axes=axes, keepdims=bool(keepdim))
+    if not corr:
+        return ms
+    sizes = lo.emit("gather", [lo.emit("shape_of", [x]), known(np.array(axes, np.int64))],
+                    axis=0)
+    n = lo.cast(lo.emit("reduce_prod", [sizes], axes=[0], keepdims=False), x.dtype)
+    denom = lo.emit("max", [lo.emit("sub", [n, lo.tensor(corr, x.dtype)]), lo.tensor(0, x.dtype)])
+    return lo.emit("div", [lo.emit("mul", [ms, n]), denom])
 
 
 @lowers("aten.argmax.default", "aten.argmin.default")
@@ -541,9 +585,33 @@ def _view(lo: Lowerer, x: Value, shape: list) -> Value:
     t = lo.out_type()
     sizes = [d if isinstance(d, int) else -1 for d in t.shape]
     if sizes.count(-1) > 1:
-        raise TorchImportError(f"a reshape to {t} has more than one symbolic dim")
-    v = lo.emit("reshape", [x], shape=sizes)
+        v = lo.emit("reshape_dyn", [x, _runtime_shape(lo, x, t)])
+    else:
+        v = lo.emit("reshape", [x], shape=sizes)
     return Value(t, v.operand, v.const) if v.type.rank == t.rank and v.dtype == t.dtype else v
+
+
+def _runtime_shape(lo: Lowerer, x: Value, t: TensorType) -> Value:
+    """t's shape as a run-time vector: a named dim read from the dim of x that has its name, at
+    most one other unknown dim left to the element count (-1)."""
+    parts: list[Value] = []
+    free = 0
+    shape = None
+    for d in t.shape:
+        if isinstance(d, int):
+            parts.append(known(np.array([d], np.int64)))
+            continue
+        if isinstance(d, str) and d in x.shape:
+            shape = shape if shape is not None else lo.emit("shape_of", [x])
+            parts.append(lo.emit("slice", [shape], starts=[x.shape.index(d)],
+                                 ends=[x.shape.index(d) + 1], axes=[0]))
+            continue
+        free += 1
+        parts.append(known(np.array([-1], np.int64)))
+    if free > 1:
+        raise TorchImportError(f"a reshape of {x.type} to {t}: more than one of its dims is not "
+                               f"known from the input's")
+    return parts[0] if len(parts) == 1 else lo.emit("concat", parts, axis=0)
 
 
 @lowers("aten.permute.default")
@@ -752,9 +820,15 @@ def _max_dim(lo: Lowerer, x: Value, dim: int, keepdim: bool = False) -> tuple[Va
 @lowers("aten.tril.default", "aten.triu.default")
 def _tri(lo: Lowerer, x: Value, k: int = 0) -> Value:
     n, m = x.shape[-2], x.shape[-1]
-    if not isinstance(n, int) or not isinstance(m, int):
-        raise TorchImportError("tril/triu of a symbolic size is not supported")
     upper = "triu" in lo.node.target.__name__
+    if not isinstance(n, int) or not isinstance(m, int):
+        if n is None or m is None:
+            raise TorchImportError("tril/triu of a size known only at run time is not supported")
+        rows = lo.emit("iota", [], shape=[n, m], axis=0, dtype=DType.I64)
+        cols = lo.emit("iota", [], shape=[n, m], axis=1, dtype=DType.I64)
+        diff = lo.emit("sub", [cols, rows])          # the diagonal a position is on
+        keep = lo.emit("ge" if upper else "le", [diff, lo.tensor(k, DType.I64)])
+        return lo.emit("select", [keep, x, known(np.zeros((), x.dtype.np))])
     mask = np.triu(np.ones((n, m), bool), k) if upper else np.tril(np.ones((n, m), bool), k)
     return lo.emit("select", [known(mask), x, known(np.zeros((), x.dtype.np))])
 
@@ -827,10 +901,11 @@ def _flip(lo: Lowerer, x: Value, dims: list) -> Value:
                    axes=axes, steps=[-1] * len(axes))
 
 
-@lowers("aten.cumsum.default")
+@lowers("aten.cumsum.default", "aten.cumprod.default")
 def _cumsum(lo: Lowerer, x: Value, dim: int, dtype: Any = None) -> Value:
     x = lo.cast(x, lo.out_dtype())
-    return lo.emit("cumsum", [x, known(np.array(_axis(dim, x.rank), np.int64))])
+    op = "cumprod" if "cumprod" in lo.node.target.__name__ else "cumsum"
+    return lo.emit(op, [x, known(np.array(_axis(dim, x.rank), np.int64))])
 
 
 @lowers("aten.upsample_nearest2d.vec", "aten.upsample_nearest2d.default")
@@ -839,14 +914,28 @@ def _upsample_nearest(lo: Lowerer, x: Value, size: Any, scales: Any = None, *_: 
     h, w = x.shape[2], x.shape[3]
     oh, ow = t.shape[2], t.shape[3]
     if not all(isinstance(d, int) for d in (h, w, oh, ow)) or oh % h or ow % w:
-        raise TorchImportError("nearest upsampling by a non-integer or symbolic factor is not "
-                               "supported")
+        return _resize_nearest(lo, x, t, scales)
     sh, sw = oh // h, ow // w
     y = lo.emit("expand_dims", [x], axes=[3, 5])
     shape = [x.shape[0], x.shape[1], h, sh, w, sw]
     y = lo.emit("broadcast_to", [y], shape=shape)
     v = lo.emit("reshape", [y], shape=[-1 if not isinstance(x.shape[0], int) else x.shape[0],
                                        x.shape[1], oh, ow])
+    return Value(t, v.operand, v.const)
+
+
+def _resize_nearest(lo: Lowerer, x: Value, t: TensorType, scales: Any) -> Value:
+    """Nearest resizing by a factor that is not a whole number (or of symbolic sizes): torch
+    reads source index floor(dst * in / out), or floor(dst / scale) for a given scale factor,
+    which is the `resize` op's asymmetric transform with floor rounding."""
+    common = dict(axes=[2, 3], mode="nearest", transform="asymmetric", nearest_mode="floor")
+    if scales is not None and all(isinstance(s, (int, float)) for s in scales):
+        v = lo.emit("resize", [x, known(np.array(scales, np.float32))], by="scales", **common)
+    else:
+        oh, ow = t.shape[2], t.shape[3]
+        if not all(isinstance(d, int) for d in (oh, ow)):
+            raise TorchImportError("nearest upsampling to a symbolic size is not supported")
+        v = lo.emit("resize", [x, known(np.array([oh, ow], np.int64))], by="sizes", **common)
     return Value(t, v.operand, v.const)
 
 
@@ -867,12 +956,37 @@ def _upsample_bilinear(lo: Lowerer, x: Value, size: Any, align_corners: bool,
 
 @lowers("aten.adaptive_max_pool2d.default")
 def _adaptive_max(lo: Lowerer, x: Value, size: list) -> tuple:
-    if list(size) != [1, 1]:
-        raise TorchImportError("adaptive max pooling to a size other than 1x1 is not supported")
     for user in lo.node.users:
         if user.target is operator.getitem and user.args[1] != 0:
             raise TorchImportError("adaptive max pool indices are not supported")
-    return (lo.emit("reduce_max", [x], axes=[2, 3], keepdims=True), None)
+    if list(size) == [1, 1]:
+        return (lo.emit("reduce_max", [x], axes=[2, 3], keepdims=True), None)
+    h, w = x.shape[2], x.shape[3]
+    if not isinstance(h, int) or not isinstance(w, int):
+        raise TorchImportError(f"adaptive max pooling of a symbolic {h}x{w} image is not "
+                               f"supported")
+    oh, ow = size
+    if h % oh == 0 and w % ow == 0:
+        kh, kw = h // oh, w // ow
+        return (lo.emit("maxpool2d", [x], kernel=[kh, kw], strides=[kh, kw], pads=[0, 0, 0, 0]),
+                None)
+    return (_adaptive_bins(lo, x, [oh, ow], "reduce_max"), None)
+
+
+def _adaptive_bins(lo: Lowerer, x: Value, size: list, reduce: str) -> Value:
+    """Adaptive pooling whose bins are not equal (bin i of n over m covers floor(i*m/n) to
+    ceil((i+1)*m/n)): a max or a mean over a rectangle is one over its rows of one over its
+    columns, so each spatial axis is reduced on its own, bin by bin, and the bins concatenated."""
+    for k, n in enumerate(size):
+        ax = x.rank - len(size) + k
+        m = x.shape[ax]
+        parts = []
+        for i in range(n):
+            lo_, hi = (i * m) // n, -((-(i + 1) * m) // n)
+            piece = lo.emit("slice", [x], starts=[lo_], ends=[hi], axes=[ax])
+            parts.append(lo.emit(reduce, [piece], axes=[ax], keepdims=True))
+        x = parts[0] if n == 1 else lo.emit("concat", parts, axis=ax)
+    return x
 
 
 @lowers("aten._native_batch_norm_legit.no_stats", "aten._native_batch_norm_legit.default",
@@ -905,3 +1019,7 @@ def _repeat(lo: Lowerer, x: Value, reps: list) -> Value:
     v = lo.emit("tile_dyn", [x, known(np.array(reps, np.int64))])
     t = lo.out_type()
     return Value(t, v.operand, v.const) if v.const is None else v
+
+
+# the rest of the table, by family (they register into LOWERINGS on import)
+from . import aten_indexing, aten_math  # noqa: E402,F401

@@ -65,7 +65,7 @@ def module_from_graph(gm: Any, name: str = "torch_graph",
     for i, node in enumerate(n for n in gm.graph.nodes if n.op == "placeholder"):
         if frozen and i in frozen:
             env[node] = e.parameter(node.name, frozen[i])
-    outs = Lowerer(e, env, dims).run(gm.graph)
+    outs = Lowerer(e, env, dims, gm).run(gm.graph)
     where: dict[Any, tuple[int, int | None]] = {}     # symbol -> (placeholder, axis or None)
     for i, node in enumerate(n for n in gm.graph.nodes if n.op == "placeholder"):
         val = node.meta.get("val")

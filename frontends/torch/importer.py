@@ -189,6 +189,21 @@ def check_supported(graph: Any) -> None:
                                + unsupported_report("ATen", missing))
 
 
+# ops the importer lowers itself rather than take torch's decomposition of: attention is one
+# matmul-softmax-matmul here (torch's math decomposition gives the output strides that make a
+# later `view` of a dynamic batch fail to decompose: GPT-2's `x.view(-1, x.size(-1))`)
+KEEP = ("aten.scaled_dot_product_attention.default",)
+
+
+def _decompositions() -> Any:
+    import torch
+    table = torch.export.default_decompositions()
+    for name in KEEP:
+        ns, op, overload = name.split(".")
+        table.pop(getattr(getattr(getattr(torch.ops, ns), op), overload), None)
+    return table
+
+
 def import_exported(ep: Any, name: str | None = None,
                     user_dims: list[dict[int, str]] | None = None, trainable: Any = False
                     ) -> Module:
@@ -200,7 +215,7 @@ def import_exported(ep: Any, name: str | None = None,
     from .aten import Lowerer
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)     # torch's own pytree deprecations
-        ep = ep.run_decompositions()
+        ep = ep.run_decompositions(_decompositions())
     gm = ep.graph_module
     check_supported(gm.graph)
     mb = ModuleBuilder(sanitize(name or "torch_model", "m"))
@@ -262,7 +277,7 @@ def import_exported(ep: Any, name: str | None = None,
         # a trainable parameter stays a constant read as it is (nothing folded into it at
         # import), so gradients and updates of it reach every use
         env[node] = e.constant(target, arr) if target in wanted else e.parameter(target, arr)
-    low = Lowerer(e, env, dims)
+    low = Lowerer(e, env, dims, gm)
     outs = low.run(gm.graph)
     results = []
     for v in outs:

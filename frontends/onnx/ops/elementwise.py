@@ -6,6 +6,7 @@ gives (in the value's dtype, like onnxruntime).
 """
 from __future__ import annotations
 
+from frontends.base import mathfn
 from isa.dtypes import BY_NAME
 
 from ..registry import NodeCtx, onnx_op
@@ -296,34 +297,9 @@ def is_inf(ctx: NodeCtx) -> list[Value]:
     return [r]
 
 
-@onnx_op("Tan")
-def tan(ctx: NodeCtx) -> list[Value]:
-    x, e = ctx.req(0), ctx.e
-    return [e.emit("div", [e.emit("sin", [x]), e.emit("cos", [x])])]
-
-
-@onnx_op("Sinh", "Cosh")
-def sinh_cosh(ctx: NodeCtx) -> list[Value]:
-    x, e = ctx.req(0), ctx.e
-    a, b = e.emit("exp", [x]), e.emit("exp", [e.emit("neg", [x])])
-    op = "sub" if ctx.node.op_type == "Sinh" else "add"
-    return [e.emit("mul", [e.emit(op, [a, b]), scalar(0.5, x)])]
-
-
-@onnx_op("Asinh", "Acosh")
-def asinh_acosh(ctx: NodeCtx) -> list[Value]:
-    # asinh x = ln(x + sqrt(x^2 + 1)), acosh x = ln(x + sqrt(x^2 - 1))
-    x, e = ctx.req(0), ctx.e
-    op = "add" if ctx.node.op_type == "Asinh" else "sub"
-    r = e.emit("sqrt", [e.emit(op, [e.emit("mul", [x, x]), scalar(1, x)])])
-    return [e.emit("log", [e.emit("add", [x, r])])]
-
-
-@onnx_op("Atanh")
-def atanh(ctx: NodeCtx) -> list[Value]:
-    x, e = ctx.req(0), ctx.e
-    q = e.emit("div", [e.emit("add", [scalar(1, x), x]), e.emit("sub", [scalar(1, x), x])])
-    return [e.emit("mul", [e.emit("log", [q]), scalar(0.5, x)])]
+@onnx_op("Tan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh")
+def hyperbolic_and_tan(ctx: NodeCtx) -> list[Value]:
+    return [mathfn.BY_NAME[ctx.node.op_type.lower()](ctx.e, ctx.req(0))]
 
 
 @onnx_op("BitShift")
