@@ -41,6 +41,7 @@ class Lowerer:
         self.dims = dims
         self.gm = gm            # the graph's module, for its `get_attr` constants
         self.node: Any = None
+        self._dim_values: dict[str, Value] = {}
 
     def run(self, graph: Any) -> list:
         from .importer import op_name, source_line
@@ -49,7 +50,9 @@ class Lowerer:
             if node.op in ("placeholder",):
                 continue
             if node.op == "output":
-                outs = [self.arg(a) for a in node.args[0]]
+                written = node.args[0]
+                written = written if isinstance(written, (list, tuple)) else [written]
+                outs = [self.arg(a) for a in written]
                 continue
             if node.op == "get_attr" and self.gm is not None:
                 self.env[node] = self.attribute(node)
@@ -107,6 +110,57 @@ class Lowerer:
         if i is not None:
             val = val[i]
         return meta_type(val, self.dims)
+
+    def size_value(self, size: Any) -> Value:
+        """A size (an int, or torch's SymInt: a symbol or an expression of symbols such as
+        s0 + 1 or 2*s0) as an i64 scalar at run time: each symbol read from the shape of an
+        input that has its dim, then torch's arithmetic as dlvm's."""
+        expr = size.node.expr if hasattr(size, "node") else size
+        return self._sym(expr)
+
+    def _sym(self, expr: Any) -> Value:
+        import sympy
+        if isinstance(expr, int) or getattr(expr, "is_Integer", False):
+            return known(np.array(int(expr), np.int64))
+        if isinstance(expr, float) or getattr(expr, "is_Float", False) or \
+                getattr(expr, "is_Rational", False):
+            return known(np.array(float(expr), np.float64))
+        if getattr(expr, "is_Symbol", False):
+            return self._symbol_value(self.dims.dim(expr))
+        args = [self._sym(a) for a in expr.args]
+        name = type(expr).__name__
+        if any(a.dtype == DType.F64 for a in args):   # SymFloat arithmetic: in f64
+            args = [self.cast(a, DType.F64) for a in args]
+        ops = {"Add": "add", "Mul": "mul", "Max": "max", "Min": "min", "FloorDiv": "div",
+               "Mod": "mod", "PythonMod": "mod", "FloatTrueDiv": "div", "IntTrueDiv": "div"}
+        if isinstance(expr, sympy.Add):
+            name = "Add"
+        elif isinstance(expr, sympy.Mul):
+            name = "Mul"
+        if name == "ToFloat":
+            return self.cast(args[0], DType.F64)
+        if name == "IntTrueDiv":
+            args = [self.cast(a, DType.F64) for a in args]
+        if name not in ops:
+            raise TorchImportError(f"the size {expr} ({name}) cannot be computed at run time")
+        out = args[0]
+        for a in args[1:]:        # sizes are not negative: integer division floors
+            out = self.emit(ops[name], [out, a])
+        return out
+
+    def _symbol_value(self, dim: Any) -> Value:
+        if isinstance(dim, int):
+            return known(np.array(dim, np.int64))
+        if dim not in self._dim_values:
+            for v in self.env.values():
+                if isinstance(v, Value) and v.operand is not None and dim in v.shape:
+                    shape = self.emit("shape_of", [v])
+                    at = known(np.array(v.shape.index(dim), np.int64))
+                    self._dim_values[dim] = self.emit("gather", [shape, at], axis=0)
+                    break
+            else:
+                raise TorchImportError(f"no input has the dim {dim}")
+        return self._dim_values[dim]
 
     def out_dtype(self) -> DType:
         return self.out_type().dtype
@@ -334,8 +388,18 @@ def _full(lo: Lowerer, *args: Any, **kw: Any) -> Value:
         value = args[2]
     else:
         value = args[1]
-    if not isinstance(value, (int, float, bool)):
+    if hasattr(value, "node"):                   # a SymInt / SymFloat: its value at run time
+        fill = lo.cast(lo.size_value(value), t.dtype)
+    elif not isinstance(value, (int, float, bool)):
         raise TorchImportError("a fill value that is not a number")
+    else:
+        fill = known(np.array(value, t.dtype.np))
+    # a derived size (n + 1) or a value of sizes: the tensor made at run time
+    if any(d is None for d in t.shape) or fill.const is None:
+        sizes = [lo.emit("reshape", [lo.size_value(d)], shape=[1])
+                 for d in lo.node.meta["val"].shape]
+        shape = sizes[0] if len(sizes) == 1 else lo.emit("concat", sizes, axis=0)
+        return _same_shape(lo, lo.emit("fill", [shape, fill]))
     return lo.e.emit_const_fill(value, t)
 
 
@@ -461,9 +525,9 @@ def _ln(lo: Lowerer, x: Value, shape: list, w: Value | None, b: Value | None, ep
 
 
 def _used_outputs(lo: Lowerer) -> set:
-    """Which results of a multi-output node the graph reads (getitem indices)."""
-    import operator
-    return {u.args[1] for u in lo.node.users if u.target is operator.getitem}
+    """Which results of a multi-output node the graph reads (getitem indices; a getitem nothing
+    reads does not count: tracers unpack every result)."""
+    return {u.args[1] for u in lo.node.users if u.target is operator.getitem and u.users}
 
 
 @lowers("aten._softmax.default", "aten._log_softmax.default")
@@ -483,9 +547,8 @@ def _per_dim(v: Any, nd: int) -> list:
 @lowers("aten.max_pool2d_with_indices.default", "aten.max_pool3d_with_indices.default")
 def _maxpool(lo: Lowerer, x: Value, kernel: list, stride: list | None = None, padding: Any = 0,
              dilation: Any = 1, ceil_mode: bool = False) -> tuple:
-    for user in lo.node.users:
-        if user.target is operator.getitem and user.args[1] != 0:
-            raise TorchImportError("max pool indices are not supported")
+    if _used_outputs(lo) - {0}:
+        raise TorchImportError("max pool indices are not supported")
     nd = x.rank - 2
     kernel = _per_dim(kernel, nd)
     pad = _per_dim(padding, nd)
@@ -609,8 +672,9 @@ def _runtime_shape(lo: Lowerer, x: Value, t: TensorType) -> Value:
         free += 1
         parts.append(known(np.array([-1], np.int64)))
     if free > 1:
-        raise TorchImportError(f"a reshape of {x.type} to {t}: more than one of its dims is not "
-                               f"known from the input's")
+        sizes = lo.node.meta["val"].shape
+        parts = [lo.emit("reshape", [lo.size_value(d)], shape=[1]) for d in sizes]
+        return parts[0] if len(parts) == 1 else lo.emit("concat", parts, axis=0)
     return parts[0] if len(parts) == 1 else lo.emit("concat", parts, axis=0)
 
 
@@ -666,6 +730,13 @@ def _cat(lo: Lowerer, xs: list, dim: int = 0) -> Value:
     return lo.emit("concat", xs, axis=_axis(dim, xs[0].rank))
 
 
+def _same_shape(lo: Lowerer, v: Value) -> Value:
+    """v typed with the node's own result type, whose dims torch knows where the op's rule
+    could not (a run-time shape)."""
+    t = lo.out_type()
+    return Value(t, v.operand, v.const) if v.const is None and v.rank == t.rank else v
+
+
 @lowers("aten.slice.Tensor")
 def _slice(lo: Lowerer, x: Value, dim: int = 0, start: Any = None, end: Any = None,
            step: int = 1) -> Value:
@@ -673,7 +744,10 @@ def _slice(lo: Lowerer, x: Value, dim: int = 0, start: Any = None, end: Any = No
     start = 0 if start is None else start
     end = (1 << 62) if end is None else end
     if not isinstance(start, int) or not isinstance(end, int):
-        raise TorchImportError("a slice with symbolic bounds is not supported")
+        # bounds computed from sizes at run time (x[: x.size(0) - 1])
+        vec = [lo.emit("reshape", [lo.size_value(b)], shape=[1]) for b in (start, end)]
+        one = [known(np.array([dim], np.int64)), known(np.array([step], np.int64))]
+        return _same_shape(lo, lo.emit("slice_dyn", [x, *vec, *one]))
     if start == 0 and end >= (1 << 62) and step == 1:
         return x
     end = min(end, 1 << 62)
@@ -840,7 +914,8 @@ def _getitem(lo: Lowerer, xs: Any, i: int) -> Any:
 
 @lowers("aten.sym_size.int", "aten.sym_numel.default", "_operator.mul", "_operator.add",
         "_operator.sub", "_operator.floordiv", "_operator.truediv", "_operator.mod",
-        "_operator.neg", "torch.sym_max", "torch.sym_min", "torch.sym_float", "torch.sym_int")
+        "_operator.neg", "_operator.pow", "torch.sym_max", "torch.sym_min", "torch.sym_float",
+        "torch.sym_int", "math.trunc", "math.floor", "math.ceil")
 def _sym_size(lo: Lowerer, *_: Any) -> Any:
     """Size arithmetic: its value is torch's symbolic size (reshapes and expands take their
     result shapes from the node's meta, where these sizes are already named dims)."""
@@ -956,9 +1031,8 @@ def _upsample_bilinear(lo: Lowerer, x: Value, size: Any, align_corners: bool,
 
 @lowers("aten.adaptive_max_pool2d.default")
 def _adaptive_max(lo: Lowerer, x: Value, size: list) -> tuple:
-    for user in lo.node.users:
-        if user.target is operator.getitem and user.args[1] != 0:
-            raise TorchImportError("adaptive max pool indices are not supported")
+    if _used_outputs(lo) - {0}:
+        raise TorchImportError("adaptive max pool indices are not supported")
     if list(size) == [1, 1]:
         return (lo.emit("reduce_max", [x], axes=[2, 3], keepdims=True), None)
     h, w = x.shape[2], x.shape[3]
