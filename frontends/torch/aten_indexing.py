@@ -454,3 +454,46 @@ def _embedding_bag(lo: Lowerer, w: Value, indices: Value, offsets: Value,
         r = lo.emit("div", [r, lo.emit("expand_dims", [lo.emit("max", [
             count, lo.tensor(1, w.dtype)])], axes=[1])])
     return (r, None, None, None)
+
+
+@lowers("aten.cummax.default", "aten.cummin.default")
+def _cummax(lo: Lowerer, x: Value, dim: int) -> tuple:
+    """Running maxima (minima) and where each was reached: a log-step scan (Hillis-Steele),
+    each step combining every position with the one `shift` before it; on ties the later index
+    wins and a NaN, once seen, stays (as torch)."""
+    big = "cummax" in lo.node.target.__name__
+    ax = _axis(dim, x.rank) if x.rank else 0
+    if x.rank == 0:
+        return x, known(np.array(0, np.int64))
+    n = x.shape[ax]
+    if not isinstance(n, int):
+        raise TorchImportError("cummax/cummin along a symbolic dim is not supported")
+    if x.dtype == DType.BOOL:
+        x = lo.cast(x, DType.U8)
+    fill = _identity("amax" if big else "amin", x.dtype)
+    shape = [d for d in x.shape]
+    v = x
+    i = lo.emit("iota", [], shape=shape, axis=ax, dtype=DType.I64) \
+        if all(d is not None for d in shape) else None
+    if i is None:
+        raise TorchImportError("cummax/cummin of a shape known only at run time is not supported")
+    shift = 1
+    while shift < n:
+        prev_v = _shifted(lo, v, ax, shift, fill)
+        prev_i = _shifted(lo, i, ax, shift, -1)
+        take = lo.emit("gt" if big else "lt", [prev_v, v])
+        if x.dtype.is_float:     # a NaN before wins over a number here
+            take = lo.emit("or", [take, lo.emit("and", [
+                lo.emit("isnan", [prev_v]), lo.emit("not", [lo.emit("isnan", [v])])])])
+        v = lo.emit("select", [take, prev_v, v])
+        i = lo.emit("select", [take, prev_i, i])
+        shift *= 2
+    return lo.cast(v, lo.out_type(0).dtype), i
+
+
+def _shifted(lo: Lowerer, v: Value, ax: int, shift: int, fill: Any) -> Value:
+    """v moved `shift` places later along ax, the first places `fill`."""
+    pads = [0] * (2 * v.rank)
+    pads[ax] = shift
+    padded = lo.emit("pad", [v], pads=pads, value=float(fill))
+    return lo.emit("slice", [padded], starts=[0], ends=[v.shape[ax]], axes=[ax])

@@ -249,3 +249,44 @@ def _repeat_heads(lo: Lowerer, t: Value, reps: int) -> Value:
     sizes = [d if isinstance(d, int) else -1 for d in t.shape]
     sizes[ax] = sizes[ax] * reps if sizes[ax] != -1 else -1
     return lo.emit("reshape", [x], shape=sizes)
+
+
+# erfinv: M. Giles, "Approximating the erfinv function" (GPU Computing Gems, 2011), the
+# single-precision polynomials in w = -log(1 - x^2) (central: w < 5, tail: sqrt(w)), then one
+# Newton step on erf(y) = x, which brings f32 to within an ulp or two and f64 to ~1e-9
+_ERFINV_CENTRAL = (2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06,
+                   0.00021858087, -0.00125372503, -0.00417768164, 0.246640727, 1.50140941)
+_ERFINV_TAIL = (-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844,
+                0.00573950773, -0.0076224613, 0.00943887047, 1.00167406, 2.83297682)
+
+
+@lowers("aten.erfinv.default")
+def _erfinv(lo: Lowerer, x0: Value) -> Value:
+    x, out = _float_in(lo, x0)
+    dt = x.dtype
+
+    def c(v: float) -> Value:
+        return lo.tensor(v, dt)
+
+    def poly(coeffs: tuple, w: Value) -> Value:
+        p = c(coeffs[0])
+        for k in coeffs[1:]:
+            p = lo.emit("add", [lo.emit("mul", [p, w]), c(k)])
+        return p
+    one = c(1.0)
+    ax = lo.emit("abs", [x])
+    inside = lo.emit("lt", [ax, one])
+    safe = lo.emit("select", [inside, x, c(0.0)])      # the polynomials only see |x| < 1
+    w = lo.emit("neg", [lo.emit("log", [lo.emit("mul", [lo.emit("sub", [one, safe]),
+                                                        lo.emit("add", [one, safe])])])])
+    central = poly(_ERFINV_CENTRAL, lo.emit("sub", [w, c(2.5)]))
+    tail = poly(_ERFINV_TAIL, lo.emit("sub", [lo.emit("sqrt", [w]), c(3.0)]))
+    y = lo.emit("mul", [lo.emit("select", [lo.emit("lt", [w, c(5.0)]), central, tail]), safe])
+    # Newton: y -= (erf(y) - x) / (2 / sqrt(pi) * exp(-y^2))
+    slope = lo.emit("mul", [c(2.0 / math.sqrt(math.pi)),
+                            lo.emit("exp", [lo.emit("neg", [lo.emit("mul", [y, y])])])])
+    y = lo.emit("sub", [y, lo.emit("div", [lo.emit("sub", [lo.emit("erf", [y]), safe]), slope])])
+    edge = lo.emit("mul", [lo.emit("sign", [x]), c(math.inf)])      # erfinv(+-1) = +-inf
+    r = lo.emit("select", [lo.emit("eq", [ax, one]), edge, y])
+    r = lo.emit("select", [lo.emit("gt", [ax, one]), c(math.nan), r])
+    return lo.cast(lo.emit("select", [lo.emit("isnan", [x]), x, r]), out)
