@@ -12,8 +12,8 @@ Keys deduplicate: a region that keeps running interpreted while its kernel compi
 every call, and gets the one task already queued.
 
 Processes: the thread is a daemon, so a compile in flight never keeps a process alive; at exit
-queued tasks are dropped and exit waits for the LLVM call in flight (not the whole task), so
-LLVM is not torn down under it. A forked child starts with an empty
+queued tasks are dropped and exit waits for the task in flight to finish (bounded), so neither
+LLVM nor the interpreter is torn down under it. A forked child starts with an empty
 compiler (the parent's thread does not exist there); its tasks run on a thread of its own.
 """
 from __future__ import annotations
@@ -26,8 +26,8 @@ import threading
 import time
 from collections.abc import Callable, Hashable
 
-# the longest interpreter exit waits for the LLVM call in flight (one kernel's optimization or
-# code generation: milliseconds to a few seconds)
+# the longest interpreter exit waits for the compile task in flight, then for its LLVM call
+# (one kernel's optimization or code generation: milliseconds to a few seconds)
 EXIT_LLVM_WAIT_S = 60.0
 # the GIL's switch interval while compiles run (Python's default is 5 ms)
 SWITCH_INTERVAL_S = 0.0005
@@ -172,11 +172,19 @@ def _after_fork_in_child() -> None:
 
 def _at_exit() -> None:
     _compiler.close()
-    # A compile still running would be inside LLVM while the process exits and LLVM's static
-    # data is destroyed under it (an assertion or a segfault in the code generator). Waiting
-    # for the whole task could take seconds; instead exit waits for the LLVM call in flight
-    # (one optimization or code generation) and then keeps LLVM's lock for good: the task can
-    # only go on in Python, which stops at exit, or block on the lock.
+    # A task still running when the interpreter finalizes is killed (pthread_exit) the next
+    # time it takes the GIL; with C++ frames on its stack (a garbage collection on this thread
+    # freeing another library's objects: torch's FX graphs release the GIL in their
+    # destructors) that unwinding aborts the process ("terminate called without an active
+    # exception", 2 exits in 15 here). So exit waits for the task to end; the thread then
+    # leaves its loop (close() woke it).
+    thread = _compiler._thread
+    if thread is not None and thread is not threading.current_thread():
+        thread.join(EXIT_LLVM_WAIT_S)
+    # Past that bound a compile still running would be inside LLVM while LLVM's static data is
+    # destroyed under it (an assertion or a segfault in the code generator): exit waits for
+    # the LLVM call in flight and then keeps LLVM's lock for good, so the task can only go on
+    # in Python or block on the lock.
     lock = _llvm_lock()
     if lock is not None:
         lock.acquire(timeout=EXIT_LLVM_WAIT_S)
