@@ -104,6 +104,9 @@ CASES = {
               torch.tensor([[True, False, True, True]] * 3 + [[False] * 4])]),
     "sdpa_gqa": (lambda q, k, v: F.scaled_dot_product_attention(q, k, v, enable_gqa=True),
                  [r(1, 4, 3, 8), r(1, 2, 3, 8), r(1, 2, 3, 8)]),
+    "conv_transpose3d": (nn.ConvTranspose3d(4, 6, 3, stride=(2, 1, 2), padding=1,
+                                            output_padding=(1, 0, 0), groups=2),
+                         [r(2, 4, 3, 4, 3)]),
     "empty_permuted": (lambda a: torch.empty_like(a).fill_(1.0) + a, [r(3, 4)]),
 }
 

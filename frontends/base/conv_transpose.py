@@ -10,9 +10,11 @@ in one convolution, then a reshuffle (_sub_pixel): the zeros are never multiplie
 """
 from __future__ import annotations
 
-from isa.types import TensorType
+from collections.abc import Callable
 
-from .values import Emitter, Value
+from isa.types import Dim, TensorType
+
+from .values import Emitter, Value, reshape_named
 
 
 def conv_transpose_2d(e: Emitter, x: Value, w: Value, b: Value | None, *, strides: list[int],
@@ -117,3 +119,46 @@ def _sub_pixel(e: Emitter, x: Value, w: Value, b: Value | None, batch_reshape,
     if b is not None:
         return e.emit("add", [y, e.emit("reshape", [b], shape=[m, 1, 1])], hint)
     return e.emit("mov", [y], hint)
+
+
+def conv_transpose_3d(e: Emitter, x: Value, w: Value, b: Value | None, *, strides: list[int],
+                      dilations: list[int], pads: list[int], output_padding: list[int],
+                      groups: int, fail: Callable[[str], Exception], hint: str = "t",
+                      fold: Callable[[Dim, int], Dim] | None = None) -> Value:
+    """x: [N, C, D, H, W] (static but for the batch), w: [C, M/groups, kD, kH, kW] (static),
+    pads [d, h, w begins, d, h, w ends] -> [N, M, Do, Ho, Wo]: the 2-D construction (zeros
+    inserted between the input's elements, padding to the kernel's reach, the kernel flipped
+    with its channel axes swapped per group) with a stride-1 3-D convolution (conv3d; `fold` as
+    there)."""
+    from .conv3d import conv3d
+    c, spatial = x.shape[1], list(x.shape[2:])
+    if not (all(isinstance(d, int) for d in [c, *spatial]) and w.type.is_static):
+        raise fail("a 3-D transposed convolution needs static channels, sizes and weights")
+    g = groups
+    c_out_g, ks = w.shape[1], list(w.shape[2:])
+    for ax, s in enumerate(strides):
+        if s == 1:
+            continue
+        # s - 1 zeros after every element of this axis: a new unit axis after it, padded to s,
+        # merged back, and the trailing zeros cut
+        a = 2 + ax
+        t = e.emit("expand_dims", [x], axes=[a + 1])
+        grow = [0] * (2 * t.rank)
+        grow[t.rank + a + 1] = s - 1
+        t = e.emit("pad", [t], pads=grow)
+        t = reshape_named(e, t, list(t.shape[:a]) + [t.shape[a] * s] + list(t.shape[a + 2:]))
+        x = e.emit("slice", [t], starts=[0], ends=[(spatial[ax] - 1) * s + 1], axes=[a])
+    wt = e.emit("reshape", [w], shape=[g, c // g, c_out_g, *ks])
+    wt = e.emit("transpose", [wt], perm=[0, 2, 1, 3, 4, 5])
+    wt = e.emit("reshape", [wt], shape=[g * c_out_g, c // g, *ks])
+    wt = e.emit("slice", [wt], starts=[-1, -1, -1], ends=[-(k + 1) for k in ks], axes=[2, 3, 4],
+                steps=[-1, -1, -1])
+    begins, ends = [], []
+    for i, k in enumerate(ks):
+        k_eff = (k - 1) * dilations[i] + 1
+        begins.append(k_eff - 1 - pads[i])
+        ends.append(k_eff - 1 - pads[i + 3] + output_padding[i])
+    # negative pads (pads wider than the kernel's reach) crop
+    x = e.emit("pad", [x], pads=[0, 0, *begins, 0, 0, *ends])
+    return conv3d(e, x, wt, b, strides=[1, 1, 1], pads=[0] * 6, dilations=list(dilations),
+                  groups=g, hint=hint, fail=fail, fold=fold)

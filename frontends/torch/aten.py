@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from frontends.base.conv3d import conv3d
-from frontends.base.conv_transpose import conv_transpose_2d
+from frontends.base.conv_transpose import conv_transpose_2d, conv_transpose_3d
 from frontends.base.values import Emitter, Value, known
 from isa.dtypes import DType
 from isa.types import TensorType
@@ -454,9 +454,12 @@ def _addmm(lo: Lowerer, bias: Value, a: Value, b: Value, beta: Any = 1, alpha: A
 def _conv(lo: Lowerer, x: Value, w: Value, bias: Value | None, stride: list, padding: list,
           dilation: list, transposed: bool, output_padding: list, groups: int) -> Value:
     k = len(stride)
-    if k not in (1, 2, 3) or (k == 3 and transposed):
-        raise TorchImportError(f"{k}-D {'transposed ' if transposed else ''}convolution is not "
-                               f"supported (1-D, 2-D and 3-D are; transposed: 1-D and 2-D)")
+    if k not in (1, 2, 3):
+        raise TorchImportError(f"{k}-D convolution is not supported (1-D, 2-D and 3-D are)")
+    if k == 3 and transposed:
+        return conv_transpose_3d(lo.e, x, w, bias, strides=list(stride), pads=list(padding) * 2,
+                                 dilations=list(dilation), output_padding=list(output_padding),
+                                 groups=groups, fail=TorchImportError)
     if k == 3:
         return conv3d(lo.e, x, w, bias, strides=list(stride), pads=list(padding) * 2,
                       dilations=list(dilation), groups=groups, hint="t",

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from frontends.base.conv3d import conv3d
-from frontends.base.conv_transpose import conv_transpose_2d
+from frontends.base.conv_transpose import conv_transpose_2d, conv_transpose_3d
 from frontends.base.values import reshape_named
 from isa.dtypes import BY_NAME
 
@@ -422,48 +422,19 @@ def _conv_transpose_pads(ctx: NodeCtx, sizes, kernel, strides, dil, out_pad) -> 
 
 
 def _conv_transpose_3d(ctx: NodeCtx, x: Value, w: Value, b: Value | None) -> Value:
-    """A 3-D transposed convolution: zeros inserted between the input's elements along each
-    spatial axis (stride - 1 of them), padding k_eff - 1 - pad (plus output_padding at the
-    end), then a stride-1 3-D convolution with the kernel flipped and its channel axes swapped
-    per group (the same construction as the 2-D form)."""
-    e = ctx.e
+    """A 3-D transposed convolution (frontends/base/conv_transpose.py); the folded batch keeps
+    a derived name, as in _conv3d."""
     nd = 3
     kernel = list(ctx.attr("kernel_shape", w.shape[2:]))
     strides = list(ctx.attr("strides", [1] * nd))
     dil = list(ctx.attr("dilations", [1] * nd))
     out_pad = list(ctx.attr("output_padding", [0] * nd))
-    g = int(ctx.attr("group", 1))
-    sizes = list(x.shape[2:])
-    pads = _conv_transpose_pads(ctx, sizes, kernel, strides, dil, out_pad)
-    t = x
-    for axis, s in enumerate(strides):
-        if s == 1:
-            continue
-        # interleave s - 1 zeros after every element of this axis: a new unit axis after it,
-        # padded to s, merged back, and the trailing zeros cut
-        a = 2 + axis
-        t = e.emit("expand_dims", [t], axes=[a + 1])
-        grow = [0] * (2 * t.rank)
-        grow[t.rank + a + 1] = s - 1
-        t = e.emit("pad", [t], pads=grow)
-        shape = list(t.shape[:a]) + [t.shape[a] * s] + list(t.shape[a + 2:])
-        t = reshape_named(e, t, shape)
-        t = e.emit("slice", [t], starts=[0], ends=[(sizes[axis] - 1) * s + 1], axes=[a])
-    full = [0, 0]
-    ends = [0, 0]
-    for i in range(nd):
-        k_eff = (kernel[i] - 1) * dil[i] + 1
-        full.append(k_eff - 1 - pads[i])
-        ends.append(k_eff - 1 - pads[i + nd] + out_pad[i])
-    t = e.emit("pad", [t], pads=full + ends)
-    c, c_out_g = x.shape[1], w.shape[1]
-    kd, kh, kw = kernel
-    wt = e.emit("reshape", [w], shape=[g, c // g, c_out_g, kd, kh, kw])
-    wt = e.emit("transpose", [wt], perm=[0, 2, 1, 3, 4, 5])
-    wt = e.emit("reshape", [wt], shape=[g * c_out_g, c // g, kd, kh, kw])
-    wt = e.emit("slice", [wt], starts=[-1, -1, -1], ends=[-(kd + 1), -(kh + 1), -(kw + 1)],
-                axes=[2, 3, 4], steps=[-1, -1, -1])
-    return _conv3d(ctx, t, wt, b, kernel, [1, 1, 1], dil, g, [0] * 6, ctx.node.output[0])
+    pads = _conv_transpose_pads(ctx, list(x.shape[2:]), kernel, strides, dil, out_pad)
+    derived = ctx.e.derived
+    return conv_transpose_3d(ctx.e, x, w, b, strides=strides, dilations=dil, pads=pads,
+                             output_padding=out_pad, groups=int(ctx.attr("group", 1)),
+                             fail=ctx.fail, hint=ctx.node.output[0],
+                             fold=lambda n, d: derived.dim(derived.product([n, d])))
 
 
 @onnx_op("ConvTranspose")
