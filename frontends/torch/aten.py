@@ -1099,4 +1099,4 @@ def _repeat(lo: Lowerer, x: Value, reps: list) -> Value:
 
 
 # the rest of the table, by family (they register into LOWERINGS on import)
-from . import aten_indexing, aten_math  # noqa: E402,F401
+from . import aten_fused, aten_indexing, aten_math  # noqa: E402,F401

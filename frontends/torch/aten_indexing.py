@@ -408,13 +408,11 @@ def _embedding_bag(lo: Lowerer, w: Value, indices: Value, offsets: Value,
     if _used_outputs(lo) - {0}:
         raise TorchImportError("embedding_bag's offset2bag / bag_size / max_indices outputs are "
                                "not supported")
-    n_idx, n_off = indices.shape[0], offsets.shape[0]
-    if not isinstance(n_off, int):
-        raise TorchImportError("embedding_bag with a symbolic number of bags is not supported")
-    bags = n_off - 1 if include_last_offset else n_off
+    n_idx = indices.shape[0]
     off = lo.cast(offsets, DType.I64)
     if include_last_offset:
-        off = lo.emit("slice", [off], starts=[0], ends=[bags], axes=[0])
+        off = lo.emit("slice", [off], starts=[0], ends=[-1], axes=[0])
+    bags = off.shape[0]
     pos = lo.emit("iota", [], shape=[n_idx], axis=0, dtype=DType.I64) if isinstance(n_idx, int) \
         else lo.emit("range", [known(np.array(0, np.int64)),
                                lo.emit("gather", [lo.emit("shape_of", [indices]),
@@ -424,6 +422,14 @@ def _embedding_bag(lo: Lowerer, w: Value, indices: Value, offsets: Value,
                              lo.emit("expand_dims", [pos], axes=[1])])
     bag = lo.emit("sub", [lo.emit("reduce_sum", [lo.cast(started, DType.I64)], axes=[1],
                                   keepdims=True), known(np.array(1, np.int64))])
+
+    def filled(value: float, *tail: int) -> Value:
+        """[bags, *tail] of value (the number of bags may be known only at run time)."""
+        if isinstance(bags, int):
+            return known(np.full((bags, *tail), value, w.dtype.np))
+        n = lo.emit("slice", [lo.emit("shape_of", [off])], starts=[0], ends=[1], axes=[0])
+        shape = lo.emit("concat", [n, known(np.array(tail, np.int64))], axis=0) if tail else n
+        return lo.emit("fill", [shape, known(np.array(value, w.dtype.np))])
     rows = lo.emit("gather", [w, indices], axis=0)
     keep = None
     if padding_idx is not None and padding_idx >= 0:
@@ -434,12 +440,12 @@ def _embedding_bag(lo: Lowerer, w: Value, indices: Value, offsets: Value,
                                                                      w.dtype)], axes=[1])])
     d = w.shape[1]
     kind = {0: "sum", 1: "mean", 2: "max"}[int(mode)]
-    zero = known(np.zeros((bags, d), w.dtype.np))
+    zero = filled(0.0, d)
     if kind == "max":
         if keep is not None:
             rows = lo.emit("select", [lo.emit("expand_dims", [keep], axes=[1]), rows,
                                       lo.tensor(-math.inf, w.dtype)])
-        lowest = known(np.full((bags, d), -np.inf, w.dtype.np))
+        lowest = filled(-np.inf, d)
         r = lo.emit("scatter_nd", [lowest, bag, rows], reduction="max")
         return (lo.emit("select", [lo.emit("eq", [r, lo.tensor(-math.inf, w.dtype)]),
                                    lo.tensor(0, w.dtype), r]), None, None, None)
@@ -449,7 +455,7 @@ def _embedding_bag(lo: Lowerer, w: Value, indices: Value, offsets: Value,
     if kind == "mean":
         ones = lo.cast(keep, w.dtype) if keep is not None else \
             lo.cast(lo.emit("ge", [pos, known(np.array(0, np.int64))]), w.dtype)
-        count = lo.emit("scatter_nd", [known(np.zeros((bags,), w.dtype.np)), bag, ones],
+        count = lo.emit("scatter_nd", [filled(0.0), bag, ones],
                         reduction="add")
         r = lo.emit("div", [r, lo.emit("expand_dims", [lo.emit("max", [
             count, lo.tensor(1, w.dtype)])], axes=[1])])
