@@ -891,3 +891,50 @@ def test_convolution_then_relu_in_one_call(tmp_path):
     from jit.targets.aot.program import ProgramCompiler
     source = ProgramCompiler(module, "cr").compile().source
     assert source.count("dlvm_rt_conv2d_relu(") == 3
+
+
+@pytest.mark.parametrize("reduction", ["none", "add", "mul", "max", "min"])
+def test_gather_and_scatter_elements(tmp_path, reduction):
+    # dlvm_rt_gather_elements / dlvm_rt_scatter_elements: indices smaller than the data off the
+    # axis, negative ones wrapped, repeated positions combined in index order; out of range traps
+    module = assembler.parse(f"""module ge
+func @main(%x: f32[N, 5], %i: i64[N, 3], %u: f32[N, 3], %j: i32[N, 2]) -> \
+(f32[N, 3], f32[N, 5], f32[N, 2]) {{
+entry:
+  %g = gather_elements %x, %i {{axis = 1}}
+  %s = scatter_elements %x, %i, %u {{axis = 1, reduction = "{reduction}"}}
+  %h = gather_elements %x, %j {{axis = 0}}
+  ret %g, %s, %h
+}}
+""")
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((3, 5)).astype(np.float32)
+    i = np.array([[0, 4, -1], [2, 2, 2], [1, 0, 1]])
+    u = rng.standard_normal((3, 3)).astype(np.float32)
+    j = np.array([[2, 0], [-1, 1], [0, 0]], np.int32)
+    compile_library(module, tmp_path)
+    lib = aot.load(tmp_path)
+    args = [x, i, u, j]
+    close(lib.run("main", *args), dlvmrt.VM(module, jit="off").run("main", *args))
+    with pytest.raises(dlvmrt.Trap, match="out of range"):
+        lib.run("main", x, np.array([[0, 5, 0]] * 3), u, j)
+
+
+def test_slice_with_run_time_bounds(tmp_path):
+    module = assembler.parse("""module sd
+func @main(%x: f32[N, 6], %b: i64[2], %e: i64[2], %a: i64[2], %s: i64[2]) -> f32[?, ?] {
+entry:
+  %y = slice_dyn %x, %b, %e, %a, %s
+  ret %y
+}
+""")
+    x = np.arange(24, dtype=np.float32).reshape(4, 6)
+    compile_library(module, tmp_path)
+    lib = aot.load(tmp_path)
+    for b, e, s in (([1, 0], [5, 3], [2, 1]), ([-1, 3], [-7, -1], [-2, -1]), ([0, 0], [9, 9],
+                                                                             [1, 1])):
+        args = [x, np.array(b), np.array(e), np.array([1, 0]), np.array(s)]
+        close(lib.run("main", *args), dlvmrt.VM(module, jit="off").run("main", *args))
+    with pytest.raises(dlvmrt.Trap, match="zero step"):
+        lib.run("main", x, np.array([0, 0]), np.array([1, 1]), np.array([1, 0]),
+                np.array([0, 1]))

@@ -539,3 +539,32 @@ def test_zero_pads_fold_into_the_convolution():
     args = [rng.standard_normal(s).astype(np.float32)
             for s in ((2, 3, 9, 9), (4, 3, 3, 3), (2, 5, 20), (5, 5, 1, 3), (5,))]
     assert same_outcome(run_vm(m, *args), run_vm(out, *args))
+
+
+SOFTMAX_AXES = """module sm
+func @main(%s: f32[N, T, 1], %x: f32[N, 4, 3, 5]) -> (f32[N, T, 1], f32[N, 4, 3, 5], \
+f32[N, 4, 3, 5]) {
+entry:
+  %a = softmax %s {axis = 1}
+  %b = log_softmax %x {axis = 1}
+  %c = softmax %x {axis = -1}
+  ret %a, %b, %c
+}
+"""
+
+
+def test_softmax_over_an_inner_axis_moves_it_last():
+    # kernels reduce over trailing axes: a softmax over axis 1 becomes one over the last axis
+    # (a squeeze of trailing unit dims, else transposes there and back); one over the last axis
+    # stays as it is
+    assembler = pytest.importorskip("assembler")
+    m = assembler.assemble(SOFTMAX_AXES, "sm.dlasm")
+    out = optimize(m)
+    axes = [ins.attrs.get("axis") for blk in out.functions["main"].blocks for ins in blk.instrs
+            if ins.op in ("softmax", "log_softmax")]
+    assert axes == [-1, -1, -1]
+    assert ops_of(out).count("squeeze") == 1 and ops_of(out).count("transpose") == 2
+    rng = np.random.default_rng(14)
+    args = [rng.standard_normal((2, 7, 1)).astype(np.float32),
+            rng.standard_normal((2, 4, 3, 5)).astype(np.float32)]
+    assert same_outcome(run_vm(m, *args), run_vm(out, *args))

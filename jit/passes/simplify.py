@@ -97,7 +97,36 @@ class Simplifier:
             return self.reshape(ins, t, facts)
         if ins.op == "conv2d":
             return self.conv_of_pad(ins, t, facts)
+        if ins.op in ("softmax", "log_softmax"):
+            return self.softmax_last(ins, t)
         return None
+
+    def softmax_last(self, ins: Instr, t: InstrTypes) -> list[Instr] | None:
+        """A softmax over an axis that is not the last, as one over the last axis: compiled
+        kernels reduce over trailing axes (a region with softmax over axis 1 of [B, T, 1], an
+        attention's scores, kept a whole program off the native tier). With only unit dims
+        after the axis a squeeze moves it (no copy); else transposes move it there and back."""
+        x = t.operands[0]
+        axis = ins.attrs.get("axis", -1)
+        axis = axis + x.rank if axis < 0 else axis
+        if x.rank < 2 or axis == x.rank - 1:
+            return None
+        name = self.fresh(ins.results[0] + ".last")
+        done = self.fresh(ins.results[0] + ".sm")
+        if all(d == 1 for d in x.shape[axis + 1:]):
+            ones = list(range(axis + 1, x.rank))
+            move = Instr("squeeze", [name], [ins.operands[0]], {"axes": ones}, None, ins.loc)
+            undo = Instr("expand_dims", list(ins.results), [Reg(done)], {"axes": ones},
+                         ins.result_type, ins.loc)
+        else:
+            perm = [d for d in range(x.rank) if d != axis] + [axis]
+            inverse = [perm.index(d) for d in range(x.rank)]
+            move = Instr("transpose", [name], [ins.operands[0]], {"perm": perm}, None, ins.loc)
+            undo = Instr("transpose", list(ins.results), [Reg(done)], {"perm": inverse},
+                         ins.result_type, ins.loc)
+        attrs = dict(ins.attrs)
+        attrs["axis"] = -1
+        return [move, Instr(ins.op, [done], [Reg(name)], attrs, None, ins.loc), undo]
 
     def conv_of_pad(self, ins: Instr, t: InstrTypes, facts: Facts) -> Instr | list[Instr] | None:
         x = self.definition(ins.operands[0], facts)

@@ -32,13 +32,16 @@ from .variant import MAX_RANK, Variant, ambiguous_axes, representatives, variant
 HELPER_OPS = frozenset({"matmul", "conv2d", "maxpool2d", "avgpool2d", "reshape", "transpose",
                         "broadcast_to", "expand_dims", "squeeze", "concat", "slice", "gather", "shape_of",
                         "reshape_dyn", "broadcast_dyn", "pad", "argmax", "argmin", "range", "gather_nd",
-                        "cumsum", "cumprod", "topk"})
+                        "cumsum", "cumprod", "topk", "gather_elements", "scatter_elements",
+                        "slice_dyn"})
 CONTROL_OPS = frozenset({"jmp", "br", "ret", "call", "assert", "const", "mov"})
 
 
 # dlvm_rt_reduce's kind codes, by the reduction's combine op (its op record's facts)
 _REDUCE_KIND = {"add": 0, "max": 2, "min": 3, "mul": 4}
 _MEAN_KIND = 1
+# dlvm_rt_scatter_elements's reduction codes
+_SCATTER_REDUCTION = {"none": 0, "add": 1, "mul": 2, "max": 3, "min": 4}
 
 
 def _reduce_kind(op: str) -> int | None:
@@ -656,6 +659,17 @@ class ProgramCompiler:
             call = f"dlvm_rt_shape_of(ctx, {vals[0]}, {dst})"
         elif op == "gather":
             call = f"dlvm_rt_gather(ctx, {vals[0]}, {vals[1]}, {int(a['axis'])}, {dst})"
+        elif op == "gather_elements":
+            call = f"dlvm_rt_gather_elements(ctx, {vals[0]}, {vals[1]}, {int(a['axis'])}, {dst})"
+        elif op == "scatter_elements":
+            red = _SCATTER_REDUCTION.get(a["reduction"])
+            if red is None or (red and rt.dtype not in (DType.F32, DType.F64, DType.I32,
+                                                        DType.I64)):
+                raise Unsupported(f"scatter_elements reduction {a['reduction']} on {rt.dtype}")
+            call = (f"dlvm_rt_scatter_elements(ctx, {vals[0]}, {vals[1]}, {vals[2]}, "
+                    f"{int(a['axis'])}, {red}, {dst})")
+        elif op == "slice_dyn":
+            call = f"dlvm_rt_slice_dyn(ctx, {', '.join(vals)}, {dst})"
         else:
             raise Unsupported("not compiled ahead of time yet")
         self.w(f"if ({call}) {fail}", 2)

@@ -2876,3 +2876,167 @@ HIDDEN int dlvm_rt_gather(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *idx,
     *out = tmp;
     return 0;
 }
+
+/* ---- gather_elements, scatter_elements, slice_dyn ------------------------------------------ */
+
+static int64_t index_at(const dlvm_val *idx, int64_t i) {
+    return idx->dtype == DT_I32 ? ((const int32_t *)idx->data)[i] : ((const int64_t *)idx->data)[i];
+}
+
+/* the element offsets into x that an elementwise index tensor addresses along `axis` (the other
+ * coordinates its own): the shared walk of gather_elements and scatter_elements, with their
+ * traps (indices larger than x off the axis, an index out of range) */
+static int element_offsets(dlvm_ctx *ctx, const char *op, const dlvm_val *x, const dlvm_val *idx,
+                           int64_t axis, int64_t *offsets) {
+    int rank = x->rank;
+    int64_t xs[DLVM_MAX_RANK], pos[DLVM_MAX_RANK] = {0};
+    contiguous_strides(rank, x->shape, xs);
+    int64_t size = x->shape[axis], n = dlvm_rt_numel(idx);
+    for (int64_t k = 0; k < n; k++) {
+        int64_t j = index_at(idx, k);
+        if (j < -size || j >= size)
+            return dlvm_rt_fail(ctx, DLVM_RT_ERR_TRAP, "%s index %lld is out of range for axis "
+                                "%lld of size %lld", op, (long long)j, (long long)axis,
+                                (long long)size);
+        if (j < 0) j += size;
+        int64_t off = 0;
+        for (int d = 0; d < rank; d++) off += (d == axis ? j : pos[d]) * xs[d];
+        offsets[k] = off;
+        for (int d = rank - 1; d >= 0; d--) {      /* the next index position, row-major */
+            if (++pos[d] < idx->shape[d]) break;
+            pos[d] = 0;
+        }
+    }
+    return 0;
+}
+
+static int check_elementwise_index(dlvm_ctx *ctx, const char *op, const dlvm_val *x,
+                                   const dlvm_val *idx, int64_t axis) {
+    if (idx->rank != x->rank)
+        return dlvm_rt_fail(ctx, DLVM_RT_ERR_GUARD, "%s needs indices of the data's rank", op);
+    for (int d = 0; d < x->rank; d++)
+        if (d != axis && idx->shape[d] > x->shape[d])
+            return dlvm_rt_fail(ctx, DLVM_RT_ERR_TRAP, "%s: indices exceed data on axis %d", op, d);
+    return 0;
+}
+
+HIDDEN int dlvm_rt_gather_elements(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *idx,
+                                   int64_t axis, dlvm_val *out) {
+    if (axis < 0) axis += x->rank;
+    if (check_elementwise_index(ctx, "gather_elements", x, idx, axis)) return 1;
+    int64_t n = dlvm_rt_numel(idx);
+    int64_t *offsets = malloc((size_t)(n ? n : 1) * sizeof(int64_t));
+    if (!offsets) return dlvm_rt_fail(ctx, DLVM_RT_ERR_RESOURCE, "out of memory (gather_elements)");
+    if (element_offsets(ctx, "gather_elements", x, idx, axis, offsets)) {
+        free(offsets);
+        return 1;
+    }
+    dlvm_val tmp = {0};
+    if (dlvm_rt_alloc(ctx, &tmp, x->dtype, idx->rank, idx->shape)) {
+        free(offsets);
+        return 1;
+    }
+    size_t item = dlvm_rt_itemsize(x->dtype);
+    if (item == 4) {
+        const uint32_t *src = x->data;
+        uint32_t *dst = tmp.data;
+        for (int64_t k = 0; k < n; k++) dst[k] = src[offsets[k]];
+    } else {
+        for (int64_t k = 0; k < n; k++)
+            memcpy((char *)tmp.data + k * item, (const char *)x->data + offsets[k] * item, item);
+    }
+    free(offsets);
+    dlvm_rt_release(out);
+    *out = tmp;
+    return 0;
+}
+
+/* reduction: 0 none, 1 add, 2 mul, 3 max, 4 min (NaN-propagating as NumPy's maximum) */
+#define SCATTER_COMBINE(T)                                                                     \
+    do {                                                                                       \
+        T *d = (T *)tmp.data;                                                                  \
+        const T *u = (const T *)upd->data;                                                     \
+        for (int64_t k = 0; k < n; k++) {                                                      \
+            T a = d[offsets[k]], b = u[k];                                                     \
+            d[offsets[k]] = reduction == 1 ? (T)(a + b) : reduction == 2 ? (T)(a * b)          \
+                          : reduction == 3 ? (a != a || a > b ? a : b)                         \
+                          : (a != a || a < b ? a : b);                                         \
+        }                                                                                      \
+    } while (0)
+
+HIDDEN int dlvm_rt_scatter_elements(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *idx,
+                                    const dlvm_val *upd, int64_t axis, int reduction,
+                                    dlvm_val *out) {
+    if (axis < 0) axis += x->rank;
+    if (check_elementwise_index(ctx, "scatter_elements", x, idx, axis)) return 1;
+    if (upd->rank != idx->rank || numel_of(idx->rank, idx->shape) != dlvm_rt_numel(upd))
+        return dlvm_rt_fail(ctx, DLVM_RT_ERR_TRAP, "scatter_elements: indices and updates differ");
+    for (int d = 0; d < idx->rank; d++)
+        if (upd->shape[d] != idx->shape[d])
+            return dlvm_rt_fail(ctx, DLVM_RT_ERR_TRAP, "scatter_elements: indices and updates "
+                                "differ");
+    int64_t n = dlvm_rt_numel(idx);
+    int64_t *offsets = malloc((size_t)(n ? n : 1) * sizeof(int64_t));
+    if (!offsets)
+        return dlvm_rt_fail(ctx, DLVM_RT_ERR_RESOURCE, "out of memory (scatter_elements)");
+    if (element_offsets(ctx, "scatter_elements", x, idx, axis, offsets)) {
+        free(offsets);
+        return 1;
+    }
+    dlvm_val tmp = {0};
+    if (dlvm_rt_alloc(ctx, &tmp, x->dtype, x->rank, x->shape)) {
+        free(offsets);
+        return 1;
+    }
+    size_t item = dlvm_rt_itemsize(x->dtype);
+    memcpy(tmp.data, x->data, (size_t)dlvm_rt_numel(x) * item);
+    int ok = 1;
+    if (reduction == 0) {
+        for (int64_t k = 0; k < n; k++)
+            memcpy((char *)tmp.data + offsets[k] * item, (const char *)upd->data + k * item, item);
+    } else {
+        switch (x->dtype) {
+        case DT_F32: SCATTER_COMBINE(float); break;
+        case DT_F64: SCATTER_COMBINE(double); break;
+        case DT_I32: SCATTER_COMBINE(int32_t); break;
+        case DT_I64: SCATTER_COMBINE(int64_t); break;
+        default: ok = 0; break;
+        }
+    }
+    free(offsets);
+    if (!ok) {
+        dlvm_rt_release(&tmp);
+        return dlvm_rt_fail(ctx, DLVM_RT_ERR_GUARD, "scatter_elements reduction on dtype %d",
+                            x->dtype);
+    }
+    dlvm_rt_release(out);
+    *out = tmp;
+    return 0;
+}
+
+HIDDEN int dlvm_rt_slice_dyn(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *starts,
+                             const dlvm_val *ends, const dlvm_val *axes, const dlvm_val *steps,
+                             dlvm_val *out) {
+    int64_t st[DLVM_MAX_RANK], sp[DLVM_MAX_RANK], sk[DLVM_MAX_RANK];
+    for (int d = 0; d < x->rank; d++) {
+        st[d] = 0;
+        sp[d] = (int64_t)1 << 62;
+        sk[d] = 1;
+    }
+    int64_t n = dlvm_rt_numel(axes);
+    if (dlvm_rt_numel(starts) != n || dlvm_rt_numel(ends) != n || dlvm_rt_numel(steps) != n)
+        return dlvm_rt_fail(ctx, DLVM_RT_ERR_TRAP, "slice_dyn: starts, ends, axes and steps "
+                            "differ in length");
+    for (int64_t i = 0; i < n; i++) {
+        int64_t ax = index_at(axes, i), step = index_at(steps, i);
+        if (ax < -x->rank || ax >= x->rank)
+            return dlvm_rt_fail(ctx, DLVM_RT_ERR_TRAP, "slice_dyn: axis %lld out of range for "
+                                "rank %d", (long long)ax, x->rank);
+        if (step == 0) return dlvm_rt_fail(ctx, DLVM_RT_ERR_TRAP, "slice_dyn: a zero step");
+        if (ax < 0) ax += x->rank;
+        st[ax] = index_at(starts, i);
+        sp[ax] = index_at(ends, i);
+        sk[ax] = step;
+    }
+    return dlvm_rt_slice(ctx, x, st, sp, sk, out);
+}

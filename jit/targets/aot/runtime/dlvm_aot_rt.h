@@ -148,6 +148,13 @@ int dlvm_rt_concat(dlvm_ctx *ctx, dlvm_val *const *xs, int n, int64_t axis, dlvm
 int dlvm_rt_slice(dlvm_ctx *ctx, const dlvm_val *x, const int64_t *starts, const int64_t *stops,
                   const int64_t *steps, dlvm_val *out);
 int dlvm_rt_gather(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *idx, int64_t axis, dlvm_val *out);
+int dlvm_rt_gather_elements(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *idx, int64_t axis,
+                            dlvm_val *out);
+int dlvm_rt_scatter_elements(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *idx,
+                             const dlvm_val *upd, int64_t axis, int reduction, dlvm_val *out);
+int dlvm_rt_slice_dyn(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *starts,
+                      const dlvm_val *ends, const dlvm_val *axes, const dlvm_val *steps,
+                      dlvm_val *out);
 
 /* threads */
 void dlvm_rt_set_threads(int n);
