@@ -136,6 +136,9 @@ def conv_transpose_3d(e: Emitter, x: Value, w: Value, b: Value | None, *, stride
         raise fail("a 3-D transposed convolution needs static channels, sizes and weights")
     g = groups
     c_out_g, ks = w.shape[1], list(w.shape[2:])
+    if (g == 1 and ks == list(strides) and ks != [1, 1, 1] and list(dilations) == [1, 1, 1]
+            and not any(pads) and not any(output_padding)):
+        return _voxel_shuffle(e, x, w, b, hint)
     for ax, s in enumerate(strides):
         if s == 1:
             continue
@@ -162,3 +165,20 @@ def conv_transpose_3d(e: Emitter, x: Value, w: Value, b: Value | None, *, stride
     x = e.emit("pad", [x], pads=[0, 0, *begins, 0, 0, *ends])
     return conv3d(e, x, wt, b, strides=[1, 1, 1], pads=[0] * 6, dilations=list(dilations),
                   groups=g, hint=hint, fail=fail, fold=fold)
+
+
+def _voxel_shuffle(e: Emitter, x: Value, w: Value, b: Value | None, hint: str) -> Value:
+    """_pixel_shuffle in 3-D (a 3-D UNet's 2x2x2, stride-2 upsampling): each input voxel's C
+    values times w [C, M*kD*kH*kW] are the output voxels it covers; one product and a
+    reshuffle instead of a convolution of an input with 7 zeros per value."""
+    n, c, d, h, wd = x.shape
+    m, kd, kh, kw = w.shape[1], w.shape[2], w.shape[3], w.shape[4]
+    xt = e.emit("transpose", [x], perm=[0, 2, 3, 4, 1])                    # [N, D, H, W, C]
+    wm = e.emit("reshape", [w], shape=[c, m * kd * kh * kw])
+    prod = e.emit("matmul", [xt, wm])                                      # [N, D, H, W, M*k]
+    t = reshape_named(e, prod, [n, d, h, wd, m, kd, kh, kw])
+    t = e.emit("transpose", [t], perm=[0, 4, 1, 5, 2, 6, 3, 7])        # [N, M, D, kD, H, ...]
+    y = reshape_named(e, t, [n, m, d * kd, h * kh, wd * kw])
+    if b is not None:
+        return e.emit("add", [y, e.emit("reshape", [b], shape=[m, 1, 1, 1])], hint)
+    return y
