@@ -41,6 +41,12 @@ if TYPE_CHECKING:
 
 MODES = ("off", "auto", "always")
 TRIALS = 3                  # timed calls of each way per signature before the choice
+# samples taken while the background compiler works do not count towards TRIALS (a compile
+# beside a sample skews it), but a library at least CLEAR_WIN times faster than the VM over
+# TRIALS samples of each, taken in any conditions, is chosen then: a large program's VM kept
+# compiling its regions for seconds, and the slow VM calls of the trial were a third of a
+# benchmark's calls (EdgeConv batch 32: numpy's argsort was 43% of the time)
+CLEAR_WIN = 2.0
 # a choice made by timing is tried again after this many calls of its signature: a busy spell of
 # the machine during the trial (another process, a compile on the background thread) must not
 # fix the slower way for good
@@ -70,7 +76,8 @@ class NativeTier:
         self.calls = 0
         self.native_calls = 0
         self.choice: dict[tuple, bool] = {}           # signature -> runs native
-        self.trials: dict[tuple, tuple[list, list]] = {}
+        # per signature: quiet native and VM samples, then every later sample of each
+        self.trials: dict[tuple, tuple[list, list, list, list]] = {}
         self.declined: set[tuple] = set()             # signatures the library failed or got wrong
         self.uses: dict[tuple, int] = {}              # calls since a timed choice
         self.retry: dict[tuple, tuple[bool, int]] = {}  # last timed choice, calls until the next
@@ -143,7 +150,7 @@ class NativeTier:
             trial = self.trials.get(sig)
             first = trial is None
             if first:
-                trial = self.trials[sig] = ([], [])
+                trial = self.trials[sig] = ([], [], [], [])
             # while the compiler works (often on the VM's own regions, made hot by its samples)
             # no sample counts: the library runs those calls rather than the slower VM (a
             # recurrent model's trial alternated for hundreds of calls)
@@ -158,6 +165,7 @@ class NativeTier:
             if not first:
                 if quiet and _compiler_idle():
                     trial[0].append(t_native)
+                trial[2].append(t_native)
                 self.native_calls += 1
                 self._maybe_choose(sig, trial)
                 return outs
@@ -176,12 +184,17 @@ class NativeTier:
                 trial[0].append(t_native)
         if quiet:
             trial[1].append(t_vm)
+        if not first:
+            trial[3].append(t_vm)
         self._maybe_choose(sig, trial)
         return want
 
     def _maybe_choose(self, sig, trial) -> None:
         if len(trial[0]) >= TRIALS and len(trial[1]) >= TRIALS:
             self._decide(sig, min(trial[0]) <= min(trial[1]))
+        elif len(trial[2]) >= TRIALS and len(trial[3]) >= TRIALS and \
+                min(trial[2]) * CLEAR_WIN <= min(trial[3]):
+            self._decide(sig, True)
 
     def _decline(self, sig) -> None:
         """The library failed this signature or got it wrong: the VM keeps it for good."""

@@ -2513,37 +2513,66 @@ HIDDEN int dlvm_rt_cumulative(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *
 }
 
 /* topk along `axis` (the op's reference: a stable sort, so equal elements keep their index
- * order, the lower first; NaNs sort last whether largest or smallest): each row along the axis
- * is sorted as (value, index) pairs with the index as the tie-break, and its first k kept. */
+ * order, the lower first; NaNs sort last whether largest or smallest). Pairs (value, index)
+ * compare with the index as the tie-break, so the order is total and any sort gives the
+ * reference's. A few of many (k <= TOPK_SELECT, a nearest-neighbour search's): one pass keeping
+ * the best k in order, most elements rejected by one comparison with the k-th; else a merge
+ * sort of the whole row (glibc's qsort with a comparator call per comparison was 60% of a
+ * point-cloud model). */
+#define TOPK_SELECT 64
 #define TOPK(T, NAME)                                                                              \
     typedef struct { T v; int64_t i; } NAME##_pair;                                                \
-    static int NAME##_largest(const void *pa, const void *pb) {                                    \
-        const NAME##_pair *a = pa, *b = pb;                                                        \
-        int an = a->v != a->v, bn = b->v != b->v;                                                  \
-        if (an != bn) return an - bn;                   /* a NaN after any number */               \
-        if (!an && a->v != b->v) return a->v > b->v ? -1 : 1;                                      \
-        return a->i < b->i ? -1 : a->i > b->i;                                                     \
+    /* whether a goes before b */                                                                  \
+    static inline int NAME##_before(NAME##_pair a, NAME##_pair b, int largest) {                   \
+        int an = a.v != a.v, bn = b.v != b.v;                                                      \
+        if (an != bn) return bn;                        /* a NaN after any number */               \
+        if (!an && a.v != b.v) return largest ? a.v > b.v : a.v < b.v;                             \
+        return a.i < b.i;                                                                          \
     }                                                                                              \
-    static int NAME##_smallest(const void *pa, const void *pb) {                                   \
-        const NAME##_pair *a = pa, *b = pb;                                                        \
-        int an = a->v != a->v, bn = b->v != b->v;                                                  \
-        if (an != bn) return an - bn;                                                              \
-        if (!an && a->v != b->v) return a->v < b->v ? -1 : 1;                                      \
-        return a->i < b->i ? -1 : a->i > b->i;                                                     \
+    static void NAME##_msort(NAME##_pair *a, NAME##_pair *tmp, int64_t n, int largest) {           \
+        for (int64_t w = 1; w < n; w *= 2) {                                                       \
+            for (int64_t lo = 0; lo < n; lo += 2 * w) {                                            \
+                int64_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;       \
+                int64_t i = lo, j = mid, o = lo;                                                   \
+                while (i < mid && j < hi)                                                          \
+                    tmp[o++] = NAME##_before(a[j], a[i], largest) ? a[j++] : a[i++];               \
+                while (i < mid) tmp[o++] = a[i++];                                                 \
+                while (j < hi) tmp[o++] = a[j++];                                                  \
+            }                                                                                      \
+            memcpy(a, tmp, sizeof *a * (size_t)n);                                                 \
+        }                                                                                          \
     }                                                                                              \
     static int NAME(const void *xv, void *yv, int64_t *iv, int64_t outer, int64_t len,            \
                     int64_t inner, int64_t k, int largest) {                                       \
-        NAME##_pair *row = malloc(sizeof *row * (size_t)(len ? len : 1));                          \
+        size_t n = (size_t)(len ? len : 1);                                                        \
+        NAME##_pair *row = malloc(sizeof *row * n * 2);                                            \
         if (!row) return 1;                                                                        \
+        NAME##_pair *tmp = row + n;                                                                \
         const T *x = xv;                                                                           \
         T *y = yv;                                                                                 \
-        for (int64_t o = 0; o < outer; o++)                                                        \
+        int select = k > 0 && k <= TOPK_SELECT && k < len;                                         \
+        for (int64_t o = 0; o < outer && k > 0; o++)                                               \
             for (int64_t c = 0; c < inner; c++) {                                                  \
-                for (int64_t j = 0; j < len; j++) {                                                \
-                    row[j].v = x[(o * len + j) * inner + c];                                       \
-                    row[j].i = j;                                                                  \
+                const T *src = x + o * len * inner + c;                                            \
+                if (select) {                                                                      \
+                    int64_t have = 0;                                                              \
+                    for (int64_t j = 0; j < len; j++) {                                            \
+                        NAME##_pair p = {src[j * inner], j};                                       \
+                        if (have == k && !NAME##_before(p, row[k - 1], largest)) continue;         \
+                        int64_t at = have < k ? have++ : k - 1;                                    \
+                        while (at > 0 && NAME##_before(p, row[at - 1], largest)) {                 \
+                            row[at] = row[at - 1];                                                 \
+                            at--;                                                                  \
+                        }                                                                          \
+                        row[at] = p;                                                               \
+                    }                                                                              \
+                } else {                                                                           \
+                    for (int64_t j = 0; j < len; j++) {                                            \
+                        row[j].v = src[j * inner];                                                 \
+                        row[j].i = j;                                                              \
+                    }                                                                              \
+                    NAME##_msort(row, tmp, len, largest);                                          \
                 }                                                                                  \
-                qsort(row, (size_t)len, sizeof *row, largest ? NAME##_largest : NAME##_smallest);  \
                 for (int64_t j = 0; j < k; j++) {                                                  \
                     y[(o * k + j) * inner + c] = row[j].v;                                         \
                     iv[(o * k + j) * inner + c] = row[j].i;                                        \
