@@ -170,6 +170,7 @@ DYNAMIC = {
                                                             is_causal=True)[0],
     "index_put": lambda a: setitem(a, (slice(None), torch.tensor([0, 2])), 1.0),
     "copy_row": lambda a: setitem(a, (slice(None), 1), a[:, 0]),
+    "repeat_by_batch": lambda a: a + torch.arange(4.0).repeat(a.shape[0], 1),
 }
 
 

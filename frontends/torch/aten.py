@@ -1077,7 +1077,8 @@ def _bn_batch_stats(lo: Lowerer, x: Value, w: Value | None, b: Value | None, *re
     d = lo.emit("sub", [x, mean])
     var = lo.emit("reduce_mean", [lo.emit("mul", [d, d])], axes=axes, keepdims=True)
     r = lo.emit("mul", [d, lo.emit("rsqrt", [lo.emit("add", [var, lo.tensor(eps, x.dtype)])])])
-    shape = [x.shape[1]] + [1] * (x.rank - 2)
+    c = x.shape[1]
+    shape = [c if isinstance(c, int) else -1] + [1] * (x.rank - 2)
     if w is not None:
         r = lo.emit("mul", [r, lo.emit("reshape", [w], shape=shape)])
     if b is not None:
@@ -1087,13 +1088,16 @@ def _bn_batch_stats(lo: Lowerer, x: Value, w: Value | None, b: Value | None, *re
 
 @lowers("aten.repeat.default")
 def _repeat(lo: Lowerer, x: Value, reps: list) -> Value:
-    if not all(isinstance(r, int) for r in reps):
-        raise TorchImportError("repeat by a symbolic count is not supported")
     lead = len(reps) - x.rank
     if lead:
         x = lo.emit("reshape", [x], shape=[1] * lead + [d if isinstance(d, int) else -1
                                                         for d in x.shape])
-    v = lo.emit("tile_dyn", [x, known(np.array(reps, np.int64))])
+    if all(isinstance(r, int) for r in reps):
+        counts = known(np.array(reps, np.int64))
+    else:        # a count from a dynamic size (InstanceNorm's weight repeated per image)
+        counts = lo.emit("concat", [lo.emit("reshape", [lo.size_value(r)], shape=[1])
+                                    for r in reps], axis=0)
+    v = lo.emit("tile_dyn", [x, counts])
     t = lo.out_type()
     return Value(t, v.operand, v.const) if v.const is None else v
 
