@@ -961,3 +961,24 @@ entry:
     want = dlvmrt.VM(module, jit="off").run("main", *args)
     for g, w in zip(got, want):
         np.testing.assert_array_equal(g, w)
+
+
+@pytest.mark.parametrize("reduction", ["none", "add", "max"])
+def test_scatter_nd(tmp_path, reduction):
+    # slices addressed by index tuples (k < rank), negative indices, repeated tuples in order
+    module = assembler.parse(f"""module snd
+func @main(%x: f32[4, 3, N], %i: i64[5, 2], %u: f32[5, N]) -> f32[4, 3, N] {{
+entry:
+  %s = scatter_nd %x, %i, %u {{reduction = "{reduction}"}}
+  ret %s
+}}
+""")
+    rng = np.random.default_rng(12)
+    x = rng.standard_normal((4, 3, 6)).astype(np.float32)
+    i = np.array([[0, 1], [3, -1], [0, 1], [2, 0], [-4, 2]])
+    u = rng.standard_normal((5, 6)).astype(np.float32)
+    compile_library(module, tmp_path)
+    lib = aot.load(tmp_path)
+    close(lib.run("main", x, i, u), dlvmrt.VM(module, jit="off").run("main", x, i, u))
+    with pytest.raises(dlvmrt.Trap, match="out of range"):
+        lib.run("main", x, np.array([[0, 3]] * 5), u)

@@ -33,14 +33,14 @@ HELPER_OPS = frozenset({"matmul", "conv2d", "maxpool2d", "avgpool2d", "reshape",
                         "broadcast_to", "expand_dims", "squeeze", "concat", "slice", "gather", "shape_of",
                         "reshape_dyn", "broadcast_dyn", "pad", "argmax", "argmin", "range", "gather_nd",
                         "cumsum", "cumprod", "topk", "gather_elements", "scatter_elements",
-                        "slice_dyn"})
+                        "scatter_nd", "slice_dyn"})
 CONTROL_OPS = frozenset({"jmp", "br", "ret", "call", "assert", "const", "mov"})
 
 
 # dlvm_rt_reduce's kind codes, by the reduction's combine op (its op record's facts)
 _REDUCE_KIND = {"add": 0, "max": 2, "min": 3, "mul": 4}
 _MEAN_KIND = 1
-# dlvm_rt_scatter_elements's reduction codes
+# dlvm_rt_scatter_elements's and dlvm_rt_scatter_nd's reduction codes
 _SCATTER_REDUCTION = {"none": 0, "add": 1, "mul": 2, "max": 3, "min": 4}
 
 
@@ -668,6 +668,12 @@ class ProgramCompiler:
                 raise Unsupported(f"scatter_elements reduction {a['reduction']} on {rt.dtype}")
             call = (f"dlvm_rt_scatter_elements(ctx, {vals[0]}, {vals[1]}, {vals[2]}, "
                     f"{int(a['axis'])}, {red}, {dst})")
+        elif op == "scatter_nd":
+            red = _SCATTER_REDUCTION.get(a["reduction"])
+            if red is None or (red and rt.dtype not in (DType.F32, DType.F64, DType.I32,
+                                                        DType.I64)):
+                raise Unsupported(f"scatter_nd reduction {a['reduction']} on {rt.dtype}")
+            call = f"dlvm_rt_scatter_nd(ctx, {vals[0]}, {vals[1]}, {vals[2]}, {red}, {dst})"
         elif op == "slice_dyn":
             call = f"dlvm_rt_slice_dyn(ctx, {', '.join(vals)}, {dst})"
         else:

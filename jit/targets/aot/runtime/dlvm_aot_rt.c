@@ -3069,3 +3069,68 @@ HIDDEN int dlvm_rt_slice_dyn(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *s
     }
     return dlvm_rt_slice(ctx, x, st, sp, sk, out);
 }
+
+/* scatter_nd: a copy of x with the slices x[idx[j, :k]] (of shape x.shape[k:]) set to, or
+ * combined with, updates[j] in index order (the last of repeated indices wins) */
+#define SCATTER_ND_COMBINE(T)                                                                  \
+    do {                                                                                       \
+        T *d = (T *)tmp.data + base;                                                           \
+        const T *u = (const T *)upd->data + j * slice;                                         \
+        for (int64_t q = 0; q < slice; q++) {                                                  \
+            T a = d[q], b = u[q];                                                              \
+            d[q] = reduction == 1 ? (T)(a + b) : reduction == 2 ? (T)(a * b)                   \
+                 : reduction == 3 ? (a != a || a > b ? a : b) : (a != a || a < b ? a : b);     \
+        }                                                                                      \
+    } while (0)
+
+HIDDEN int dlvm_rt_scatter_nd(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *idx,
+                              const dlvm_val *upd, int reduction, dlvm_val *out) {
+    if (idx->rank < 1)
+        return dlvm_rt_fail(ctx, DLVM_RT_ERR_GUARD, "scatter_nd needs indices of rank 1 or more");
+    int64_t k = idx->shape[idx->rank - 1];
+    int fits = k <= x->rank && upd->rank == idx->rank - 1 + x->rank - (int)k;
+    for (int d = 0; fits && d < idx->rank - 1; d++) fits = upd->shape[d] == idx->shape[d];
+    for (int d = (int)k; fits && d < x->rank; d++)
+        fits = upd->shape[idx->rank - 1 + d - (int)k] == x->shape[d];
+    if (!fits)
+        return dlvm_rt_fail(ctx, DLVM_RT_ERR_TRAP, "scatter_nd: updates do not fit indices into "
+                            "the data");
+    if (reduction && x->dtype != DT_F32 && x->dtype != DT_F64 && x->dtype != DT_I32 &&
+        x->dtype != DT_I64)
+        return dlvm_rt_fail(ctx, DLVM_RT_ERR_GUARD, "scatter_nd reduction on dtype %d", x->dtype);
+    int64_t n = numel_of(idx->rank - 1, idx->shape), slice = numel_of(x->rank - (int)k,
+                                                                       x->shape + k);
+    int64_t xs[DLVM_MAX_RANK];
+    contiguous_strides(x->rank, x->shape, xs);
+    for (int64_t j = 0; j < n * k; j++) {       /* every index checked before anything is written */
+        int64_t v = index_at(idx, j), size = x->shape[j % k];
+        if (v < -size || v >= size)
+            return dlvm_rt_fail(ctx, DLVM_RT_ERR_TRAP, "scatter_nd index %lld is out of range",
+                                (long long)v);
+    }
+    dlvm_val tmp = {0};
+    if (dlvm_rt_alloc(ctx, &tmp, x->dtype, x->rank, x->shape)) return 1;
+    size_t item = dlvm_rt_itemsize(x->dtype);
+    memcpy(tmp.data, x->data, (size_t)dlvm_rt_numel(x) * item);
+    for (int64_t j = 0; j < n; j++) {
+        int64_t base = 0;
+        for (int64_t c = 0; c < k; c++) {
+            int64_t v = index_at(idx, j * k + c);
+            base += (v < 0 ? v + x->shape[c] : v) * xs[c];
+        }
+        if (reduction == 0) {
+            memcpy((char *)tmp.data + base * item, (const char *)upd->data + j * slice * item,
+                   (size_t)slice * item);
+            continue;
+        }
+        switch (x->dtype) {
+        case DT_F32: SCATTER_ND_COMBINE(float); break;
+        case DT_F64: SCATTER_ND_COMBINE(double); break;
+        case DT_I32: SCATTER_ND_COMBINE(int32_t); break;
+        default: SCATTER_ND_COMBINE(int64_t); break;
+        }
+    }
+    dlvm_rt_release(out);
+    *out = tmp;
+    return 0;
+}

@@ -152,6 +152,8 @@ int dlvm_rt_gather_elements(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *id
                             dlvm_val *out);
 int dlvm_rt_scatter_elements(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *idx,
                              const dlvm_val *upd, int64_t axis, int reduction, dlvm_val *out);
+int dlvm_rt_scatter_nd(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *idx,
+                       const dlvm_val *upd, int reduction, dlvm_val *out);
 int dlvm_rt_slice_dyn(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *starts,
                       const dlvm_val *ends, const dlvm_val *axes, const dlvm_val *steps,
                       dlvm_val *out);
