@@ -10,6 +10,8 @@ collected, and the build fails with one error that lists every such instruction.
 """
 from __future__ import annotations
 
+import itertools
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,7 +28,14 @@ from jit.llvm.lower import lower_kernel
 from jit.regions import ELEMENTWISE, EPILOGUE_KINDS, REDUCE, Region, form_regions
 
 from .cnames import c_double, c_string, dtype_code, i64_array, ident
-from .variant import MAX_RANK, Variant, ambiguous_axes, representatives, variant_for
+from .variant import (
+    MAX_RANK,
+    Variant,
+    ambiguous_axes,
+    representatives,
+    unknown_axes,
+    variant_for,
+)
 
 # ops the runtime runs (dlvm_aot_rt.c) besides regions and control flow
 HELPER_OPS = frozenset({"matmul", "conv2d", "maxpool2d", "avgpool2d", "reshape", "transpose",
@@ -35,6 +44,34 @@ HELPER_OPS = frozenset({"matmul", "conv2d", "maxpool2d", "avgpool2d", "reshape",
                         "cumsum", "cumprod", "topk", "gather_elements", "scatter_elements",
                         "scatter_nd", "slice_dyn"})
 CONTROL_OPS = frozenset({"jmp", "br", "ret", "call", "assert", "const", "mov"})
+
+
+# a region's kernel variants at most (each a compiled kernel the runtime tries in turn)
+MAX_VARIANTS = 12
+
+
+def _own_ones(shapes: list) -> list[dict[int, frozenset[int]]]:
+    """Which inputs are broadcast (1) on the axes where several inputs' dims are unknown
+    (variant.unknown_axes): none first, then every combination while there are few, else one
+    input on one axis at a time."""
+    loose = unknown_axes(shapes)
+    if not loose:
+        return [{}]
+    options = [[None, *who] for who in loose.values()]
+    if math.prod(len(o) for o in options) <= MAX_VARIANTS:
+        picks = list(itertools.product(*options))
+    else:
+        picks = [(None,) * len(options)] + [
+            tuple(j if i == n else None for i in range(len(options)))
+            for n, who in enumerate(loose.values()) for j in who]
+    out = []
+    for pick in picks:
+        own: dict[int, set[int]] = {}
+        for ax, j in zip(loose, pick):
+            if j is not None:
+                own.setdefault(j, set()).add(ax)
+        out.append({j: frozenset(a) for j, a in own.items()})
+    return out
 
 
 # dlvm_rt_reduce's kind codes, by the reduction's combine op (its op record's facts)
@@ -369,9 +406,10 @@ class ProgramCompiler:
         else:
             choices = [frozenset(), frozenset(axes)]
         variants, errors = [], []
-        for ones in choices:
+        for ones, own in itertools.islice(itertools.product(choices, _own_ones(shapes)),
+                                          MAX_VARIANTS):
             try:
-                v = variant_for(k, representatives(shapes, ones))
+                v = variant_for(k, representatives(shapes, ones, own))
             except ValueError as e:
                 errors.append(e)
                 continue

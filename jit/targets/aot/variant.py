@@ -40,25 +40,52 @@ def ambiguous_axes(shapes: list) -> list[int]:
                    if not isinstance(d, int) and rank - len(s) + i in literal})
 
 
-def representatives(shapes: list, ones: frozenset[int] = frozenset()) -> list[tuple[int, ...]]:
+def unknown_axes(shapes: list) -> dict[int, list[int]]:
+    """Right-aligned axes where two or more inputs have a dim the types do not fix (unknown, or
+    named differently) and no input a literal size above 1: at run time any of them may be 1
+    against the others (an attention mask [?, ?, 8, 8] of [2, 1, 8, 8] against scores of
+    [2, 12, 8, 8]). Per axis: the inputs that may be the broadcast one."""
+    rank = max((len(s) for s in shapes), default=0)
+    literal = set(ambiguous_axes(shapes)) | {rank - len(s) + i for s in shapes
+                                              for i, d in enumerate(s)
+                                              if isinstance(d, int) and d > 1}
+    out: dict[int, list[int]] = {}
+    for ax in range(rank):
+        if ax in literal:
+            continue
+        dims = [(j, s[ax - (rank - len(s))]) for j, s in enumerate(shapes)
+                if ax >= rank - len(s)]
+        loose = [(j, d) for j, d in dims if not isinstance(d, int)]
+        names = {d for _, d in loose}
+        if len(loose) >= 2 and (None in names or len(names) > 1):
+            out[ax] = [j for j, _ in loose]
+    return out
+
+
+def representatives(shapes: list, ones: frozenset[int] = frozenset(),
+                    own_ones: dict[int, frozenset[int]] | None = None) -> list[tuple[int, ...]]:
     """Static shapes for a region's inputs together: a named or unknown dim on an ambiguous axis
     takes the literal size it lines up with (a ViT's class-token concat: [?, ?, 128] against
-    [1, 65, 128]), or 1 on the axes in `ones` (a mask [?, ?, ?, 32] against [1, 1, 32, 1]); the
-    others become 2. (Each shape on its own would give [2, 2, 128] against [1, 65, 128], which
-    do not broadcast.)"""
+    [1, 65, 128]), or 1 on the axes in `ones` (a mask [?, ?, ?, 32] against [1, 1, 32, 1]);
+    input j's unknown dims on the axes `own_ones[j]` are 1 (see unknown_axes); the others
+    become 2. (Each shape on its own would give [2, 2, 128] against [1, 65, 128], which do not
+    broadcast.)"""
     rank = max((len(s) for s in shapes), default=0)
     known: dict[int, int] = {}
     for s in shapes:
         for i, d in enumerate(s):
             if isinstance(d, int) and d > 1:
                 known.setdefault(rank - len(s) + i, d)
+    own_ones = own_ones or {}
 
-    def pick(axis: int) -> int:
+    def pick(j: int, axis: int) -> int:
+        if axis in own_ones.get(j, ()):
+            return 1
         if axis not in known:
             return 2
         return 1 if axis in ones else known[axis]
-    return [tuple(d if isinstance(d, int) else pick(rank - len(s) + i)
-                  for i, d in enumerate(s)) for s in shapes]
+    return [tuple(d if isinstance(d, int) else pick(j, rank - len(s) + i)
+                  for i, d in enumerate(s)) for j, s in enumerate(shapes)]
 
 
 def variant_for(kernel: Kernel, in_shapes: list[tuple[int, ...]]) -> Variant:
