@@ -81,3 +81,27 @@ def test_sin_beyond_range_reduction_falls_back(jit):
     got = run([np.array([1.0, np.inf, np.nan, 5e5], np.float32)])
     assert got is not None
     assert np.isnan(got[0][1]) and np.isnan(got[0][2])
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f64"])
+def test_square_by_pow_is_one_product(dtype, tmp_path):
+    # pow(x, 2) lowers to x*x (one rounding, what pow gives for it): bit-equal to NumPy's
+    # square, with infinities, NaN and signed zeros; another exponent keeps pow
+    import assembler
+    import dlvmrt
+    m = assembler.parse(f"""module sq
+func @main(%x: {dtype}[N]) -> ({dtype}[N], {dtype}[N]) {{
+entry:
+  %y = pow %x, 2.0
+  %z = pow %x, 3.0
+  ret %y, %z
+}}
+""")
+    rng = np.random.default_rng(16)
+    x = np.concatenate([rng.standard_normal(200) * 1e3, [np.inf, -np.inf, np.nan, -0.0, 0.0,
+                                                         1e30, -1e-30]]).astype(dtype.replace(
+                                                             "f", "float"))
+    vm = dlvmrt.VM(m, jit="always")
+    y, z = vm.run("main", x)
+    np.testing.assert_array_equal(y, np.square(x))
+    np.testing.assert_allclose(z, dlvmrt.VM(m, jit="off").run("main", x)[1], rtol=1e-6)
