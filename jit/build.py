@@ -119,8 +119,25 @@ def build_kernel(module: Module, types: FunctionTypes, region: Region) -> Kernel
             return load(o, t.dtype, t.rank, region.inputs.index(o))
         raise KernelBuildError(f"operand {o} of the region is neither computed nor an input")
 
+    def scalar_constant(o: Any, t: TensorType, out_rank: int) -> int | None:
+        """A module constant of one element that broadcasts into nothing (rank no larger than
+        the result's) as an immediate of the kernel rather than an input it loads: the code
+        generator then sees its value (pow by a model's constant 2 is one product)."""
+        if not isinstance(o, ConstRef) or t.rank > out_rank:
+            return None
+        c = module.constants.get(o.name)
+        if c is None or c.value.size != 1:
+            return None
+        return k.add(Node("const", t.dtype, (), scalar_value(c.value.reshape(()).item(),
+                                                               t.dtype)))
+
     for p in prims:
-        args = [value(o, t) for o, t in zip(p.operands, p.in_types)]
+        out_rank = max((t.rank for t in p.out_types), default=0)
+        elementwise = p.op != "mov" and not p.op.startswith("reduce_")
+        args = [scalar_constant(o, t, out_rank) if isinstance(o, ConstRef) and elementwise
+                else None for o, t in zip(p.operands, p.in_types)]
+        args = [a if a is not None else value(o, t)
+                for a, o, t in zip(args, p.operands, p.in_types)]
         if p.op == "mov":
             node = args[0]
         elif p.op.startswith("reduce_"):

@@ -85,16 +85,19 @@ def test_sin_beyond_range_reduction_falls_back(jit):
 
 @pytest.mark.parametrize("dtype", ["f32", "f64"])
 def test_square_by_pow_is_one_product(dtype, tmp_path):
-    # pow(x, 2) lowers to x*x (one rounding, what pow gives for it): bit-equal to NumPy's
-    # square, with infinities, NaN and signed zeros; another exponent keeps pow
+    # pow(x, 2) lowers to x*x (one rounding, what pow gives for it), the exponent an immediate
+    # or a one-element constant (jit/build.py embeds those): bit-equal to x*x with infinities,
+    # NaN and signed zeros; another exponent keeps pow
     import assembler
     import dlvmrt
     m = assembler.parse(f"""module sq
-func @main(%x: {dtype}[N]) -> ({dtype}[N], {dtype}[N]) {{
+const @two : {dtype}[] = 2.0
+func @main(%x: {dtype}[N]) -> ({dtype}[N], {dtype}[N], {dtype}[N]) {{
 entry:
   %y = pow %x, 2.0
   %z = pow %x, 3.0
-  ret %y, %z
+  %w = pow %x, @two
+  ret %y, %z, %w
 }}
 """)
     rng = np.random.default_rng(16)
@@ -102,6 +105,7 @@ entry:
                                                          1e30, -1e-30]]).astype(dtype.replace(
                                                              "f", "float"))
     vm = dlvmrt.VM(m, jit="always")
-    y, z = vm.run("main", x)
-    np.testing.assert_array_equal(y, np.square(x))
+    y, z, w = vm.run("main", x)
+    np.testing.assert_array_equal(y, x * x)
+    np.testing.assert_array_equal(w, x * x)       # a model's constant exponent too
     np.testing.assert_allclose(z, dlvmrt.VM(m, jit="off").run("main", x)[1], rtol=1e-6)
