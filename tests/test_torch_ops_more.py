@@ -10,7 +10,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from test_torch_ops import SEEN, Fn, check, i64, r  # noqa: E402
+from test_torch_ops import SEEN, AllCases, Fn, check, i64, r  # noqa: E402
 
 import dlvmrt  # noqa: E402
 from frontends.torch import import_torch  # noqa: E402
@@ -111,28 +111,10 @@ CASES = {
 }
 
 
-class AllCases(nn.Module):
-    """Every case in one program (one export keeps the default run fast)."""
-
-    def __init__(self):
-        super().__init__()
-        self.mods = nn.ModuleDict({k: f for k, (f, _) in CASES.items()
-                                   if isinstance(f, nn.Module)})
-
-    def forward(self, *xs):
-        outs, at = [], 0
-        for k, (f, inputs) in CASES.items():
-            f = self.mods[k] if k in self.mods else f
-            got = f(*xs[at:at + len(inputs)])
-            outs += list(got) if isinstance(got, tuple) else [got]
-            at += len(inputs)
-        return tuple(outs)
-
-
 def test_every_case_in_one_program():
     torch.manual_seed(0)
     inputs = [x for _, xs in CASES.values() for x in xs]
-    check(AllCases(), inputs, rtol=2e-4, atol=2e-5)
+    check(AllCases(CASES), inputs, rtol=2e-4, atol=2e-5)
     # every lowering of the two files is reached, but for the overloads core ATen does not emit
     # from these programs (in-place and training forms, other spellings of the same op)
     others = {"aten.scatter.reduce", "aten.scatter.value_reduce", "aten.index_put_.default",

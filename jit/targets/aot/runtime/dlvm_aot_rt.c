@@ -2980,18 +2980,34 @@ HIDDEN int dlvm_rt_gather_elements(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_
     return 0;
 }
 
-/* reduction: 0 none, 1 add, 2 mul, 3 max, 4 min (NaN-propagating as NumPy's maximum) */
-#define SCATTER_COMBINE(T)                                                                     \
-    do {                                                                                       \
-        T *d = (T *)tmp.data;                                                                  \
-        const T *u = (const T *)upd->data;                                                     \
+/* the scatters' reductions, 1 add, 2 mul, 3 max, 4 min (NaN-propagating as NumPy's maximum),
+ * of n elements of u into d at the offsets `at` (NULL: d[0..n)) */
+#define SCATTER_COMBINE_FN(T)                                                                  \
+    static void scatter_combine_##T(T *d, const int64_t *at, const T *u, int64_t n,           \
+                                    int reduction) {                                           \
         for (int64_t k = 0; k < n; k++) {                                                      \
-            T a = d[offsets[k]], b = u[k];                                                     \
-            d[offsets[k]] = reduction == 1 ? (T)(a + b) : reduction == 2 ? (T)(a * b)          \
-                          : reduction == 3 ? (a != a || a > b ? a : b)                         \
-                          : (a != a || a < b ? a : b);                                         \
+            T *p = d + (at ? at[k] : k), a = *p, b = u[k];                                     \
+            *p = reduction == 1 ? (T)(a + b) : reduction == 2 ? (T)(a * b)                     \
+               : reduction == 3 ? (a != a || a > b ? a : b) : (a != a || a < b ? a : b);       \
         }                                                                                      \
-    } while (0)
+    }
+SCATTER_COMBINE_FN(float)
+SCATTER_COMBINE_FN(double)
+SCATTER_COMBINE_FN(int32_t)
+SCATTER_COMBINE_FN(int64_t)
+
+/* combine n elements of u into d (at the offsets `at`, or in a run) by x's dtype; 0 if that
+ * dtype has no reduction here */
+static int scatter_combine(int32_t dtype, void *d, const int64_t *at, const void *u, int64_t n,
+                           int reduction) {
+    switch (dtype) {
+    case DT_F32: scatter_combine_float(d, at, u, n, reduction); return 1;
+    case DT_F64: scatter_combine_double(d, at, u, n, reduction); return 1;
+    case DT_I32: scatter_combine_int32_t(d, at, u, n, reduction); return 1;
+    case DT_I64: scatter_combine_int64_t(d, at, u, n, reduction); return 1;
+    default: return 0;
+    }
+}
 
 HIDDEN int dlvm_rt_scatter_elements(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *idx,
                                     const dlvm_val *upd, int64_t axis, int reduction,
@@ -3024,13 +3040,7 @@ HIDDEN int dlvm_rt_scatter_elements(dlvm_ctx *ctx, const dlvm_val *x, const dlvm
         for (int64_t k = 0; k < n; k++)
             memcpy((char *)tmp.data + offsets[k] * item, (const char *)upd->data + k * item, item);
     } else {
-        switch (x->dtype) {
-        case DT_F32: SCATTER_COMBINE(float); break;
-        case DT_F64: SCATTER_COMBINE(double); break;
-        case DT_I32: SCATTER_COMBINE(int32_t); break;
-        case DT_I64: SCATTER_COMBINE(int64_t); break;
-        default: ok = 0; break;
-        }
+        ok = scatter_combine(x->dtype, tmp.data, offsets, upd->data, n, reduction);
     }
     free(offsets);
     if (!ok) {
@@ -3072,17 +3082,6 @@ HIDDEN int dlvm_rt_slice_dyn(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *s
 
 /* scatter_nd: a copy of x with the slices x[idx[j, :k]] (of shape x.shape[k:]) set to, or
  * combined with, updates[j] in index order (the last of repeated indices wins) */
-#define SCATTER_ND_COMBINE(T)                                                                  \
-    do {                                                                                       \
-        T *d = (T *)tmp.data + base;                                                           \
-        const T *u = (const T *)upd->data + j * slice;                                         \
-        for (int64_t q = 0; q < slice; q++) {                                                  \
-            T a = d[q], b = u[q];                                                              \
-            d[q] = reduction == 1 ? (T)(a + b) : reduction == 2 ? (T)(a * b)                   \
-                 : reduction == 3 ? (a != a || a > b ? a : b) : (a != a || a < b ? a : b);     \
-        }                                                                                      \
-    } while (0)
-
 HIDDEN int dlvm_rt_scatter_nd(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *idx,
                               const dlvm_val *upd, int reduction, dlvm_val *out) {
     if (idx->rank < 1)
@@ -3123,12 +3122,8 @@ HIDDEN int dlvm_rt_scatter_nd(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *
                    (size_t)slice * item);
             continue;
         }
-        switch (x->dtype) {
-        case DT_F32: SCATTER_ND_COMBINE(float); break;
-        case DT_F64: SCATTER_ND_COMBINE(double); break;
-        case DT_I32: SCATTER_ND_COMBINE(int32_t); break;
-        default: SCATTER_ND_COMBINE(int64_t); break;
-        }
+        scatter_combine(x->dtype, (char *)tmp.data + base * item, NULL,
+                        (const char *)upd->data + j * slice * item, slice, reduction);
     }
     dlvm_rt_release(out);
     *out = tmp;
