@@ -406,8 +406,11 @@ class ProgramCompiler:
         else:
             choices = [frozenset(), frozenset(axes)]
         variants, errors = [], []
-        for ones, own in itertools.islice(itertools.product(choices, _own_ones(shapes)),
-                                          MAX_VARIANTS):
+        # the literal ambiguities' variants first (each of them as before), then the unknown
+        # dims' broadcasts with each, up to MAX_VARIANTS
+        combos = [(ones, {}) for ones in choices] + [
+            (ones, own) for own in _own_ones(shapes)[1:] for ones in choices]
+        for ones, own in combos[:max(MAX_VARIANTS, len(choices))]:
             try:
                 v = variant_for(k, representatives(shapes, ones, own))
             except ValueError as e:
