@@ -12,14 +12,8 @@ import numpy as np
 from frontends.base.values import Value, known
 from isa.dtypes import DType
 
-from .aten import Lowerer, _axis, _used_outputs, lowers
+from .aten import Lowerer, _axis, _same_shape, _used_outputs, lowers
 from .errors import TorchImportError
-
-
-def _same_type(lo: Lowerer, v: Value) -> Value:
-    """v with the node's own result type (its named dims), where the op's rule saw fewer."""
-    t = lo.out_type()
-    return Value(t, v.operand, v.const) if v.const is None and v.rank == t.rank else v
 
 
 def _broadcast(lo: Lowerer, v: Value, shape: tuple) -> Value:
@@ -126,7 +120,7 @@ def _index_select(lo: Lowerer, x: Value, dim: int, index: Value) -> Value:
         index = lo.emit("reshape", [index], shape=[1])
     if x.rank == 0:
         return x
-    return _same_type(lo, lo.emit("gather", [x, index], axis=_axis(dim, x.rank)))
+    return _same_shape(lo, lo.emit("gather", [x, index], axis=_axis(dim, x.rank)))
 
 
 def _wrapped(lo: Lowerer, idx: Value, n: Any) -> Value:

@@ -2949,17 +2949,29 @@ static int check_elementwise_index(dlvm_ctx *ctx, const char *op, const dlvm_val
     return 0;
 }
 
+/* the checked offsets of an elementwise index tensor (malloc'd; NULL with ctx's status set) */
+static int64_t *checked_offsets(dlvm_ctx *ctx, const char *op, const dlvm_val *x,
+                                const dlvm_val *idx, int64_t axis) {
+    if (check_elementwise_index(ctx, op, x, idx, axis)) return NULL;
+    int64_t n = dlvm_rt_numel(idx);
+    int64_t *offsets = malloc((size_t)(n ? n : 1) * sizeof(int64_t));
+    if (!offsets) {
+        dlvm_rt_fail(ctx, DLVM_RT_ERR_RESOURCE, "out of memory (%s)", op);
+        return NULL;
+    }
+    if (element_offsets(ctx, op, x, idx, axis, offsets)) {
+        free(offsets);
+        return NULL;
+    }
+    return offsets;
+}
+
 HIDDEN int dlvm_rt_gather_elements(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *idx,
                                    int64_t axis, dlvm_val *out) {
     if (axis < 0) axis += x->rank;
-    if (check_elementwise_index(ctx, "gather_elements", x, idx, axis)) return 1;
     int64_t n = dlvm_rt_numel(idx);
-    int64_t *offsets = malloc((size_t)(n ? n : 1) * sizeof(int64_t));
-    if (!offsets) return dlvm_rt_fail(ctx, DLVM_RT_ERR_RESOURCE, "out of memory (gather_elements)");
-    if (element_offsets(ctx, "gather_elements", x, idx, axis, offsets)) {
-        free(offsets);
-        return 1;
-    }
+    int64_t *offsets = checked_offsets(ctx, "gather_elements", x, idx, axis);
+    if (!offsets) return 1;
     dlvm_val tmp = {0};
     if (dlvm_rt_alloc(ctx, &tmp, x->dtype, idx->rank, idx->shape)) {
         free(offsets);
@@ -3013,7 +3025,6 @@ HIDDEN int dlvm_rt_scatter_elements(dlvm_ctx *ctx, const dlvm_val *x, const dlvm
                                     const dlvm_val *upd, int64_t axis, int reduction,
                                     dlvm_val *out) {
     if (axis < 0) axis += x->rank;
-    if (check_elementwise_index(ctx, "scatter_elements", x, idx, axis)) return 1;
     if (upd->rank != idx->rank || numel_of(idx->rank, idx->shape) != dlvm_rt_numel(upd))
         return dlvm_rt_fail(ctx, DLVM_RT_ERR_TRAP, "scatter_elements: indices and updates differ");
     for (int d = 0; d < idx->rank; d++)
@@ -3021,13 +3032,8 @@ HIDDEN int dlvm_rt_scatter_elements(dlvm_ctx *ctx, const dlvm_val *x, const dlvm
             return dlvm_rt_fail(ctx, DLVM_RT_ERR_TRAP, "scatter_elements: indices and updates "
                                 "differ");
     int64_t n = dlvm_rt_numel(idx);
-    int64_t *offsets = malloc((size_t)(n ? n : 1) * sizeof(int64_t));
-    if (!offsets)
-        return dlvm_rt_fail(ctx, DLVM_RT_ERR_RESOURCE, "out of memory (scatter_elements)");
-    if (element_offsets(ctx, "scatter_elements", x, idx, axis, offsets)) {
-        free(offsets);
-        return 1;
-    }
+    int64_t *offsets = checked_offsets(ctx, "scatter_elements", x, idx, axis);
+    if (!offsets) return 1;
     dlvm_val tmp = {0};
     if (dlvm_rt_alloc(ctx, &tmp, x->dtype, x->rank, x->shape)) {
         free(offsets);
