@@ -79,10 +79,10 @@ def convert_scalar(tok: Token, dtype: DType) -> Any:
         if not isinstance(v, int):
             raise LiteralError(f"{tok.text} is not an integer, so it is not a {dtype.text} "
                                f"literal", tok)
-        info = np.iinfo(dtype.np)
-        if not info.min <= v <= info.max:
+        lo, hi = dtype.int_range()
+        if not lo <= v <= hi:
             raise LiteralError(f"{tok.text} is out of range for {dtype.text} "
-                               f"({info.min} to {info.max})", tok)
+                               f"({lo} to {hi})", tok)
         return v
     f = float(v)
     with np.errstate(over="ignore"):

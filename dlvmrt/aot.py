@@ -221,8 +221,8 @@ class _HandedOver:
             self._lib._free(ptr)
 
 
-_CODES = {np.dtype(d.np): d.code for d in DType}
-_TYPESTR = {d.np: np.dtype(d.np).str for d in DType}
+_CODES = {np.dtype(d.np): d.code for d in DType if not d.is_narrow}     # no library takes them
+_TYPESTR = {d.np: np.dtype(d.np).str for d in DType if not d.is_narrow}
 
 
 def load(directory: str | os.PathLike) -> Library:

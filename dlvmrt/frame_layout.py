@@ -63,7 +63,9 @@ class FrameLayout:
         else:       # an unreachable block: never runs, any dtype will do
             dtype = np.dtype(type(o.value))
         value = readonly(np.asarray(o.value, dtype=dtype))[()]
-        return self._slot(("imm", dtype.str, type(o.value).__name__, repr(o.value)), value)
+        # dtype.name too: the narrow formats share their .str ("<V1")
+        return self._slot(("imm", dtype.str, dtype.name, type(o.value).__name__, repr(o.value)),
+                          value)
 
     def new_frame(self) -> list:
         return self.template.copy()

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from isa.errors import DlvmError, InternalError, ResourceExhausted, Trap
 from isa.module import Function
+from isa.narrow import touches_narrow
 
 from . import steps as S
 from .binding import bind_arguments, check_results
@@ -101,7 +102,10 @@ class FunctionCode:
             callee = ins.attrs["callee"]
             step = S.make_call(lambda: self.vm.code(callee), ins_slots, out_slots)
         else:
-            step = S.make_step(ins, ins_slots, out_slots)
+            row = self.types[bi][ii] if ii < len(self.types[bi]) else None
+            narrow = row is not None and touches_narrow(row.operands + row.results)
+            step = S.make_step(ins, ins_slots, out_slots,
+                               [t.dtype for t in row.results] if narrow else None)
         step.where = (bi, ii)
         code.steps.append(self.vm.profiler.wrap(self, bi, ii, step) if self.vm.profiler else step)
         if ins.result_type is not None and ins.op != "const":

@@ -14,6 +14,7 @@ import numpy as np
 
 from isa.errors import Trap
 from isa.module import Instr
+from isa.narrow import widened
 from isa.ops import OPS, AttrKind
 from isa.types import TensorType
 
@@ -28,7 +29,10 @@ def resolve_shape_attrs(op, attrs: dict[str, Any]) -> list[str]:
             isinstance(attrs.get(a.name), list) and any(isinstance(d, str) for d in attrs[a.name])]
 
 
-def make_step(ins: Instr, ins_slots: list[int], out_slots: list[int]) -> Step:
+def make_step(ins: Instr, ins_slots: list[int], out_slots: list[int],
+              narrow_outs: list | None = None) -> Step:
+    """`narrow_outs`: the result dtypes of an instruction that touches a narrow storage format
+    (computed wide and rounded back, see narrow.py); None for every other instruction."""
     op = OPS[ins.op]
     attrs = op.with_defaults(ins.attrs)
     if op.name == "const":
@@ -40,6 +44,8 @@ def make_step(ins: Instr, ins_slots: list[int], out_slots: list[int]) -> Step:
         return mov
     named = resolve_shape_attrs(op, attrs)
     ref = op.reference
+    if narrow_outs is not None:
+        ref = widened(ref, narrow_outs)
     ufunc = getattr(ref, "ufunc", None)
     if ufunc is not None and not named and len(out_slots) == 1:
         return _ufunc_step(ufunc, ins_slots, out_slots[0])

@@ -109,10 +109,10 @@ def imm_fits(value: Any, dtype: DType) -> bool:
     if dtype.is_int:
         if not isinstance(value, int):
             return False
-        info = np.iinfo(dtype.np)
-        return info.min <= value <= info.max
+        lo, hi = dtype.int_range()
+        return lo <= value <= hi
     if isinstance(value, int):      # an integer literal must be representable in the float type
-        return abs(value) <= float(np.finfo(dtype.np).max)   # Python compares int/float exactly
+        return abs(value) <= dtype.float_max()   # Python compares int/float exactly
     return isinstance(value, float)
 
 

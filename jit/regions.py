@@ -71,7 +71,8 @@ class _Shape:
 
 
 def _dtype_ok(d: DType) -> bool:
-    return d is not DType.F16
+    # f16 and the narrow storage formats: no kernels, the interpreter computes them
+    return d is not DType.F16 and not d.is_narrow
 
 
 def reduce_inner(p: Prim) -> int | None:

@@ -22,6 +22,7 @@ from isa.builder import FunctionBuilder, ModuleBuilder
 from isa.dtypes import DType, dtype_from_numpy
 from isa.errors import DlvmError, OpTypeError
 from isa.module import ConstRef, Operand, Reg
+from isa.narrow import touches_narrow, widened
 from isa.ops import OPS, Family
 from isa.types import Dim, TensorType
 
@@ -137,8 +138,11 @@ class Emitter:
         if all(a.known for a in args) and opdef.reference is not None and \
                 opdef.family is not Family.CONTROL and not _has_named_dim(results) and \
                 all(a.const.size <= FOLD_LIMIT for a in args):
+            ref = opdef.reference
+            if touches_narrow(types + results):
+                ref = widened(ref, [t.dtype for t in results])
             try:
-                out = opdef.reference(full, *[a.const for a in args])
+                out = ref(full, *[a.const for a in args])
             except (DlvmError, ValueError, FloatingPointError, ZeroDivisionError):
                 out = None       # the run time will trap (or not) on its own
             if out is not None:

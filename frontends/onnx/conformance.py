@@ -14,6 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from isa.dtypes import dtype_from_numpy
+
 # Ops whose results are random: no fixed expected output a deterministic VM could match.
 RANDOM_OPS = {"Bernoulli", "RandomUniform", "RandomUniformLike", "RandomNormal",
               "RandomNormalLike", "Multinomial"}
@@ -123,6 +125,10 @@ def compare(got: np.ndarray, want: np.ndarray, rtol: float, atol: float) -> str 
         return f"dtype {got.dtype} != expected {want.dtype}"
     if got.shape != want.shape:
         return "shape differs"
+    narrow = dtype_from_numpy(want.dtype)
+    if narrow is not None and narrow.is_narrow and narrow.is_float:
+        # bf16 / float8 / float4 (ml_dtypes' kinds are not "f"): compared as floats, NaN equal
+        got, want = got.astype(np.float32), want.astype(np.float32)
     if want.dtype.kind == "f":
         if not np.allclose(got, want, rtol=rtol, atol=atol, equal_nan=True):
             return "values differ"

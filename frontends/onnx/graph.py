@@ -8,13 +8,12 @@ from __future__ import annotations
 from collections import ChainMap
 from typing import Any
 
-import numpy as np
-
-from isa.dtypes import DType, dtype_from_numpy
+from isa.dtypes import BY_NAME, DType, dtype_from_numpy
 from isa.types import Dim, TensorType
 
 from .errors import OnnxImportError, node_label
 from .names import Namer
+from .ops.common import cast
 from .registry import NodeCtx, handler_for
 from .values import Emitter, Value
 
@@ -30,10 +29,28 @@ def onnx_dtype(elem_type: int, what: str) -> DType:
         npdt = helper.tensor_dtype_to_np_dtype(elem_type)
     except (KeyError, ValueError, TypeError):
         npdt = None
-    dt = dtype_from_numpy(npdt) if npdt is not None and np.dtype(npdt).kind in "biuf" else None
-    if dt is None or name in ("BFLOAT16",):
+    dt = dtype_from_numpy(npdt) if npdt is not None else None
+    if dt is None:
         raise OnnxImportError(f"{what}: ONNX element type {name} has no dlvm equivalent")
     return dt
+
+
+F32 = BY_NAME["f32"]
+# ops whose result dtype is not their inputs' (they convert on their own), and control flow
+# (its bodies' nodes are converted one by one)
+_OWN_DTYPES = frozenset({"Cast", "CastLike", "QuantizeLinear", "DequantizeLinear", "EyeLike",
+                         "RandomNormalLike", "RandomUniformLike", "Bernoulli", "Multinomial",
+                         "If", "Loop", "Scan"})
+
+
+def _narrow_float(node, inputs: list[Value | None]):
+    """The narrow float format (bf16, float8, float4) a node computes in, or None. Such a node
+    is computed in f32 and its results rounded back once, as ONNX specifies each op's result:
+    the importer's decomposition into several dlvm instructions must not round in between."""
+    if node.op_type in _OWN_DTYPES or (node.domain or "") not in ("", "ai.onnx"):
+        return None
+    found = {v.dtype for v in inputs if v is not None and v.dtype.is_narrow and v.dtype.is_float}
+    return found.pop() if len(found) == 1 else None
 
 
 def value_info_type(vi, dims: Namer, dim_names: dict[str, str]) -> TensorType:
@@ -101,18 +118,23 @@ class GraphConverter:
         opsets = opsets or self.opsets
         h = handler_for(node.op_type, node.domain or "")
         version = self.op_version(node, opsets)
+        narrow = _narrow_float(node, inputs)
+        if narrow is not None:
+            inputs = [cast(self.e, v, F32) if v is not None and v.dtype == narrow else v
+                      for v in inputs]
         if h is None or version < h.min_version:
             fn = function_body(node, opsets, inputs)
             if fn is None:
                 raise OnnxImportError(f"{node_label(node)}: unsupported ONNX op {node.op_type} "
                                       f"(opset {opsets.get(node.domain or '')})")
-            outs = self.run_function(node, fn, inputs)
+            # the function is one op: its results are rounded once, at its end
+            outs = self._round_back(self.run_function(node, fn, inputs), narrow)
             for name, v in zip(node.output, outs):
                 if name and v is not None:
                     scope[name] = v
             return
         ctx = NodeCtx(node, version, inputs, self.e, self, scope)
-        outs = h.fn(ctx)
+        outs = self._round_back(h.fn(ctx), narrow)
         extra = ctx.unread()
         if extra:
             raise ctx.fail(f"attribute{'s' if len(extra) > 1 else ''} {', '.join(extra)} "
@@ -126,6 +148,12 @@ class GraphConverter:
             if name:
                 raise ctx.fail(f"optional output '{name}' is not supported")
 
+
+    def _round_back(self, outs: list[Value | None], narrow: DType | None) -> list[Value | None]:
+        """A narrow-float node's f32 results in its format (see _narrow_float)."""
+        if narrow is None:
+            return outs
+        return [cast(self.e, v, narrow) if v is not None and v.dtype == F32 else v for v in outs]
 
     def run_function(self, node, fn, inputs: list[Value | None]) -> list[Value | None]:
         """Inline the ONNX function that defines `node` (its schema's function body): the op is

@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from ..dtypes import BY_NAME
+from ..dtypes import BY_NAME, dtype_from_numpy
 from ..errors import OpTypeError, Trap
 from ..module import Imm
 from ..types import TensorType
@@ -136,24 +136,24 @@ def logical_not_ref(attrs, a):
 
 
 def cast_ref(attrs, a):
-    to = attrs["to"].np
-    if a.dtype.kind == "f" and to.kind in "iu":
-        return float_to_int_saturating(a, to)
-    return a.astype(to)
+    to = attrs["to"]
+    if a.dtype.kind == "f" and to.is_int:
+        return float_to_int_saturating(a, to.np)
+    return a.astype(to.np)
 
 
 def float_to_int_saturating(a: np.ndarray, to: np.dtype) -> np.ndarray:
     """Truncate toward zero, saturate to the range of `to`, NaN to 0: WebAssembly's `trunc_sat`
     and LLVM's `fptosi.sat` / `fptoui.sat`, so every tier gives the same answer. NumPy's own
     conversion of NaN and out-of-range values is undefined behaviour in C (INT_MIN on x86)."""
-    info = np.iinfo(to)
+    lo, hi = dtype_from_numpy(to).int_range()      # narrow integers (int4 ...) included
     t = np.trunc(np.asarray(a, dtype=np.float64))     # exact for f16, f32 and f64 values
     # powers of two are exact in f64: the range test is exact at both ends
-    big = 2.0 ** (info.bits - 1 if info.min < 0 else info.bits)
+    big = float(hi) + 1.0
     over = t >= big
-    under = t < (-big if info.min < 0 else 0.0)
+    under = t < float(lo)
     inside = np.where(np.isnan(t) | over | under, 0.0, t).astype(to)
-    return np.where(over, to.type(info.max), np.where(under, to.type(info.min), inside)).astype(to)
+    return np.where(over, to.type(hi), np.where(under, to.type(lo), inside)).astype(to)
 
 
 def _u(name, code, ref, doc, ok=None, what="", result=None, expand=None, attrs=(), check=None,

@@ -302,10 +302,10 @@ def pad_rule(types: list[TensorType], attrs) -> list[TensorType]:
     if t.dtype.is_int:
         # the fill is known here: NaN, inf or a value outside the dtype has no integer to
         # truncate to, so it is rejected now rather than failing inside NumPy at run time
-        info = np.iinfo(t.dtype.np)
-        if not math.isfinite(value) or not info.min <= math.trunc(value) <= info.max:
+        lo, hi = t.dtype.int_range()
+        if not math.isfinite(value) or not lo <= math.trunc(value) <= hi:
             raise OpTypeError(f"pad value {value} is not a value of {t.dtype} "
-                              f"({info.min} to {info.max})")
+                              f"({lo} to {hi})")
     shape: list[Dim] = []
     for i, d in enumerate(t.shape):
         grow = pads[i] + pads[i + t.rank]

@@ -19,6 +19,7 @@ import numpy as np
 
 from isa.errors import Trap
 from isa.module import ConstRef, Imm, Instr, Module, Reg
+from isa.narrow import touches_narrow, widened
 from isa.ops import OPS, AttrKind, Family
 from isa.types import TensorType
 from isa.verify import FunctionTypes, InstrTypes, verify_module
@@ -87,9 +88,12 @@ class Folder:
     @staticmethod
     def run_reference(ins: Instr, t: InstrTypes, args: list[np.ndarray]) -> list[np.ndarray] | None:
         op = OPS[ins.op]
+        ref = op.reference
+        if touches_narrow(t.operands + t.results):
+            ref = widened(ref, [r.dtype for r in t.results])
         try:
             with np.errstate(all="ignore"):
-                out = op.reference(op.with_defaults(ins.attrs), *args)
+                out = ref(op.with_defaults(ins.attrs), *args)
         except Trap:
             return None          # it must trap at run time: leave it there
         except Exception:        # noqa: BLE001 - anything the reference rejects is left to run time

@@ -28,6 +28,7 @@ import numpy as np
 from isa.dtypes import DType
 from isa.errors import Trap
 from isa.module import Instr
+from isa.narrow import widened
 from isa.ops import OPS, Family
 from isa.types import Dim, TensorType
 from isa.verify import InstrTypes
@@ -46,12 +47,15 @@ def probe_values(dtype: DType) -> np.ndarray:
     if dtype.is_bool:
         return np.array([False, True])
     if dtype.is_int:
-        info = np.iinfo(dtype.np)
-        vals = [0, 1, 2, info.min, info.max] + ([-1, -2] if dtype.is_signed else [])
+        lo, hi = dtype.int_range()
+        vals = [0, 1, lo, hi] + ([2] if hi >= 2 else []) + ([-1] if dtype.is_signed else []) + \
+            ([-2] if lo <= -2 else [])
         return np.array(vals, dtype=dtype.np)
-    info = np.finfo(dtype.np)
-    return np.array([0.0, -0.0, 1.0, -1.0, 0.5, 2.0, np.nan, np.inf, -np.inf, info.max, info.min,
-                     info.tiny], dtype=dtype.np)
+    info = dtype.finfo()
+    big, tiny = float(info.max), float(info.tiny)
+    with np.errstate(over="ignore", invalid="ignore"):     # formats without inf hold NaN there
+        return np.array([0.0, -0.0, 1.0, -1.0, 0.5, 2.0, np.nan, np.inf, -np.inf, big, -big,
+                         tiny], dtype=np.float64).astype(dtype.np)
 
 
 _PROBE_CACHE: dict[tuple, bool] = {}
@@ -75,7 +79,7 @@ def _probe(ins: Instr, dtypes: tuple[DType, ...]) -> bool:
     args = [p.reshape((1,) * k + (-1,) + (1,) * (n - k - 1)) for k, p in enumerate(probes)]
     try:
         with np.errstate(all="ignore"):
-            op.reference(op.with_defaults(ins.attrs), *args)
+            widened(op.reference, None)(op.with_defaults(ins.attrs), *args)
     except Trap:
         return True
     except Exception:    # noqa: BLE001 - anything unexpected: assume it may fail at run time
@@ -107,7 +111,7 @@ def _probe_static(ins: Instr, operand_types: list[TensorType]) -> bool:
     for args in runs:
         try:
             with np.errstate(all="ignore"):
-                op.reference(attrs, *args)
+                widened(op.reference, None)(attrs, *args)
         except Exception:    # noqa: BLE001 - a Trap, or anything unexpected: it may fail
             return True
     return False

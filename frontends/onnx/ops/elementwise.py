@@ -12,7 +12,7 @@ from isa.dtypes import BY_NAME
 from ..registry import NodeCtx, onnx_op
 from ..symdim import combine
 from ..values import Value
-from .common import cast, scalar, where
+from .common import cast, onnx_cast, scalar, where
 
 BOOL = BY_NAME["bool"]
 
@@ -114,16 +114,22 @@ def where_(ctx: NodeCtx) -> list[Value]:
     return [where(ctx.e, ctx.req(0), ctx.req(1), ctx.req(2))]
 
 
+def _cast_to(ctx: NodeCtx, x: Value, to) -> Value:
+    saturate = bool(ctx.attr("saturate", 1))      # float8 targets only
+    round_mode = ctx.attr("round_mode", "up") if ctx.version >= 24 else "up"
+    if to.text == "f8e8m0fnu" and x.dtype != to:
+        # ONNX rounds to a power of two by round_mode ("up" by default); dlvm's cast rounds
+        # to nearest, so the import would be wrong
+        raise ctx.fail(f"a cast to float8e8m0 (round_mode {round_mode}) is not supported")
+    return onnx_cast(ctx.e, x, to, saturate)
+
+
 @onnx_op("Cast", since=6)      # 6 on: the same semantics, more element types later
 def cast_(ctx: NodeCtx) -> list[Value]:
     from ..graph import onnx_dtype
     to = onnx_dtype(ctx.attr("to"), ctx.label)
-    sat = ctx.attr("saturate", 1)     # only meaningful for float8 targets, which dlvm lacks
-    del sat
-    if ctx.version >= 24 and ctx.attr("round_mode", "up") != "up":
-        raise ctx.fail("round_mode applies to float8 targets only")
     x = ctx.req(0)
-    out = cast(ctx.e, x, to)
+    out = _cast_to(ctx, x, to)
     if x.sym is not None and x.dtype.is_int and (to.is_int or to.is_float) and out.sym is None:
         out = Value(out.type, out.operand, out.const, x.sym)     # shape arithmetic goes on
     return [out]
@@ -131,10 +137,7 @@ def cast_(ctx: NodeCtx) -> list[Value]:
 
 @onnx_op("CastLike")
 def cast_like(ctx: NodeCtx) -> list[Value]:
-    ctx.attr("saturate", 1)
-    if ctx.version >= 24 and ctx.attr("round_mode", "up") != "up":
-        raise ctx.fail("round_mode applies to float8 targets only")
-    return [cast(ctx.e, ctx.req(0), ctx.req(1).dtype)]
+    return [_cast_to(ctx, ctx.req(0), ctx.req(1).dtype)]
 
 
 @onnx_op("Identity")

@@ -5,9 +5,11 @@ QLinearMatMul.
     dequantize:  y = (cast(x) - cast(zero_point)) * scale
 
 Scales and zero points are per tensor (a scalar), per axis (a vector along `axis`) or blocked
-(one per `block_size` elements along `axis`, spread by a gather). Only the integer element
-types dlvm has (i8, u8, i16, u16, i32) are imported; float8 and 2-/4-bit targets fail with the
-dtype error, and so does the `precision` attribute other than its default.
+(one per `block_size` elements along `axis`, spread by a gather). Integer targets (4- and 2-bit
+ones included) round half to even and clip to their range; float8 targets are x / scale cast
+with saturation (their zero point is 0 by the spec), float4 ones x / scale + zero_point cast
+(the format has no infinity: it saturates). The `precision` attribute other than its default
+is refused.
 """
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ from isa.dtypes import BY_NAME, DType
 
 from ..registry import NodeCtx, onnx_op
 from ..values import Value, known
-from .common import cast, norm_axis, scalar
+from .common import SATURATING_FLOAT8, cast, norm_axis, onnx_cast, scalar
 
 F32 = BY_NAME["f32"]
 
@@ -47,8 +49,7 @@ def _params(ctx: NodeCtx, x: Value, has_block: bool) -> tuple[int, int]:
 def quantize_linear(ctx: NodeCtx) -> list[Value]:
     x, e = ctx.req(0), ctx.e
     axis, block = _params(ctx, x, ctx.version >= 21)
-    if ctx.version >= 19 and int(ctx.attr("saturate", 1)) != 1:
-        raise ctx.fail("saturate=0 applies to float8 targets, which dlvm does not have")
+    saturate = int(ctx.attr("saturate", 1)) if ctx.version >= 19 else 1
     if ctx.version >= 25 and int(ctx.attr("precision", 0)) != 0:
         raise ctx.fail("the precision attribute is not supported")
     zp = ctx.input(2)
@@ -60,14 +61,21 @@ def quantize_linear(ctx: NodeCtx) -> list[Value]:
         to = onnx_dtype(out_attr, ctx.label)
     else:
         to = BY_NAME["u8"]
+    scale = _spread(ctx, ctx.req(1), x, axis, block)
+    if to in SATURATING_FLOAT8:
+        return [onnx_cast(e, e.emit("div", [x, scale]), to, bool(saturate))]
+    if to.is_float and to.is_narrow and to.text != "f8e8m0fnu":      # float4
+        q = e.emit("div", [x, scale])
+        if zp is not None:
+            q = e.emit("add", [q, cast(e, _spread(ctx, zp, x, axis, block), q.dtype)])
+        return [cast(e, q, to)]
     if not to.is_int:
         raise ctx.fail(f"quantizing to {to} is not supported")
-    scale = _spread(ctx, ctx.req(1), x, axis, block)
     q = e.emit("round", [e.emit("div", [x, scale])])
     if zp is not None:
         q = e.emit("add", [q, cast(e, _spread(ctx, zp, x, axis, block), q.dtype)])
-    info = np.iinfo(to.np)
-    q = e.emit("max", [e.emit("min", [q, scalar(float(info.max), q)]), scalar(float(info.min), q)])
+    lo, hi = to.int_range()
+    q = e.emit("max", [e.emit("min", [q, scalar(float(hi), q)]), scalar(float(lo), q)])
     return [e.emit("cast", [q], ctx.node.output[0], to=to)]
 
 
@@ -103,8 +111,8 @@ def qlinear_matmul(ctx: NodeCtx) -> list[Value]:
     acc = e.emit("matmul", [deq(a, a_zp), deq(b, b_zp)])
     s = e.emit("div", [e.emit("mul", [cast(e, a_s, f64), cast(e, b_s, f64)]), cast(e, y_s, f64)])
     q = e.emit("add", [e.emit("round", [e.emit("mul", [acc, s])]), cast(e, y_zp, f64)])
-    info = np.iinfo(y_zp.dtype.np)
-    q = e.emit("max", [e.emit("min", [q, scalar(float(info.max), q)]), scalar(float(info.min), q)])
+    lo, hi = y_zp.dtype.int_range()
+    q = e.emit("max", [e.emit("min", [q, scalar(float(hi), q)]), scalar(float(lo), q)])
     return [e.emit("cast", [q], ctx.node.output[0], to=y_zp.dtype)]
 
 
@@ -171,6 +179,6 @@ def qlinear_conv(ctx: NodeCtx) -> list[Value]:
         ws = e.emit("reshape", [ws], shape=[-1] + [1] * (acc.rank - 2))
     s = e.emit("div", [e.emit("mul", [cast(e, x_s, f64), ws]), cast(e, y_s, f64)])
     q = e.emit("add", [e.emit("round", [e.emit("mul", [acc, s])]), cast(e, y_zp, f64)])
-    info = np.iinfo(y_zp.dtype.np)
-    q = e.emit("max", [e.emit("min", [q, scalar(float(info.max), q)]), scalar(float(info.min), q)])
+    lo, hi = y_zp.dtype.int_range()
+    q = e.emit("max", [e.emit("min", [q, scalar(float(hi), q)]), scalar(float(lo), q)])
     return [e.emit("cast", [q], ctx.node.output[0], to=y_zp.dtype)]

@@ -53,8 +53,8 @@ def _dynamic(ctx: NodeCtx, x: Value) -> Value:
         if x.dtype.is_bool:
             ident = np.array(op == "ReduceMin")
         elif x.dtype.is_int:
-            info = np.iinfo(x.dtype.np)
-            ident = np.array(info.max if op == "ReduceMin" else info.min, x.dtype.np)
+            lo, hi = x.dtype.int_range()
+            ident = np.array(hi if op == "ReduceMin" else lo, x.dtype.np)
         else:
             ident = np.array(np.inf if op == "ReduceMin" else -np.inf, x.dtype.np)
         base = e.emit("cast", [shaped], to=x.dtype) if shaped.dtype != x.dtype else shaped
@@ -146,7 +146,6 @@ _EMPTY = {"ReduceSum": 0, "ReduceMean": float("nan"), "ReduceMax": "min", "Reduc
 
 def _empty_result(ctx: NodeCtx, x: Value, axes: list[int] | None, keep: bool) -> Value | None:
     """A reduction over a statically empty axis: a fill of the op's identity element."""
-    import numpy as np
 
     from isa.types import TensorType
     red = range(x.rank) if axes is None else axes
@@ -159,8 +158,8 @@ def _empty_result(ctx: NodeCtx, x: Value, axes: list[int] | None, keep: bool) ->
         elif x.dtype.is_bool:
             fill = fill == "max"
         else:
-            info = np.iinfo(x.dtype.np)
-            fill = int(info.min if fill == "min" else info.max)
+            lo, hi = x.dtype.int_range()
+            fill = lo if fill == "min" else hi
     shape = tuple(1 if i in red else d for i, d in enumerate(x.shape)) if keep else \
         tuple(d for i, d in enumerate(x.shape) if i not in red)
     return ctx.e.emit_const_fill(fill, TensorType(x.dtype, shape), "empty")
