@@ -1,6 +1,7 @@
 """ONNX op handlers, one file per op group; importing this package registers them all."""
 from . import (  # noqa: F401
     control,
+    deform,
     detection,
     elementwise,
     indexing,

@@ -157,7 +157,7 @@ def _maxpool_indices(ctx: NodeCtx, x: Value, kernel: list[int], strides: list[in
         raise ctx.fail("MaxPool's Indices output needs a 2-D input, static but for the batch")
     n, c, h, w = x.shape
     (kh, kw), (sh, sw), (dh, dw) = kernel, strides, dil
-    low = -np.inf if x.dtype.is_float else float(np.iinfo(x.dtype.np).min)
+    low = -np.inf if x.dtype.is_float else float(x.dtype.int_range()[0])
     xp = e.emit("pad", [x], pads=[0, 0, pads[0], pads[1], 0, 0, pads[2], pads[3]], value=low)
     ho = (h + pads[0] + pads[2] - ((kh - 1) * dh + 1)) // sh + 1
     wo = (w + pads[1] + pads[3] - ((kw - 1) * dw + 1)) // sw + 1
@@ -189,8 +189,9 @@ def _maxpool_indices(ctx: NodeCtx, x: Value, kernel: list[int], strides: list[in
 
 @onnx_op("MaxUnpool")
 def max_unpool(ctx: NodeCtx) -> list[Value]:
-    # scatter x's values to the flat positions Indices names, in a zero tensor of the output
-    # shape (given, or the pooling's input size: (in - 1) * stride - pads + kernel)
+    # scatter x's values to the flat positions Indices names, in a zero tensor of the pooling's
+    # input size ((in - 1) * stride - pads + kernel: what the indices count in); a larger
+    # output_shape holds that tensor at its start, zeros after (as ONNX's reference)
     x, idx, e = ctx.req(0), ctx.req(1), ctx.e
     nd = x.rank - 2
     kernel = list(ctx.attr("kernel_shape"))
@@ -198,16 +199,20 @@ def max_unpool(ctx: NodeCtx) -> list[Value]:
     pads = list(ctx.attr("pads", [0] * (2 * nd)))
     if not x.type.is_static:
         raise ctx.fail("MaxUnpool needs a static input")
-    out_shape = ctx.const_ints(2, "output_shape")
-    if out_shape is None:
-        out_shape = list(x.shape[:2]) + [(x.shape[2 + i] - 1) * strides[i] - pads[i] - pads[i + nd]
-                                         + kernel[i] for i in range(nd)]
-    total = int(np.prod(out_shape))
-    zeros = known(np.zeros(total, x.dtype.np))
+    inferred = list(x.shape[:2]) + [(x.shape[2 + i] - 1) * strides[i] - pads[i] - pads[i + nd]
+                                    + kernel[i] for i in range(nd)]
+    out_shape = ctx.const_ints(2, "output_shape") or inferred
+    if len(out_shape) != x.rank or any(o < i for o, i in zip(out_shape, inferred)):
+        raise ctx.fail(f"output_shape {out_shape} is smaller than the unpooled size {inferred}")
+    zeros = known(np.zeros(int(np.prod(inferred)), x.dtype.np))
     flat_i = e.emit("reshape", [e.emit("cast", [idx], to=BY_NAME["i64"])], shape=[-1])
     flat_x = e.emit("reshape", [x], shape=[-1])
     out = e.emit("scatter_elements", [zeros, flat_i, flat_x], axis=0)
-    return [e.emit("reshape", [out], ctx.node.output[0], shape=list(out_shape))]
+    if out_shape == inferred:
+        return [e.emit("reshape", [out], ctx.node.output[0], shape=list(out_shape))]
+    out = e.emit("reshape", [out], shape=inferred)
+    grow = [o - i for o, i in zip(out_shape, inferred)]
+    return [e.emit("pad", [out], ctx.node.output[0], pads=[0] * x.rank + grow)]
 
 
 @onnx_op("GlobalAveragePool", "GlobalMaxPool")

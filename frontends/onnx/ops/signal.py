@@ -94,3 +94,39 @@ def roi_align(ctx: NodeCtx) -> list[Value]:
                        sampling_ratio=int(ctx.attr("sampling_ratio", 0)),
                        spatial_scale=float(ctx.attr("spatial_scale", 1.0)),
                        mode=str(ctx.attr("mode", "avg")), half_pixel=ctm == "half_pixel")]
+
+
+@onnx_op("MelWeightMatrix", since=17)
+def mel_weight_matrix(ctx: NodeCtx) -> list[Value]:
+    # a constant of the model: every input sizes or places the triangles, so all are needed at
+    # import (an audio front end gives them as initializers)
+    from ..graph import onnx_dtype
+    names = ("num_mel_bins", "dft_length", "sample_rate", "lower_edge_hertz", "upper_edge_hertz")
+    args = [np.asarray(ctx.const_input(i, what)) for i, what in enumerate(names)]
+    if any(a.size != 1 for a in args):
+        raise ctx.fail("MelWeightMatrix takes scalar inputs")
+    to = onnx_dtype(int(ctx.attr("output_datatype", 1)), ctx.label)
+    matrix = mel_triangles(*(a.reshape(()) for a in args))
+    return [known(matrix.astype(to.np))]
+
+
+def mel_triangles(num_mel_bins, dft_length, sample_rate, low_hz, high_hz) -> np.ndarray:
+    """ONNX's mel filter bank: [dft_length // 2 + 1, num_mel_bins] triangles between
+    num_mel_bins + 2 points equally spaced in mel (2595 log10(1 + f / 700)) from low_hz to
+    high_hz, each point as the spectrogram bin floor((dft_length + 1) f / sample_rate).
+    The arithmetic keeps the operators' dtypes and order: the bins are floors, and ONNX's
+    expected values come from this sequence."""
+    bins_n = int(dft_length) // 2 + 1
+    points = np.arange(0, int(num_mel_bins) + 2)
+    mel_low = 2595 * np.log1p(low_hz / 700) / np.log(10)
+    mel_high = 2595 * np.log1p(high_hz / 700) / np.log(10)
+    step = (mel_high - mel_low) / points.shape[0]
+    hz = 700 * np.expm1((points * step + mel_low) / 2595 * np.log(10))
+    edge = (((dft_length + 1) * hz) // sample_rate).astype(np.int64)
+    lo, mid, hi = edge[:-2], edge[1:-1], edge[2:]          # one triangle per mel bin
+    j = np.arange(bins_n)[:, None]
+    rising = (j - lo) / np.maximum(mid - lo, 1)
+    falling = (hi - j) / np.maximum(hi - mid, 1)
+    out = np.where((j >= lo) & (j < mid), rising, 0.0)
+    out = np.where((j > mid) & (j < hi), falling, out)
+    return np.where(j == mid, 1.0, out)
