@@ -1262,6 +1262,37 @@ static inline dw_vec dw_splat(float v) {
     return (dw_vec){v, v, v, v, v, v, v, v, v, v, v, v, v, v, v, v};
 }
 
+/* Copy or zero n floats inline: an image's rows are short (8 to 64 floats), and a library call
+ * per row (memcpy / memset, or a plain loop the compiler turns into one) cost more than the
+ * copy: 9% of a small CNN's time at batch 32, 8% of a MobileNet's. The empty asm keeps the
+ * compilers from recognizing the loops as memcpy / memset again. */
+static inline void copy_f32(float *restrict dst, const float *restrict src, int64_t n) {
+    int64_t q = 0;
+    for (; q + 16 <= n; q += 16) {
+        dw_vec v;
+        memcpy(&v, src + q, sizeof v);
+        memcpy(dst + q, &v, sizeof v);
+        __asm__ volatile("" ::: "memory");
+    }
+    if (n - q >= 8) { memcpy(dst + q, src + q, 32); q += 8; }
+    if (n - q >= 4) { memcpy(dst + q, src + q, 16); q += 4; }
+    if (n - q >= 2) { memcpy(dst + q, src + q, 8); q += 2; }
+    if (n - q >= 1) dst[q] = src[q];
+}
+
+static inline void zero_f32(float *dst, int64_t n) {
+    int64_t q = 0;
+    dw_vec z = dw_splat(0.0f);
+    for (; q + 16 <= n; q += 16) {
+        memcpy(dst + q, &z, sizeof z);
+        __asm__ volatile("" ::: "memory");
+    }
+    for (; q < n; q++) {
+        dst[q] = 0.0f;
+        __asm__ volatile("" ::: "memory");
+    }
+}
+
 typedef struct {
     const float *x, *w, *bias;
     float *y;
@@ -1312,16 +1343,16 @@ static void grouped_conv_task(void *arg, int64_t lo, int64_t hi, int64_t part) {
                             int64_t yy = r * s0 + pr - p0;
                             float *dst = ph + r * cols;
                             if (yy < 0 || yy >= h) {
-                                memset(dst, 0, (size_t)cols * 4);
+                                zero_f32(dst, cols);
                                 continue;
                             }
                             const float *xr = xp + yy * wd;
-                            for (int64_t c = 0; c < c0; c++) dst[c] = 0.0f;
+                            zero_f32(dst, c0);
                             if (s1 == 1)
-                                memcpy(dst + c0, xr + c0 + sh, (size_t)(c1 - c0) * 4);
+                                copy_f32(dst + c0, xr + c0 + sh, c1 - c0);
                             else
                                 for (int64_t c = c0; c < c1; c++) dst[c] = xr[c * s1 + sh];
-                            for (int64_t c = c1; c < cols; c++) dst[c] = 0.0f;
+                            zero_f32(dst + c1, cols - c1);
                         }
                         memset(ph + rows * cols, 0, (size_t)(cols + DW_CHUNK) * 4);
                     }
@@ -1351,7 +1382,7 @@ static void grouped_conv_task(void *arg, int64_t lo, int64_t hi, int64_t part) {
             memcpy(acc + q0 + 48, &a3, sizeof a3);
         }
         float *y = g->y + plane * ho * wo;
-        for (int64_t i = 0; i < ho; i++) memcpy(y + i * wo, acc + i * cols, (size_t)wo * 4);
+        for (int64_t i = 0; i < ho; i++) copy_f32(y + i * wo, acc + i * cols, wo);
     }
     buffer_free(buf, bytes);
 }
@@ -1441,8 +1472,8 @@ static void conv_images_task(void *arg, int64_t lo, int64_t hi, int64_t part) {
                 for (int64_t i = 0; i < h; i++) {
                     float *dst = padded + (ci * hp + i + p[0]) * wp + p[1];
                     const float *src = j->x + ((b * c + ci) * h + i) * wd;
-                    if (wd <= 64)       /* a short row: a loop, not a library call */
-                        for (int64_t q = 0; q < wd; q++) dst[q] = src[q];
+                    if (wd <= 64)       /* a short row: inline, not a library call */
+                        copy_f32(dst, src, wd);
                     else
                         memcpy(dst, src, (size_t)wd * 4);
                 }
@@ -1728,7 +1759,7 @@ static void pool_task(void *arg, int64_t lo, int64_t hi, int64_t part) {
                 if (yy < 0 || yy >= h) continue;
                 const float *xr = xp + yy * w;
                 if (!taken)
-                    memcpy(mid, xr, (size_t)w * 4);
+                    copy_f32(mid, xr, w);
                 else if (is_max)
                     for (int64_t c = 0; c < w; c++) {
                         float t = xr[c], b = mid[c];
