@@ -178,6 +178,13 @@ class FunctionBuilder:
     def mov(self, src: OperandLike, into: str) -> Reg:
         return self.emit("mov", [src], results=[into])
 
+    def declare(self, name: str, type: TypeLike) -> None:
+        """The type register `name` is checked with while the function is built, whatever its
+        first definition gives: a loop-carried value whose first value has dims its later ones
+        do not (an empty stack standing in for elements of unknown dims). The verifier still
+        checks every definition at finish()."""
+        self._types[name] = as_type(type)
+
     def call(self, callee: str, *args: OperandLike, n_results: int = 1,
              into: str | Sequence[str] | None = None) -> Any:
         """`callee`'s results into new registers, or into the register(s) named by `into`."""

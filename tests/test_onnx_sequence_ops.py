@@ -118,3 +118,101 @@ def test_inverse_trig_within_a_few_ulps(op, ref, lo, hi, dtype, code):
     ok = ~np.isnan(want)
     ulps = np.abs(got[ok] - want[ok]) / np.spacing(np.abs(want[ok]).astype(dtype))
     assert ulps.max() <= 8
+
+
+# ---- ONNX sequences held as stacked tensors (frontends/onnx/ops/sequence.py) ----------------
+
+def _seq_model(nodes, inputs, outputs, opset=17):
+    return _model(nodes, inputs, outputs, opset)
+
+
+@pytest.mark.parametrize("axis, new_axis", [(0, 0), (1, 0), (-1, 0), (0, 1), (2, 1), (-1, 1)])
+def test_sequence_ops_build_and_concat_like_onnxruntime(axis, new_axis):
+    h = helper
+    nodes = [
+        h.make_node("SequenceConstruct", ["a", "b"], ["s1"]),
+        h.make_node("SequenceInsert", ["s1", "c"], ["s2"]),                  # at the back
+        h.make_node("SequenceInsert", ["s2", "a", "one"], ["s3"]),           # at position 1
+        h.make_node("SequenceErase", ["s3", "minus1"], ["s4"]),              # the last one
+        h.make_node("SequenceAt", ["s4", "one"], ["at1"]),
+        h.make_node("SequenceLength", ["s4"], ["n"]),
+        h.make_node("ConcatFromSequence", ["s4"], ["cat"], axis=axis, new_axis=new_axis),
+    ]
+    inits = [h.make_tensor("one", TensorProto.INT64, [], [1]),
+             h.make_tensor("minus1", TensorProto.INT64, [], [-1])]
+    ins = [_vi(n, F, [2, 3]) for n in "abc"]
+    outs = [_vi("at1", F, None), _vi("n", TensorProto.INT64, None), _vi("cat", F, None)]
+    g = h.make_graph(nodes, "g", ins, outs, initializer=inits)
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", 17)], ir_version=8)
+    feeds = {n: RNG.standard_normal((2, 3)).astype(np.float32) for n in "abc"}
+    got, want = _both(m, feeds)
+    for g_, w in zip(got, want):
+        np.testing.assert_array_equal(g_, w)
+
+
+@pytest.mark.parametrize("split, keepdims, axis", [(None, 1, 1), (None, 0, 1), (None, 0, 0),
+                                                   (2, 1, 1), ([2, 2], 1, 1)])
+def test_split_to_sequence_then_concat(split, keepdims, axis):
+    h = helper
+    inputs = ["x"] + (["split"] if split is not None else [])
+    nodes = [h.make_node("SplitToSequence", inputs, ["s"], axis=axis, keepdims=keepdims),
+             h.make_node("SequenceLength", ["s"], ["n"]),
+             h.make_node("SequenceAt", ["s", "last"], ["at"]),
+             h.make_node("ConcatFromSequence", ["s"], ["cat"], axis=0, new_axis=1)]
+    inits = [h.make_tensor("last", TensorProto.INT64, [], [-1])]
+    if split is not None:
+        vals = [split] if isinstance(split, int) else split
+        inits.append(h.make_tensor("split", TensorProto.INT64, [] if isinstance(split, int)
+                                   else [len(vals)], vals))
+    g = h.make_graph(nodes, "g", [_vi("x", F, [3, 4, 2])],
+                     [_vi("n", TensorProto.INT64, None), _vi("at", F, None), _vi("cat", F, None)],
+                     initializer=inits)
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", 17)], ir_version=8)
+    feeds = {"x": RNG.standard_normal((3, 4, 2)).astype(np.float32)}
+    got, want = _both(m, feeds)
+    for g_, w in zip(got, want):
+        np.testing.assert_array_equal(g_, w)
+
+
+def test_loop_appends_rows_of_unknown_width_to_an_empty_sequence():
+    # the dynamo exporter's EmbeddingBag: SequenceEmpty, a Loop that appends one reduced row
+    # per bag (its width not fixed by the types), ConcatFromSequence after it
+    h = helper
+    body = h.make_graph(
+        [h.make_node("Gather", ["x", "i"], ["row"], axis=0),
+         h.make_node("Shape", ["x"], ["xs"]),
+         h.make_node("Slice", ["row", "zero", "w"], ["part"]),           # width known at run time
+         h.make_node("Unsqueeze", ["part", "zero"], ["item"]),
+         h.make_node("SequenceInsert", ["seq_in", "item"], ["seq_out"]),
+         h.make_node("Identity", ["cond_in"], ["cond_out"])],
+        "body", [_vi("i", TensorProto.INT64, []), _vi("cond_in", TensorProto.BOOL, []),
+                 helper.make_tensor_sequence_value_info("seq_in", F, None)],
+        [_vi("cond_out", TensorProto.BOOL, []),
+         helper.make_tensor_sequence_value_info("seq_out", F, None)])
+    nodes = [h.make_node("SequenceEmpty", [], ["empty"], dtype=F),
+             h.make_node("Loop", ["trip", "true", "empty"], ["rows"], body=body),
+             h.make_node("ConcatFromSequence", ["rows"], ["y"], axis=0)]
+    inits = [h.make_tensor("zero", TensorProto.INT64, [1], [0]),
+             h.make_tensor("true", TensorProto.BOOL, [], [True])]
+    g = h.make_graph(nodes, "g", [_vi("x", F, ["n", 5]), _vi("trip", TensorProto.INT64, []),
+                                  _vi("w", TensorProto.INT64, [1])], [_vi("y", F, None)],
+                     initializer=inits)
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", 17)], ir_version=8)
+    module = import_onnx(m)
+    x = RNG.standard_normal((4, 5)).astype(np.float32)
+    for trip, width in ((4, 3), (2, 5), (1, 1)):
+        feeds = {"x": x, "trip": np.array(trip, np.int64), "w": np.array([width], np.int64)}
+        want = ort.InferenceSession(m.SerializeToString()).run(None, feeds)[0]
+        for jit in ("off", "always"):
+            got = dlvmrt.VM(module, jit=jit).run("main", *feeds.values())[0]
+            np.testing.assert_array_equal(got, want)
+
+
+def test_ragged_sequence_fails_naming_the_op():
+    from frontends.onnx.errors import OnnxImportError
+    h = helper
+    m = _seq_model([h.make_node("SequenceConstruct", ["a", "b"], ["s"]),
+                    h.make_node("ConcatFromSequence", ["s"], ["y"], axis=0)],
+                   [_vi("a", F, [2, 3]), _vi("b", F, [4, 3])], [_vi("y", F, None)])
+    with pytest.raises(OnnxImportError, match="SequenceConstruct .*share one shape"):
+        import_onnx(m)

@@ -31,7 +31,8 @@ pytestmark = pytest.mark.onnx
 MORE = {**_MORE, **PROBE, **PROBE2}
 ATOL, RTOL = 1e-4, 1e-4
 # the dynamo exporter writes these with ONNX sequences built in a loop (DLRM's EmbeddingBag: a
-# Loop of SequenceInsert per bag), which the importer does not take: the import must say so
+# Loop of SequenceInsert per bag, then ConcatFromSequence): the stacked sequences of
+# frontends/onnx/ops/sequence.py, also compiled (--jit always) and as a native library
 SEQUENCES = {"dlrm"}
 
 
@@ -54,11 +55,6 @@ def _close(got, want, what: str) -> None:
 @pytest.mark.parametrize("name", list(MORE))
 def test_matches_onnxruntime(name, exporter):
     onnx_bytes = _export(name, exporter)
-    if exporter == "dynamo" and name in SEQUENCES:
-        from frontends.onnx.errors import OnnxImportError
-        with pytest.raises(OnnxImportError, match="unsupported ONNX ops: .*Sequence"):
-            import_onnx(onnx_bytes)
-        return
     vm = dlvmrt.VM(import_onnx(onnx_bytes), jit="off")
     sess = ort.InferenceSession(onnx_bytes, providers=["CPUExecutionProvider"])
     for batch in (1, 3):
@@ -82,3 +78,17 @@ def test_native_library_matches_the_interpreter(name):
     assert vm.native.state == "ready", vm.native.status()
     assert vm.native.native_calls > 0, vm.native.status()
     _close(got, ref.run("main", *feeds.values()), f"{name} native")
+
+
+@pytest.mark.parametrize("name", sorted(SEQUENCES))
+def test_sequence_exports_compile_and_run_natively(name):
+    pytest.importorskip("onnxscript")
+    onnx_bytes = _export(name, "dynamo")
+    module = import_onnx(onnx_bytes)
+    sess = ort.InferenceSession(onnx_bytes, providers=["CPUExecutionProvider"])
+    for vm in (dlvmrt.VM(module, jit="always"), dlvmrt.VM(module, jit="auto", native="always")):
+        for batch in (1, 4):
+            feeds = MORE[name].inputs(batch, seed=batch)
+            for _ in range(2):          # the native tier takes over after the first call
+                _close(vm.run("main", *feeds.values()), sess.run(None, feeds),
+                       f"{name} dynamo b={batch}")

@@ -124,11 +124,19 @@ def tile_dyn_ref(attrs, x: np.ndarray, reps: np.ndarray) -> np.ndarray:
 # ---- slice_dyn -------------------------------------------------------------------------------
 
 def slice_dyn_rule(types: list[TensorType], attrs) -> list[TensorType]:
+    # the vectors' length does not fix the result's rank (every dim becomes unknown), so it may
+    # be unknown too (an exporter's start index sliced from a run-time offsets vector); equal
+    # lengths are then checked when it runs
     t, starts, ends, axes, steps = types
-    n = _vector_len("slice_dyn", starts, "starts")
-    for what, v in (("ends", ends), ("axes", axes), ("steps", steps)):
-        if _vector_len("slice_dyn", v, what) != n:
-            raise OpTypeError(f"slice_dyn {what} has {v.shape[0]} entries, starts {n}")
+    lengths = {}
+    for what, v in (("starts", starts), ("ends", ends), ("axes", axes), ("steps", steps)):
+        if not v.dtype.is_int or v.rank != 1:
+            raise OpTypeError(f"slice_dyn {what} must be a 1-D integer vector, got {v}")
+        if isinstance(v.shape[0], int):
+            lengths[what] = v.shape[0]
+    if len(set(lengths.values())) > 1:
+        raise OpTypeError("slice_dyn " + ", ".join(f"{k} has {n}" for k, n in lengths.items()) +
+                          " entries: they must be equal")
     if t.rank == 0:
         raise OpTypeError("slice_dyn needs an operand of rank 1 or more")
     return [t.with_shape((None,) * t.rank)]
@@ -136,6 +144,9 @@ def slice_dyn_rule(types: list[TensorType], attrs) -> list[TensorType]:
 
 def slice_dyn_ref(attrs, x: np.ndarray, starts, ends, axes, steps) -> np.ndarray:
     index: list[slice] = [slice(None)] * x.ndim
+    if not len(starts) == len(ends) == len(axes) == len(steps):
+        raise Trap(f"slice_dyn: starts, ends, axes and steps differ in length ({len(starts)}, "
+                   f"{len(ends)}, {len(axes)}, {len(steps)})")
     st = _ints(steps)
     if any(s == 0 for s in st):
         raise Trap("slice_dyn: a step is 0")

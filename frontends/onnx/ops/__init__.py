@@ -14,6 +14,7 @@ from . import (  # noqa: F401
     resize,
     rnn,
     scan,
+    sequence,
     shape,
     signal,
     training,

@@ -21,6 +21,7 @@ from isa.types import TensorType
 from ..registry import NodeCtx, onnx_op
 from ..values import Emitter, Value, known
 from .common import cast, scalar
+from .sequence import EmptySequence, stacked_empty
 
 BOOL, I64 = BY_NAME["bool"], BY_NAME["i64"]
 
@@ -132,16 +133,20 @@ def loop(ctx: NodeCtx) -> list[Value]:
     n_carried = len(inits)
     b_in = [i.name for i in body.input]
 
-    # carried types: widen the dims that change across an iteration (dry runs, rolled back)
-    types = [v.type for v in inits]
+    # carried types: widen the dims that change across an iteration (dry runs, rolled back). A
+    # sequence carried from SequenceEmpty has no element shape until the body inserts one: the
+    # first dry run binds it as it is and takes the stacked type the body gives back
+    types = [None if isinstance(v, EmptySequence) else v.type for v in inits]
     for _ in range(4):
         snap = _Rollback(e)
         bound = {b_in[0]: Value(TensorType(I64, ()), Reg("dry_i")),
                  b_in[1]: Value(TensorType(BOOL, ()), Reg("dry_c"))}
-        bound.update({n: Value(t, Reg(f"dry_v{k}")) for k, (n, t) in enumerate(zip(b_in[2:], types))})
+        bound.update({n: v if t is None else Value(t, Reg(f"dry_v{k}"))
+                      for k, (n, t, v) in enumerate(zip(b_in[2:], types, inits))})
         outs = ctx.graph.run_graph(body, ctx.scope, bound)
         snap.undo()
-        new = [_joined(ctx, t, o.type) for t, o in zip(types, outs[1:1 + n_carried])]
+        new = [o.type.with_shape((None,) + o.type.shape[1:]) if t is None else
+               _joined(ctx, t, o.type) for t, o in zip(types, outs[1:1 + n_carried])]
         scan_types = [o.type for o in outs[1 + n_carried:]]
         if new == types:
             break
@@ -152,8 +157,11 @@ def loop(ctx: NodeCtx) -> list[Value]:
     c = _reg(e, "cond", TensorType(BOOL, ()))
     e.mov(_scalar_bool(e, cond) if cond is not None else known(np.array(True)), c.operand.name)
     carried = []
+    inits = [stacked_empty(ctx, t) if isinstance(v, EmptySequence) else v
+             for v, t in zip(inits, types)]
     for k, (v, t) in enumerate(zip(inits, types)):
         r = _reg(e, ctx.node.output[k] if k < len(ctx.node.output) else "carried", t)
+        e.fb.declare(r.operand.name, t)
         e.mov(v, r.operand.name)
         carried.append(r)
     accs = []

@@ -25,12 +25,13 @@ def is_dynamic(v: Value | None) -> bool:
     return v is not None and v.const is None and v.sym is None
 
 
-def vector(ctx: NodeCtx, i: int, what: str) -> Value:
-    """Input i as a run-time i64 vector of static length (its length fixes a rank)."""
+def vector(ctx: NodeCtx, i: int, what: str, any_length: bool = False) -> Value:
+    """Input i as a run-time i64 vector of static length (its length fixes a rank), or of any
+    length where the op takes that."""
     v = ctx.req(i)
     if v.rank == 0:
         v = ctx.e.emit("reshape", [v], shape=[1])
-    if v.rank != 1 or not isinstance(v.shape[0], int):
+    if v.rank != 1 or not (any_length or isinstance(v.shape[0], int)):
         raise ctx.fail(f"{what} (input {i}) must be a 1-D vector of static length, got {v.type}")
     if not v.dtype.is_int:
         raise ctx.fail(f"{what} (input {i}) must be an integer vector, got {v.type}")
@@ -47,24 +48,36 @@ def scalar_of(ctx: NodeCtx, i: int, what: str) -> Value:
     return v
 
 
-def vec_or_known(ctx: NodeCtx, i: int, what: str, default: list[int]) -> Value:
+def vec_or_known(ctx: NodeCtx, i: int, what: str, default: list[int],
+                 any_length: bool = False) -> Value:
     """Input i as an i64 vector (run time or known), or `default` when it is absent."""
     if ctx.input(i) is None:
         return known(np.array(default, np.int64))
     v = ctx.input(i)
     if v.const is not None:
         return known(np.asarray(v.const, np.int64).reshape(-1))
-    return vector(ctx, i, what)
+    return vector(ctx, i, what, any_length)
 
 
 def slice_dyn(ctx: NodeCtx, x: Value) -> Value:
-    """ONNX Slice with starts, ends, axes or steps computed at run time."""
-    starts = vec_or_known(ctx, 1, "starts", [])
+    """ONNX Slice with starts, ends, axes or steps computed at run time (their length may be
+    unknown too: a start sliced from a run-time offsets vector)."""
+    e = ctx.e
+    starts = vec_or_known(ctx, 1, "starts", [], any_length=True)
     n = starts.shape[0]
-    ends = vec_or_known(ctx, 2, "ends", [])
-    axes = vec_or_known(ctx, 3, "axes", list(range(n)))
-    steps = vec_or_known(ctx, 4, "steps", [1] * n)
-    return ctx.e.emit("slice_dyn", [x, starts, ends, axes, steps], ctx.node.output[0])
+    ends = vec_or_known(ctx, 2, "ends", [], any_length=True)
+    if isinstance(n, int):
+        axes = vec_or_known(ctx, 3, "axes", list(range(n)), any_length=True)
+        steps = vec_or_known(ctx, 4, "steps", [1] * n, any_length=True)
+    else:       # defaults as long as starts is when it runs: 0, 1, ... and ones
+        count = e.emit("gather", [e.emit("shape_of", [starts]), known(np.array(0, np.int64))],
+                       axis=0)
+        upto = e.emit("range", [known(np.array(0, np.int64)), count, known(np.array(1, np.int64))])
+        axes = vec_or_known(ctx, 3, "axes", [], any_length=True) if ctx.input(3) else upto
+        steps = vec_or_known(ctx, 4, "steps", [], any_length=True) if ctx.input(4) else \
+            e.emit("add", [e.emit("mul", [upto, known(np.array(0, np.int64))]),
+                           known(np.array(1, np.int64))])
+    return e.emit("slice_dyn", [x, starts, ends, axes, steps], ctx.node.output[0])
 
 
 def pad_dyn(ctx: NodeCtx, x: Value, mode: str) -> Value:

@@ -209,7 +209,16 @@ def expand(ctx: NodeCtx) -> list[Value]:
         return [ctx.e.emit("broadcast_dyn", [x, vector(ctx, 1, "shape")], ctx.node.output[0])]
     if list(x.shape) == target:
         return [x]
+    if _derived(ctx, target):
+        # a shape attribute names only dims the call binds: the run-time vector, typed
+        return [ctx.e.emit("broadcast_dyn", [x, vector(ctx, 1, "shape")], ctx.node.output[0],
+                           result_type=TensorType(x.dtype, tuple(target)))]
     return [ctx.e.emit("broadcast_to", [x], ctx.node.output[0], shape=target)]
+
+
+def _derived(ctx: NodeCtx, dims: list) -> bool:
+    """Whether dims name a derived dim (batch_x4: an expression no call binds)."""
+    return any(isinstance(d, str) and d in ctx.e.derived.exprs for d in dims)
 
 
 @onnx_op("ConstantOfShape")
@@ -224,6 +233,9 @@ def constant_of_shape(ctx: NodeCtx) -> list[Value]:
         return [ctx.e.emit("fill", [vector(ctx, 0, "shape"), known(fill.reshape(()))],
                            ctx.node.output[0])]
     dims = shape_entries(ctx, 0, "shape")
+    if _derived(ctx, dims):
+        return [ctx.e.emit("fill", [vector(ctx, 0, "shape"), known(fill.reshape(()))],
+                           ctx.node.output[0], result_type=TensorType(dt, tuple(dims)))]
     if any(d is None for d in dims):
         # some entries are computed at run time: the dynamic row takes the whole vector
         return [ctx.e.emit("fill", [vector(ctx, 0, "shape"), known(fill.reshape(()))],
