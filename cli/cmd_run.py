@@ -7,7 +7,7 @@ import numpy as np
 
 from dlvmrt.devices import device_names
 
-from .common import UsageError, load_program, parse_dims, read_inputs
+from .common import UsageError, as_declared_narrow, load_program, parse_dims, read_inputs
 
 
 def register(sub) -> None:
@@ -71,7 +71,7 @@ def run(a) -> int:
                 "missing " + ", ".join(missing) if missing else "",
                 "no parameter named " + ", ".join(extra) if extra else ""]))
                 + f" (parameters of @{a.entry}: " + ", ".join(p.name for p in func.params) + ")")
-        inputs = given
+        inputs = {p.name: as_declared_narrow(given[p.name], p.type.dtype) for p in func.params}
     else:
         inputs = make_inputs(func, dims, a.seed)
         if not a.quiet:

@@ -56,6 +56,15 @@ def write_output(path: str, data: bytes) -> None:
         raise UsageError(f"cannot write {path}: {e.strerror or e}") from None
 
 
+def as_declared_narrow(a: np.ndarray, dtype) -> np.ndarray:
+    """An .npz array for a parameter of a narrow dtype (bf16, float8, int4 ...): NumPy's npz
+    keeps ml_dtypes arrays as raw void bytes (|V2), so bytes of the declared width are read as
+    the declared dtype; anything else is passed on unchanged (a mismatch is the VM's trap)."""
+    if dtype.is_narrow and a.dtype.kind == "V" and a.dtype.itemsize == dtype.itemsize:
+        return a.view(dtype.np)
+    return a
+
+
 def read_inputs(path: str) -> dict[str, np.ndarray]:
     try:
         with np.load(path, allow_pickle=False) as z:

@@ -183,3 +183,21 @@ def test_long_compiles_show_progress(capsys, tmp_path, monkeypatch):
     monkeypatch.setenv("DLVM_CACHE_DIR", str(tmp_path / "cache"))
     code, _, err = run_cli(capsys, "run", MLP, "--jit", "always")
     assert code == 0 and "compiling:" in err and "compiled " in err and "kernel" in err
+
+
+def test_run_reads_narrow_dtype_inputs_from_npz(tmp_path, capsys):
+    # npz keeps ml_dtypes arrays as raw void bytes: a parameter of a narrow dtype reads them as
+    # that dtype (bytes of another width are still the VM's clean trap)
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    prog = tmp_path / "n.dlasm"
+    prog.write_text("module n\nfunc @main(%x: bf16[3]) -> bf16[3] {\n  %y = mul %x, 2.0\n"
+                    "  ret %y\n}\n")
+    np.savez(tmp_path / "in.npz", x=np.array([1.5, -2, 3.25], ml_dtypes.bfloat16))
+    code, out, err = run_cli(capsys, "run", str(prog), "--inputs", str(tmp_path / "in.npz"),
+                             "--out", str(tmp_path / "out.npz"))
+    assert code == 0, err
+    got = np.load(tmp_path / "out.npz")["out0"].view(ml_dtypes.bfloat16)
+    np.testing.assert_array_equal(got.astype(np.float32), [3, -4, 6.5])
+    np.savez(tmp_path / "bad.npz", x=np.zeros(3, np.float32))
+    code, out, err = run_cli(capsys, "run", str(prog), "--inputs", str(tmp_path / "bad.npz"))
+    assert code != 0 and "must be bf16[3]" in err
