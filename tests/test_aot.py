@@ -1003,3 +1003,38 @@ entry:
         a = rng.standard_normal(sa).astype(np.float32)
         m = rng.standard_normal(sm).astype(np.float32)
         close(lib.run("main", a, m), dlvmrt.VM(module, jit="off").run("main", a, m))
+
+
+GATHER_VIEWS = """module views
+func @main(%x: f32[N, 3], %i: i64[], %acc: f32[0, 3]) -> (f32[3], f32[3], f32[?, 3], f32[N, 3], f32[3]) {
+entry:
+  %y = mul %x, 2.0
+  %a = gather %y, %i {axis = 0}
+  %b = gather %y, -1 {axis = 0}
+  %ea = expand_dims %a {axes = [0]}
+  %eb = expand_dims %b {axes = [0]}
+  %g = concat %acc, %ea {axis = 0}
+  %g = concat %g, %eb {axis = 0}
+  %g = concat %g, %ea {axis = 0}
+  %h = add %y, 1.0
+  %first = gather %y, 0 {axis = 0}
+  %c = concat %ea, %eb {axis = 0}
+  ret %a, %b, %g, %h, %first
+}
+"""
+
+
+def test_gathers_of_one_index_share_the_buffer_and_stay_values(tmp_path):
+    # a gather of one index with nothing before its axis is a view of its operand in the
+    # library: the operand, the views and appends after them must all keep their values
+    module = assembler.parse(GATHER_VIEWS)
+    compile_library(module, tmp_path)
+    lib, vm = aot.load(tmp_path), dlvmrt.VM(module, jit="off")
+    x = np.arange(15, dtype=np.float32).reshape(5, 3)
+    acc = np.zeros((0, 3), np.float32)
+    for i in (0, 2, -1, 4):
+        args = (x, np.array(i), acc)
+        for _ in range(2):
+            close(lib.run("main", *args), vm.run("main", *args))
+    with pytest.raises(Trap, match="out of range"):
+        lib.run("main", x, np.array(5), acc)

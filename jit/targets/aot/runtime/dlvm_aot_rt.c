@@ -2894,11 +2894,26 @@ HIDDEN int dlvm_rt_gather(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *idx,
             return dlvm_rt_fail(ctx, DLVM_RT_ERR_TRAP, "gather index %lld is out of range for axis "
                                 "%lld of size %lld", (long long)j, (long long)axis, (long long)size);
     }
-    dlvm_val tmp = {0};
-    if (dlvm_rt_alloc(ctx, &tmp, x->dtype, r, shape)) return 1;
     size_t item = dlvm_rt_itemsize(x->dtype);
     int64_t outer = numel_of((int)axis, x->shape), inner = numel_of(rank - (int)axis - 1, x->shape + axis + 1);
     size_t row = (size_t)inner * item;
+    if (outer == 1 && n_idx == 1) {
+        /* one index where nothing comes before the axis (a recurrent loop's x[t] of its input
+         * projections): the result is a contiguous run of x, so it shares x's buffer instead of
+         * copying it (values are never written after they are made; a view never starts a
+         * buffer's `used` bytes, so concat's in-place append leaves it alone) */
+        int64_t j = idx->dtype == DT_I32 ? ((const int32_t *)idx->data)[0] : ((const int64_t *)idx->data)[0];
+        dlvm_val view = *x;
+        view.data = (char *)x->data + (size_t)(j < 0 ? j + size : j) * row;
+        view.rank = r;
+        memcpy(view.shape, shape, 8 * (size_t)r);
+        if (view.buf) view.buf->refs++;
+        dlvm_rt_release(out);
+        *out = view;
+        return 0;
+    }
+    dlvm_val tmp = {0};
+    if (dlvm_rt_alloc(ctx, &tmp, x->dtype, r, shape)) return 1;
     char *dst = tmp.data;
     /* the indices once, wrapped (a gather along the last axis, a resize's, reads them per row) */
     int64_t stack_at[256];
