@@ -68,6 +68,9 @@ class Library:
         self._set_max_steps = getattr(self._lib, f"{self.name}_set_max_steps", None)
         if self._set_max_steps is not None:
             self._set_max_steps.argtypes = [ctypes.c_int64]
+        self._allocation_counts = getattr(self._lib, f"{self.name}_allocation_counts", None)
+        if self._allocation_counts is not None:
+            self._allocation_counts.argtypes = [ctypes.POINTER(ctypes.c_int64)]
         self._types: dict[str, list] = {}
         self._frames = threading.local()      # entry -> _Frame, per thread
         self._fns = {}
@@ -89,6 +92,18 @@ class Library:
 
     def set_threads(self, n: int) -> None:
         self._set_threads(int(n))
+
+    def allocation_counts(self) -> tuple[int, int] | None:
+        """(system allocations, results handed over) since the library was loaded: the calls
+        into malloc for values, headers and scratch the runtime's buffer cache did not serve
+        (and results copied out), and the results callers took. A steady-state call adds as
+        many of the first as of the second: its compiled code allocates nothing itself. None
+        for libraries written before the counts."""
+        if self._allocation_counts is None:
+            return None
+        out = (ctypes.c_int64 * 2)()
+        self._allocation_counts(out)
+        return int(out[0]), int(out[1])
 
     def set_max_steps(self, n: int) -> bool:
         """Bound the blocks one call may run (0: no limit); False if the library cannot."""

@@ -51,6 +51,8 @@ CLEAR_WIN = 2.0
 # the machine during the trial (another process, a compile on the background thread) must not
 # fix the slower way for good
 RETRY_AFTER = 1000
+# native calls before status() counts allocations (the buffer cache fills first)
+STEADY_AFTER = 4
 RETRY_MAX = 64000
 MAX_SIGNATURES = 256        # signatures remembered per VM (then forgotten and tried again)
 # how close the library's results must be to the VM's on the first call of a signature (f32
@@ -75,6 +77,9 @@ class NativeTier:
         self.reason = ""
         self.calls = 0
         self.native_calls = 0
+        # (native calls, allocation counts) at the last two powers of two: status() reports the
+        # window between them (steady state, once the buffer cache and every signature warmed)
+        self._window: tuple = (None, None)
         self.choice: dict[tuple, bool] = {}           # signature -> runs native
         # per signature: quiet native and VM samples, then every later sample of each
         self.trials: dict[tuple, tuple[list, list, list, list]] = {}
@@ -110,6 +115,9 @@ class NativeTier:
             code, _, outs = lib.call(entry, arrays)
             if code == 0:
                 self.native_calls += 1
+                n = self.native_calls
+                if n >= STEADY_AFTER and n & (n - 1) == 0:      # at calls 4, 8, 16, ...
+                    self._window = (self._window[1], (n, lib.allocation_counts()))
                 return outs
             self._decline(sig)       # the library cannot run it: the VM says what happens
             return interpret(entry, values)
@@ -138,9 +146,20 @@ class NativeTier:
         text = {"waiting": f"not built yet (built after {self.after} calls)",
                 "compiling": "building the library",
                 "ready": f"library loaded; {native} of {len(self.choice)} input signatures run it, "
-                         f"{self.native_calls} native calls",
+                         f"{self.native_calls} native calls{self._allocations()}",
                 "unavailable": f"off: {self.reason}"}[self.state]
         return f"native tier ({self.mode}): {text}"
+
+    def _allocations(self) -> str:
+        """The system allocations of the native calls between the last two powers of two (the
+        buffer cache warm): as many as the results handed back means the compiled code
+        allocated nothing of its own."""
+        a, b = self._window
+        if a is None or b is None or a[1] is None or b[1] is None:
+            return ""
+        sys_n, res_n = b[1][0] - a[1][0], b[1][1] - a[1][1]
+        return (f"; native calls {a[0] + 1}-{b[0]}: {sys_n} system allocations, "
+                f"{max(sys_n - res_n, 0)} beyond the {res_n} results handed back")
 
     # -- choosing -----------------------------------------------------------------------------
 

@@ -233,3 +233,55 @@ def test_a_forked_child_runs_the_library():
             os._exit(0 if ok else 1)
     _, status = os.waitpid(pid, 0)
     assert os.WEXITSTATUS(status) == 0
+
+
+RECURRENT = """module rec
+func @main(%x: f32[T, N, 8], %w: f32[8, 8]) -> (f32[N, 8], f32[?, N, 8]) {
+entry:
+  %t = const 0 : i64[]
+  %one = const 1 : i64[]
+  %shape = shape_of %x
+  %steps = gather %shape, 0 {axis = 0}
+  %h = const 0.0 : f32[N, 8]
+  %ys = const 0.0 : f32[0, N, 8]
+  jmp head
+head:
+  %more = lt %t, %steps
+  br %more, body, done
+body:
+  %xt = gather %x, %t {axis = 0}
+  %p = matmul %h, %w
+  %s = add %xt, %p
+  %h = tanh %s
+  %e = expand_dims %h {axes = [0]}
+  %ys = concat %ys, %e {axis = 0}
+  %t = add %t, %one
+  jmp head
+done:
+  ret %h, %ys
+}
+"""
+
+
+@pytest.mark.parametrize("source", ["mlp", "recurrent"])
+def test_steady_state_calls_allocate_only_their_results(source):
+    # issue 12's target: compiled code allocates nothing in a steady state; the runtime counts
+    # its calls into malloc (buffer cache misses) and the results it hands back, and the
+    # native tier's status reports them over a window of calls
+    module = mlp_module() if source == "mlp" else assembler.parse(RECURRENT)
+    rng = np.random.default_rng(0)
+    args = [rng.standard_normal((5, 16)).astype(np.float32)] if source == "mlp" else \
+        [rng.standard_normal((12, 3, 8)).astype(np.float32),
+         (rng.standard_normal((8, 8)) * 0.3).astype(np.float32)]
+    vm = native_vm(module)
+    for _ in range(40):
+        vm.run("main", *args)
+    lib = vm.native.library
+    before = lib.allocation_counts()
+    for _ in range(10):
+        vm.run("main", *args)
+    after = lib.allocation_counts()
+    results_n = after[1] - before[1]
+    assert results_n == 10 * (1 if source == "mlp" else 2)
+    assert after[0] - before[0] == results_n, (before, after)
+    assert "0 beyond the" in vm.native.status(), vm.native.status()

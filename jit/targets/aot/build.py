@@ -178,7 +178,9 @@ def _exports(name: str) -> str:
     return (f"DLVM_API void {name}_free(void *data) {{ free(data); }}\n"
             f"DLVM_API void {name}_set_threads(int threads) {{ dlvm_rt_set_threads(threads); }}\n"
             f"DLVM_API int {name}_get_threads(void) {{ return dlvm_rt_threads(); }}\n"
-            f"DLVM_API void {name}_set_max_steps(int64_t steps) {{ dlvm_rt_set_max_steps(steps); }}\n")
+            f"DLVM_API void {name}_set_max_steps(int64_t steps) {{ dlvm_rt_set_max_steps(steps); }}\n"
+            f"DLVM_API void {name}_allocation_counts(int64_t *out) "
+            f"{{ dlvm_rt_allocation_counts(out); }}\n")
 
 
 def _pic_machine():

@@ -88,6 +88,11 @@ DLVM_API int {name}_get_threads(void);
 /* The blocks one call may run (0, the default: no limit); beyond it the call returns
  * DLVM_ERR_RESOURCE. A program that may loop for ever can be bounded this way. */
 DLVM_API void {name}_set_max_steps(int64_t steps);
+/* Counts since the library was loaded: out[0] the calls into the system allocator (values,
+ * their headers and scratch the buffer cache could not serve, and results copied out), out[1]
+ * the results handed to callers. In a steady state out[0] grows by out[1]'s growth: the
+ * compiled code itself allocates nothing. */
+DLVM_API void {name}_allocation_counts(int64_t out[2]);
 
 {functions}
 #ifdef __cplusplus

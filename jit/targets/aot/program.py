@@ -769,11 +769,10 @@ class ProgramCompiler:
         w("size_t bytes = (size_t)dlvm_rt_numel(&res[j]) * dlvm_rt_itemsize(res[j].dtype);", 2)
         w("void *data;", 2)
         w("if (res[j].buf && res[j].buf->refs == 1 && res[j].data == res[j].buf->data) {", 2)
-        w("data = res[j].buf->data;   /* the caller takes the buffer over */", 3)
-        w("free(res[j].buf);", 3)
-        w("res[j].buf = NULL;", 3)
+        w("data = dlvm_rt_take_buffer(&res[j]);   /* the caller takes the buffer over */", 3)
         w("} else {", 2)
         w("data = malloc(bytes ? bytes : 1);", 3)
+        w("dlvm_rt_note_result();", 3)
         w("if (!data) { rc = dlvm_rt_fail(&ctx, DLVM_RT_ERR_RESOURCE, \"out of memory for the results\"); "
           "break; }", 3)
         w("memcpy(data, res[j].data, bytes);", 3)

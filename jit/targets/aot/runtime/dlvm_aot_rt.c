@@ -20,20 +20,51 @@
 
 /* ---- buffers -----------------------------------------------------------------------------
  * A call allocates a buffer per intermediate value and frees it when the value dies; the same
- * sizes come back every step of a loop and every call. Each thread keeps a few freed buffers
- * per power-of-two size class (at most 256 MB per thread, 512 MB per process) and hands them out again, so a
- * steady-state call reaches malloc for little but its results: a large buffer is not mapped and
+ * sizes come back every step of a loop and every call. Each thread keeps freed buffers per
+ * power-of-two size class (up to 128 a class: MiniLM holds some 50 small values of one class
+ * at once, and 8 a class made it allocate 44 buffers a call; at most 256 MB per thread, 512 MB
+ * per process) and hands them out again, so a steady-state call reaches malloc only for the
+ * results it hands back (dlvm_rt_allocation_counts shows it): a large buffer is not mapped and
  * faulted in afresh on every call (at batch 32, page faults took a third of MobileNet's time).
  * A thread's buffers are freed when it exits. Buffers are 64-byte aligned and a whole class in size, so any thread may free
  * any buffer with free() (the caller frees results that way). */
 #define CACHE_CLASSES 27            /* 64 B .. 4 GB (64 B << 26) */
-#define CACHE_PER_CLASS 8
+#define CACHE_PER_CLASS 128
 #define CACHE_BYTES ((size_t)256 << 20)
 #define PROCESS_CACHE_BYTES ((int64_t)512 << 20)   /* all threads together */
 
 static int64_t cached_total;        /* bytes cached by every thread (atomic) */
 
-#define CACHE_HEADERS 256            /* value headers (dlvm_rt_buf) kept per thread */
+/* Calls into the system allocator for values, value headers and per-call scratch (cache
+ * misses), and results handed to the caller (their buffers leave the cache for good): in a
+ * steady state the first equals the second, so compiled code allocates nothing of its own.
+ * Read by {name}_allocation_counts (dlvmrt.aot.Library.allocation_counts). */
+static int64_t system_allocations, results_handed_over;
+
+HIDDEN void dlvm_rt_allocation_counts(int64_t *out) {
+    out[0] = __atomic_load_n(&system_allocations, __ATOMIC_RELAXED);
+    out[1] = __atomic_load_n(&results_handed_over, __ATOMIC_RELAXED);
+}
+
+/* a result copied into a fresh malloc for the caller (a system allocation too) */
+HIDDEN void dlvm_rt_note_result(void) {
+    __atomic_add_fetch(&results_handed_over, 1, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&system_allocations, 1, __ATOMIC_RELAXED);
+}
+
+static void header_free(dlvm_rt_buf *b);
+
+/* The data of result v, whose buffer only v holds from its start: the caller takes the buffer
+ * over (and frees it with free()); its header goes back to the cache. */
+HIDDEN void *dlvm_rt_take_buffer(dlvm_val *v) {
+    void *data = v->buf->data;
+    header_free(v->buf);
+    v->buf = NULL;
+    __atomic_add_fetch(&results_handed_over, 1, __ATOMIC_RELAXED);
+    return data;
+}
+
+#define CACHE_HEADERS 1024           /* value headers (dlvm_rt_buf) kept per thread */
 
 typedef struct {
     void *items[CACHE_CLASSES][CACHE_PER_CLASS];
@@ -94,6 +125,7 @@ static void *buffer_alloc(size_t *bytes) {
             return c->items[k][--c->count[k]];
         }
     }
+    __atomic_add_fetch(&system_allocations, 1, __ATOMIC_RELAXED);
     return aligned_alloc(64, *bytes);
 }
 
@@ -116,6 +148,7 @@ static void buffer_free(void *data, size_t bytes) {
 static dlvm_rt_buf *header_alloc(void) {
     buffer_cache *c = thread_cache();
     if (c && c->n_headers > 0) return c->headers[--c->n_headers];
+    __atomic_add_fetch(&system_allocations, 1, __ATOMIC_RELAXED);
     return malloc(sizeof(dlvm_rt_buf));
 }
 
@@ -653,13 +686,15 @@ static int region_run(dlvm_ctx *ctx, const dlvm_rt_kernel *k, dlvm_val *const *i
     int64_t parts = 1;
     double work = (double)total * k->work_per_element;
     if (threads > 1 && dims[0] > 1 && work > 60000.0) parts = threads;
+    size_t scratch_total = 0;
     if (k->slots) {
         call.scratch_bytes = ((size_t)k->slots * (size_t)inner_total * 8 + 63) / 64 * 64;
-        call.scratch = aligned_alloc(64, call.scratch_bytes * (size_t)threads);
+        scratch_total = call.scratch_bytes * (size_t)threads;
+        call.scratch = buffer_alloc(&scratch_total);       /* from the cache, as values */
         if (!call.scratch) return dlvm_rt_fail(ctx, DLVM_RT_ERR_RESOURCE, "out of memory");
     }
     dlvm_rt_parallel(region_task, &call, dims[0], parts);
-    free(call.scratch);
+    if (call.scratch) buffer_free(call.scratch, scratch_total);
     if (call.status & 1)
         return dlvm_rt_fail(ctx, DLVM_RT_ERR_TRAP, "integer division or modulo by zero, or a "
                             "negative integer exponent");
@@ -1538,9 +1573,11 @@ static int conv2d(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *w, const dlv
          * as much copying as the product itself for a batch of small images) */
         int64_t kk = c * kh * kw;
         float *w_packed = NULL;
+        size_t w_bytes = 0;
         if (n >= 2 && o >= DLVM_GEMM_MIN_ROWS && kk > 0) {
             int64_t padded = (o + DLVM_GEMM_MR - 1) / DLVM_GEMM_MR * DLVM_GEMM_MR;
-            w_packed = aligned_alloc(64, ((size_t)(padded * kk) * 4 + 63) / 64 * 64);
+            w_bytes = ((size_t)(padded * kk) * 4 + 63) / 64 * 64;
+            w_packed = buffer_alloc(&w_bytes);          /* from the cache: every call packs */
             if (w_packed) {
                 dlvm_sgemm_pack_a(o, kk, w->data, kk, 1, w_packed);
                 job.w_packed = w_packed;
@@ -1556,7 +1593,7 @@ static int conv2d(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *w, const dlv
             job.ctx = ctx;
             conv_images_task(&job, 0, n, 0);
         }
-        free(w_packed);
+        if (w_packed) buffer_free(w_packed, w_bytes);
         if (job.failed)
             return ctx->status->code ? ctx->status->code
                                      : dlvm_rt_fail(ctx, DLVM_RT_ERR_RESOURCE, "out of memory (conv2d)");

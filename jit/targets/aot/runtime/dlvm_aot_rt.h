@@ -75,6 +75,9 @@ enum { NODE_LOAD = 0, NODE_CONST = 1, NODE_REDUCE_KEEP = 2, NODE_REDUCE_DROP = 3
 /* values */
 int dlvm_rt_alloc(dlvm_ctx *ctx, dlvm_val *v, int32_t dtype, int32_t rank, const int64_t *shape);
 void dlvm_rt_release(dlvm_val *v);
+void dlvm_rt_allocation_counts(int64_t *out);
+void dlvm_rt_note_result(void);
+void *dlvm_rt_take_buffer(dlvm_val *v);
 void dlvm_rt_assign(dlvm_val *dst, const dlvm_val *src);
 void dlvm_rt_const(dlvm_val *v, const void *data, int32_t dtype, int32_t rank, const int64_t *shape);
 int64_t dlvm_rt_numel(const dlvm_val *v);
