@@ -138,7 +138,28 @@ def test_without_ml_dtypes_the_error_names_the_package(monkeypatch):
         DType.BF16.np   # noqa: B018 - the property raises
 
 
-def test_native_library_declines_narrow_programs(tmp_path):
+INNER = """
+module inner
+func @main(%x: f32[4]) -> f32[4] {
+  %b = cast %x {to = bf16}
+  %t = reshape %b {shape = [2, 2]}
+  %u = reshape %t {shape = [4]}
+  %y = cast %u {to = f32}
+  ret %y
+}
+"""
+
+
+@pytest.mark.parametrize("source", [PROGRAM, INNER], ids=["signature", "inside"])
+def test_native_library_declines_narrow_programs(tmp_path, source):
+    # a clean refusal naming the dtype (the C of a movement op would otherwise not compile),
+    # and the VM with the native tier on runs the program itself
     from jit.targets.aot import AotError, compile_library
-    with pytest.raises(AotError, match="no kernels for bf16"):
-        compile_library(assembler.assemble(PROGRAM), tmp_path / "lib")
+    with pytest.raises(AotError, match="the bf16 dtype"):
+        compile_library(assembler.assemble(source), tmp_path / "lib")
+    vm = dlvmrt.VM(assembler.assemble(source), native="always")
+    args = (X, Y) if source is PROGRAM else (np.array([1.0, 2.5, 3.3, -7.1], np.float32),)
+    for _ in range(3):
+        got = vm.run("main", *args)
+    if source is INNER:
+        same(got[0], args[0].astype(BF16).astype(np.float32))

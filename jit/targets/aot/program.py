@@ -27,7 +27,7 @@ from jit.kernel_ir import REDUCE_KINDS, Kernel
 from jit.llvm.lower import lower_kernel
 from jit.regions import ELEMENTWISE, EPILOGUE_KINDS, REDUCE, Region, form_regions
 
-from .cnames import c_double, c_string, dtype_code, i64_array, ident
+from .cnames import C_TYPES, c_double, c_string, dtype_code, i64_array, ident
 from .variant import (
     MAX_RANK,
     Variant,
@@ -87,6 +87,11 @@ def _reduce_kind(op: str) -> int | None:
     if facts is None or facts.combine not in _REDUCE_KIND:
         return None
     return _MEAN_KIND if facts.mean else _REDUCE_KIND[facts.combine]
+
+
+def _no_c_type(d: DType) -> str:
+    # the narrow storage formats (bf16, float8, int4 ...): the interpreter computes them
+    return f"the {d} dtype (no library code for it; the VM runs it)"
 
 
 class Unsupported(Exception):
@@ -207,6 +212,9 @@ class ProgramCompiler:
 
     def _module_constant(self, name: str) -> None:
         c = self.module.constants[name]
+        if c.type.dtype not in C_TYPES:
+            self.out.unsupported.append(f"constant @{name}: {_no_c_type(c.type.dtype)}")
+            return
         # (np.ascontiguousarray would make a 0-d constant 1-d)
         value = np.array(c.value, dtype=c.type.dtype.np, order="C")
         blob = self._blob(value)
@@ -258,6 +266,10 @@ class ProgramCompiler:
         w("(void)dims;")
         w(f"if (++ctx->depth > {200}) {{ dlvm_rt_fail(ctx, DLVM_RT_ERR_RESOURCE, "
           f"\"call depth above 200 at @{fname}\"); goto fail; }}")
+        for t in [p.type for p in func.params] + list(func.results):
+            if t.dtype not in C_TYPES:
+                self.out.unsupported.append(f"@{fname} signature: {_no_c_type(t.dtype)}")
+                return
         for i, p in enumerate(func.params):
             w(f"if (dlvm_rt_bind(ctx, {c_string(p.name)}, args[{i}].data, args[{i}].shape, "
               f"args[{i}].rank, args[{i}].dtype, {self._type_args(p.type)}, dims, &r[{regs[p.name]}])) "
@@ -273,6 +285,10 @@ class ProgramCompiler:
                 region = regions.get((bi, i))
                 where = f"@{fname} block {blk.label}"
                 try:
+                    row = types[bi][i] if i < len(types[bi]) else None
+                    for t in (row.operands + row.results) if row is not None else []:
+                        if t.dtype not in C_TYPES:
+                            raise Unsupported(_no_c_type(t.dtype))
                     if region is not None:
                         self._region(region, blk.instrs, types[bi], f"{where}, instructions {i}-"
                                      f"{region.end - 1}")
