@@ -125,6 +125,16 @@ class NativeTier:
             return interpret(entry, values)
         return self._trial(sig, lib, entry, arrays, values, interpret)
 
+    def settled(self, entry: str, values: list) -> bool:
+        """Whether calls of `entry` on arguments like `values` have left the trial: they run the
+        library or the VM from now on (or there is no library). Benchmarks warm up to this."""
+        if self.state == "unavailable":
+            return True
+        if self.library is None:
+            return False
+        sig = (entry, *[(np.asarray(a).dtype.char, np.shape(a)) for a in values])
+        return sig in self.choice or sig in self.declined
+
     def wait(self, timeout: float | None = None) -> bool:
         self._after_fork()
         if self.state != "compiling":
