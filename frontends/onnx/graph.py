@@ -148,7 +148,6 @@ class GraphConverter:
             if name:
                 raise ctx.fail(f"optional output '{name}' is not supported")
 
-
     def _round_back(self, outs: list[Value | None], narrow: DType | None) -> list[Value | None]:
         """A narrow-float node's f32 results in its format (see _narrow_float)."""
         if narrow is None:
