@@ -41,6 +41,7 @@ class Lowerer:
         self.dims = dims
         self.gm = gm            # the graph's module, for its `get_attr` constants
         self.node: Any = None
+        self.widened = False        # the current node computes its bf16 in f32 (see run)
         self._dim_values: dict[str, Value] = {}
 
     def run(self, graph: Any) -> list:
@@ -63,8 +64,15 @@ class Lowerer:
             fn = LOWERINGS[op_name(node.target)]
             args = [self.arg(a) for a in node.args]
             kwargs = {k: self.arg(v) for k, v in node.kwargs.items()}
+            # a node on bf16 computes in f32 and rounds its results once, as torch's own bf16
+            # kernels do: its lowering's several instructions must not round in between
+            self.widened = _has_narrow(args) or _has_narrow(list(kwargs.values()))
+            if self.widened:
+                args, kwargs = self._widen(args), {k: self._widen(v) for k, v in kwargs.items()}
             try:
-                self.env[node] = fn(self, *args, **kwargs)
+                out = fn(self, *args, **kwargs)
+                self.env[node] = self._round_back(out, node.meta.get("val")) if self.widened \
+                    else out
             except TorchImportError as err:
                 where = source_line(node)
                 raise TorchImportError(f"{op_name(node.target)} ('{node.name}'"
@@ -109,7 +117,31 @@ class Lowerer:
         val = self.node.meta["val"]
         if i is not None:
             val = val[i]
-        return meta_type(val, self.dims)
+        t = meta_type(val, self.dims)
+        if self.widened and t.dtype.is_narrow and t.dtype.is_float:
+            return t.with_dtype(DType.F32)     # the node computes in f32 (see run)
+        return t
+
+    def _widen(self, a: Any) -> Any:
+        if isinstance(a, Value) and a.dtype.is_narrow and a.dtype.is_float:
+            return self.cast(a, DType.F32)
+        if isinstance(a, (list, tuple)):
+            return type(a)(self._widen(x) for x in a)
+        return a
+
+    def _round_back(self, out: Any, meta: Any) -> Any:
+        """A widened node's f32 results in the dtypes torch gives them (bf16 where it does)."""
+        if isinstance(out, Value):
+            dt = getattr(meta, "dtype", None)
+            if dt is not None and out.dtype == DType.F32:
+                from .importer import torch_dtype
+                want = torch_dtype(dt)
+                if want.is_narrow:
+                    return self.cast(out, want)
+            return out
+        if isinstance(out, (list, tuple)) and isinstance(meta, (list, tuple)):
+            return type(out)(self._round_back(o, m) for o, m in zip(out, meta))
+        return out
 
     def size_value(self, size: Any) -> Value:
         """A size (an int, or torch's SymInt: a symbol or an expression of symbols such as
@@ -199,8 +231,19 @@ def _compute_dtype(lo: Lowerer, *xs: Any) -> DType:
     return torch_dtype(t)
 
 
+def _has_narrow(xs: list) -> bool:
+    for x in xs:
+        if isinstance(x, Value) and x.dtype.is_narrow and x.dtype.is_float:
+            return True
+        if isinstance(x, (list, tuple)) and _has_narrow(list(x)):
+            return True
+    return False
+
+
 def _torch_dtype(d: DType) -> Any:
     import torch
+    if d is DType.BF16:
+        return torch.bfloat16
     return torch.from_numpy(np.zeros((), d.np)).dtype
 
 

@@ -111,10 +111,10 @@ def _size(expr: Any, symbols: dict, args: list) -> int:
 
 
 def _to_torch(a: np.ndarray) -> Any:
-    import torch
     if not a.flags.writeable:
         a = a.copy()          # a constant returned as is: torch tensors must be writable
-    return torch.from_numpy(np.ascontiguousarray(a) if a.ndim else a.reshape(()))
+    from .importer import from_numpy
+    return from_numpy(np.ascontiguousarray(a) if a.ndim else a.reshape(()))
 
 
 # the graphs the backend runs, for inspection (tests, tools): weakly held
@@ -152,7 +152,8 @@ class _Runner:
         self.vm = dlvmrt.VM(self.module, jit=os.environ.get("DLVM_JIT", "auto"))
 
     def __call__(self, args: list) -> list:
-        xs = [args[i].detach().numpy() for i in self.tensor_inputs]
+        from .importer import to_numpy
+        xs = [to_numpy(args[i]) for i in self.tensor_inputs]
         sizes = [None if s[0] == "none" else _size(s[1], s[2], args)
                  for s in self.spec if not isinstance(s, int)]
         args.clear()          # boxed calling convention: let the inputs be freed early
@@ -182,7 +183,8 @@ class _Frozen:
         from torch._subclasses.fake_tensor import unset_fake_temporarily
         seen = {i: (t, t._version) for i, t in params.items()}
         with unset_fake_temporarily():     # AOT autograd compiles under its fake mode
-            arrays = {i: t.detach().numpy().copy() for i, t in params.items()}
+            from .importer import to_numpy
+            arrays = {i: to_numpy(t).copy() for i, t in params.items()}
         # the runner before the versions it was made for: a call that sees the new versions
         # runs the new weights
         self.runner = _Runner(self.gm, arrays)

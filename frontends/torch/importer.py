@@ -20,7 +20,7 @@ from frontends.base.errors import unsupported_report
 from frontends.base.names import Namer, sanitize
 from frontends.base.values import Emitter, Value
 from isa.builder import ModuleBuilder
-from isa.dtypes import DType
+from isa.dtypes import DType, dtype_from_numpy
 from isa.module import Module, Reg
 from isa.types import Dim, TensorType
 
@@ -53,8 +53,8 @@ def _np_to_torch_name(dt: np.dtype) -> str:
 
 
 _DTYPES = {"float32": DType.F32, "float64": DType.F64, "float16": DType.F16,
-           "int64": DType.I64, "int32": DType.I32, "int16": DType.I16, "int8": DType.I8,
-           "uint8": DType.U8, "bool": DType.BOOL}
+           "bfloat16": DType.BF16, "int64": DType.I64, "int32": DType.I32, "int16": DType.I16,
+           "int8": DType.I8, "uint8": DType.U8, "bool": DType.BOOL}
 
 
 def torch_dtype(dt: Any) -> DType:
@@ -294,11 +294,25 @@ def import_exported(ep: Any, name: str | None = None,
 
 
 def to_numpy(t: Any) -> np.ndarray:
+    """A tensor's values as an array (bfloat16 as ml_dtypes' bfloat16, bit for bit: NumPy has
+    no such dtype, so torch cannot convert it itself)."""
     import torch
     t = t.detach()
     if t.dtype == torch.bfloat16:
-        raise TorchImportError("bfloat16 tensors have no dlvm equivalent")
+        try:
+            bf16 = DType.BF16.np
+        except ImportError as err:
+            raise TorchImportError(f"a bfloat16 tensor: {err}") from None
+        return np.ascontiguousarray(t.cpu().view(torch.int16).numpy()).view(bf16)
     return np.ascontiguousarray(t.cpu().numpy())
+
+
+def from_numpy(a: np.ndarray) -> Any:
+    """The torch tensor of an array (ml_dtypes' bfloat16 bit for bit as torch.bfloat16)."""
+    import torch
+    if a.dtype.kind == "V" and dtype_from_numpy(a.dtype) is DType.BF16:
+        return torch.from_numpy(a.view(np.int16)).view(torch.bfloat16)
+    return torch.from_numpy(a)
 
 
 def import_torch(model: Any, example_args: Any = (), dynamic_shapes: Any = None,
