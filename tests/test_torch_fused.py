@@ -93,3 +93,16 @@ def test_multihead_cross_attention_with_padding():
             return mha(q, kv, kv, key_padding_mask=pad, need_weights=False)[0]
     pad = torch.tensor([[False] * 4 + [True], [False] * 5])
     compiled_matches(Cross(), torch.randn(2, 3, 16), torch.randn(2, 5, 16), pad)
+
+
+def test_encoder_layer_over_new_batch_and_sequence_lengths():
+    # a second shape makes dynamo recompile with a symbolic batch and sequence length: the
+    # fused kernel's head reshapes then read both when they run (they failed the import)
+    torch.manual_seed(2)
+    layer = nn.TransformerEncoderLayer(32, 4, 64, dropout=0.0, batch_first=True).eval()
+    torch._dynamo.reset()
+    c = torch.compile(layer, backend=dlvm_backend)
+    with torch.no_grad():
+        for b, seq in ((2, 5), (3, 7), (1, 9)):
+            x = torch.randn(b, seq, 32)
+            np.testing.assert_allclose(c(x).numpy(), layer(x).numpy(), rtol=1e-4, atol=1e-5)

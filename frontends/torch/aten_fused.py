@@ -13,8 +13,9 @@ from typing import Any
 
 from frontends.base.values import Value
 from isa.dtypes import DType
+from isa.types import TensorType
 
-from .aten import Lowerer, _used_outputs, lowers
+from .aten import Lowerer, _runtime_shape, _used_outputs, lowers
 from .errors import TorchImportError
 
 
@@ -27,14 +28,21 @@ def _rows(lo: Lowerer, v: Value, start: int, stop: int) -> Value:
     return lo.emit("slice", [v], starts=[start], ends=[stop], axes=[0])
 
 
+def _reshape(lo: Lowerer, x: Value, dims: list) -> Value:
+    """x reshaped to dims (sizes and x's own named dims): with a symbolic batch and sequence
+    length (a recompile for new shapes makes both symbolic) the shape is read when it runs."""
+    t = TensorType(x.dtype, tuple(dims))
+    sizes = [d if isinstance(d, int) else -1 for d in dims]
+    if sizes.count(-1) <= 1:
+        return lo.emit("reshape", [x], shape=sizes)
+    if not all(isinstance(d, int) or d in x.shape for d in dims):
+        raise TorchImportError(f"attention: reshaping {x.type} to {t} needs dims it lacks")
+    return lo.e.emit("reshape_dyn", [x, _runtime_shape(lo, x, t)], result_type=t)
+
+
 def _heads(lo: Lowerer, x: Value, h: int, d: int) -> Value:
     """[B, L, H*D] -> [B, H, L, D]."""
-    b = x.shape[0] if isinstance(x.shape[0], int) else -1
-    seq = x.shape[1] if isinstance(x.shape[1], int) else -1
-    if b == -1 and seq == -1:
-        raise TorchImportError("attention with a symbolic batch and sequence length is not "
-                               "supported in torch's fused kernels")
-    return lo.emit("transpose", [lo.emit("reshape", [x], shape=[b, seq, h, d])],
+    return lo.emit("transpose", [_reshape(lo, x, [x.shape[0], x.shape[1], h, d])],
                    perm=[0, 2, 1, 3])
 
 
@@ -66,9 +74,7 @@ def _attention(lo: Lowerer, query: Value, key: Value, value: Value, embed: int, 
             s = lo.emit("add", [s, lo.cast(mask, s.dtype)])
     p = lo.emit("softmax", [s], axis=3)
     o = lo.emit("transpose", [lo.emit("matmul", [p, v])], perm=[0, 2, 1, 3])   # [B, L, H, D]
-    b = query.shape[0] if isinstance(query.shape[0], int) else -1
-    seq = query.shape[1] if isinstance(query.shape[1], int) else -1
-    o = lo.emit("reshape", [o], shape=[b, seq, e])
+    o = _reshape(lo, o, [o.shape[0], o.shape[1], e])
     return _linear(lo, o, w_out, b_out), p
 
 
