@@ -163,3 +163,32 @@ def test_native_library_declines_narrow_programs(tmp_path, source):
         got = vm.run("main", *args)
     if source is INNER:
         same(got[0], args[0].astype(BF16).astype(np.float32))
+
+
+def test_onnx_bf16_node_rounds_once_and_keeps_its_stash_outputs_f32():
+    # a node with bf16 inputs computes in f32 and rounds the outputs of its inputs' type once;
+    # LayerNormalization's Mean and InvStdDev are its stash type (f32) and stay so
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper
+    from onnx.reference import ReferenceEvaluator
+
+    from frontends.onnx import import_onnx
+    node = helper.make_node("LayerNormalization", ["x", "s", "b"], ["y", "mean", "inv"], axis=-1)
+    g = helper.make_graph([node], "g", [helper.make_tensor_value_info(n, TensorProto.BFLOAT16, sh)
+                                        for n, sh in (("x", [3, 8]), ("s", [8]), ("b", [8]))],
+                          [helper.make_tensor_value_info("y", TensorProto.BFLOAT16, None),
+                           helper.make_tensor_value_info("mean", TensorProto.FLOAT, None),
+                           helper.make_tensor_value_info("inv", TensorProto.FLOAT, None)])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    rng = np.random.default_rng(5)
+    feeds = {"x": (rng.standard_normal((3, 8)) * 3).astype(BF16),
+             "s": rng.uniform(0.5, 1.5, 8).astype(BF16), "b": rng.standard_normal(8).astype(BF16)}
+    got = dlvmrt.VM(import_onnx(m)).run("main", *feeds.values())
+    want = ReferenceEvaluator(m).run(None, feeds)
+    assert [g.dtype for g in got] == [np.dtype(BF16), np.float32, np.float32]
+    np.testing.assert_allclose(got[0].astype(np.float32), want[0].astype(np.float32),
+                               rtol=2 ** -7, atol=2 ** -7)
+    # (the reference averages in bf16, dlvm in f32: they agree to bf16's precision)
+    for g_, w in zip(got[1:], want[1:]):
+        np.testing.assert_allclose(g_, np.asarray(w, np.float32).reshape(g_.shape), rtol=2 ** -7)
+    del onnx

@@ -53,6 +53,26 @@ def _narrow_float(node, inputs: list[Value | None]):
     return found.pop() if len(found) == 1 else None
 
 
+def _same_type_outputs(node, inputs: list[Value | None], narrow: DType, version: int) -> set[int] | None:
+    """The outputs of a narrow-float node that take its narrow inputs' type: those whose type
+    variable in the op's schema is a narrow input's (LayerNormalization's Mean and InvStdDev are
+    `U`, its stash type, not `T`); None where there is no schema (every float output)."""
+    from onnx import defs
+    try:
+        schema = defs.get_schema(node.op_type, version, node.domain or "")
+    except Exception:       # noqa: BLE001 - no schema: round every float output
+        return None
+    formal_in, formal_out = list(schema.inputs), list(schema.outputs)
+    if not formal_in or not formal_out:
+        return None
+
+    def type_str(formal: list, i: int) -> str:
+        return formal[min(i, len(formal) - 1)].type_str
+    narrow_types = {type_str(formal_in, i) for i, v in enumerate(inputs)
+                    if v is not None and v.dtype == narrow}
+    return {j for j in range(len(node.output)) if type_str(formal_out, j) in narrow_types}
+
+
 def value_info_type(vi, dims: Namer, dim_names: dict[str, str]) -> TensorType:
     """The dlvm type of a graph input: named dims for dim_param, fresh names for unnamed ones."""
     tt = vi.type.tensor_type if vi.type.HasField("tensor_type") else None
@@ -118,8 +138,9 @@ class GraphConverter:
         opsets = opsets or self.opsets
         h = handler_for(node.op_type, node.domain or "")
         version = self.op_version(node, opsets)
-        narrow = _narrow_float(node, inputs)
+        narrow, which = _narrow_float(node, inputs), None
         if narrow is not None:
+            which = _same_type_outputs(node, inputs, narrow, version)
             inputs = [cast(self.e, v, F32) if v is not None and v.dtype == narrow else v
                       for v in inputs]
         if h is None or version < h.min_version:
@@ -128,13 +149,13 @@ class GraphConverter:
                 raise OnnxImportError(f"{node_label(node)}: unsupported ONNX op {node.op_type} "
                                       f"(opset {opsets.get(node.domain or '')})")
             # the function is one op: its results are rounded once, at its end
-            outs = self._round_back(self.run_function(node, fn, inputs), narrow)
+            outs = self._round_back(self.run_function(node, fn, inputs), narrow, which)
             for name, v in zip(node.output, outs):
                 if name and v is not None:
                     scope[name] = v
             return
         ctx = NodeCtx(node, version, inputs, self.e, self, scope)
-        outs = self._round_back(h.fn(ctx), narrow)
+        outs = self._round_back(h.fn(ctx), narrow, which)
         extra = ctx.unread()
         if extra:
             raise ctx.fail(f"attribute{'s' if len(extra) > 1 else ''} {', '.join(extra)} "
@@ -148,11 +169,14 @@ class GraphConverter:
             if name:
                 raise ctx.fail(f"optional output '{name}' is not supported")
 
-    def _round_back(self, outs: list[Value | None], narrow: DType | None) -> list[Value | None]:
-        """A narrow-float node's f32 results in its format (see _narrow_float)."""
+    def _round_back(self, outs: list[Value | None], narrow: DType | None,
+                    which: set[int] | None) -> list[Value | None]:
+        """A narrow-float node's f32 results in its format (see _narrow_float): the outputs
+        `which` names (None: every f32 output)."""
         if narrow is None:
             return outs
-        return [cast(self.e, v, narrow) if v is not None and v.dtype == F32 else v for v in outs]
+        return [cast(self.e, v, narrow) if v is not None and v.dtype == F32 and
+                (which is None or j in which) else v for j, v in enumerate(outs)]
 
     def run_function(self, node, fn, inputs: list[Value | None]) -> list[Value | None]:
         """Inline the ONNX function that defines `node` (its schema's function body): the op is
