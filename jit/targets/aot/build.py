@@ -28,6 +28,8 @@ from .header import public_header
 from .program import CProgram, ProgramCompiler
 
 RUNTIME = Path(__file__).parent / "runtime"
+# the runtime's sources, copied beside each library's (its .c files are compiled once per machine)
+RUNTIME_SOURCES = ("dlvm_aot_rt.h", "dlvm_aot_rt.c", "dlvm_aot_rows.c")
 FORMAT = "dlvm-aot-1"
 MANIFEST = "dlvm_aot.json"
 
@@ -77,7 +79,7 @@ def compile_library(module: Module, out_dir: str | os.PathLike, *, name: str | N
     header = out / f"{name}.h"
     header.write_text(public_header(module, name, cpu))
     (src / f"{name}.h").write_text(header.read_text())
-    for f in ("dlvm_aot_rt.h", "dlvm_aot_rt.c"):
+    for f in RUNTIME_SOURCES:
         shutil.copyfile(RUNTIME / f, src / f)
     (src / "dlvm_aot_config.h").write_text(_config())
     (src / f"{name}.c").write_text(program.source + _exports(name))
@@ -124,20 +126,21 @@ def _shared_objects(src: Path, cc: str) -> list[Path]:
     from jit.cache import default_dir, dlvm_version, lowering_fingerprint
     from jit.llvm import target as host
     h = hashlib.sha256()
-    for f in ("dlvm_aot_rt.h", "dlvm_aot_rt.c", "dlvm_aot_config.h"):
+    for f in (*RUNTIME_SOURCES, "dlvm_aot_config.h"):
         h.update((src / f).read_bytes())
     h.update(f"{cc}|{' '.join(C_FLAGS)}|{host.host().cpu}|{host.host().features}|"
              f"{lowering_fingerprint()}|{dlvm_version()}".encode())
     keep = default_dir() / "aot-runtime" / h.hexdigest()[:32]
-    names = ("dlvm_aot_rt.o", "dlvm_gemm.o")
+    c_files = [f for f in RUNTIME_SOURCES if f.endswith(".c")]
+    names = (*(f[:-2] + ".o" for f in c_files), "dlvm_gemm.o")
     if not all((keep / n).is_file() for n in names):
         build = src / "runtime-build"
         build.mkdir(exist_ok=True)
-        _run([cc, *C_FLAGS, "-c", str(src / "dlvm_aot_rt.c"), "-o", str(build / names[0]),
-              f"-I{src}"])
+        for f, n in zip(c_files, names):
+            _run([cc, *C_FLAGS, "-c", str(src / f), "-o", str(build / n), f"-I{src}"])
         from jit.targets.cpu.gemm_kernel import gemm_module, shape_for
         mod = host.optimize(str(gemm_module(shape_for(host.host().features))), 3)
-        (build / names[1]).write_bytes(_pic_machine().emit_object(mod))
+        (build / names[-1]).write_bytes(_pic_machine().emit_object(mod))
         try:        # atomically: a concurrent build of the same key finds all or nothing
             keep.parent.mkdir(parents=True, exist_ok=True)
             tmp = Path(tempfile.mkdtemp(dir=keep.parent, prefix=".tmp-"))

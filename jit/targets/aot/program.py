@@ -26,6 +26,7 @@ from jit.build import build_kernel
 from jit.kernel_ir import REDUCE_KINDS, Kernel
 from jit.llvm.lower import lower_kernel
 from jit.regions import ELEMENTWISE, EPILOGUE_KINDS, REDUCE, Region, form_regions
+from jit.row_split import RowSplit, row_split
 
 from .cnames import C_TYPES, c_double, c_string, dtype_code, i64_array, ident
 from .variant import (
@@ -778,7 +779,7 @@ class ProgramCompiler:
             w(f"dlvm_rt_const(&args[{i}], inputs[{i}].data, inputs[{i}].dtype, inputs[{i}].rank, "
               f"inputs[{i}].shape);")
         w("dlvm_rt_call_begin();")
-        w(f"int32_t rc = fn_{ident(fname)}(&ctx, args, res);")
+        self._call_entry(fname, np_, nr)
         w("dlvm_rt_call_end();")
         w("int exported = 0;")
         w(f"for (int j = 0; j < {nr} && rc == 0; j++, exported++) {{")
@@ -805,3 +806,26 @@ class ProgramCompiler:
         w("return rc;")
         w("}", 0)
         w("", 0)
+
+    def _call_entry(self, fname: str, np_: int, nr: int) -> None:
+        """rc = the function over the call's arguments: as tiles of rows where the function
+        allows it (jit/row_split.py) and the runtime finds it pays, else whole."""
+        func, w, fn = self.module.functions[fname], self.w, f"fn_{ident(fname)}"
+        split = row_split(self.module, fname, self.types[fname])
+        if not isinstance(split, RowSplit) or any(t.rank > MAX_RANK for t in func.results):
+            w(f"int32_t rc = {fn}(&ctx, args, res);")
+            return
+        results = list(func.results)
+
+        def ints(values) -> str:
+            return ", ".join(str(v) for v in values)
+        shapes = [d if isinstance(d, int) else -1
+                  for t in results for d in [*t.shape, *[0] * (MAX_RANK - t.rank)]]
+        w(f"static const int8_t split[] = {{{ints(int(b) for b in split.params)}}};")
+        w(f"static const int32_t res_dtypes[] = {{{ints(dtype_code(t.dtype) for t in results)}}};")
+        w(f"static const int32_t res_ranks[] = {{{ints(t.rank for t in results)}}};")
+        w(f"static const int64_t res_shapes[] = {{{ints(shapes)}}};")
+        w(f"int64_t tiles = dlvm_rt_row_tiles(args, {np_}, split, {split.row_bytes}LL, "
+          f"{split.traffic_bytes}LL, {split.weight_bytes}LL);")
+        w(f"int32_t rc = tiles > 1 ? dlvm_rt_run_rows(&ctx, {fn}, args, {np_}, split, res, {nr}, "
+          f"res_dtypes, res_ranks, res_shapes, tiles) : {fn}(&ctx, args, res);")

@@ -174,4 +174,13 @@ int dlvm_rt_threads(void);
 typedef void (*dlvm_rt_task)(void *arg, int64_t lo, int64_t hi, int64_t part);
 void dlvm_rt_parallel(dlvm_rt_task task, void *arg, int64_t n, int64_t parts);
 
+/* a batch as tiles of rows, each through the whole function (dlvm_aot_rows.c): how many tiles
+ * pay for this call (0: run the batch whole), then the tiled run */
+typedef int32_t (*dlvm_rt_entry_fn)(dlvm_ctx *ctx, dlvm_val *args, dlvm_val *results);
+int64_t dlvm_rt_row_tiles(const dlvm_val *args, int n_args, const int8_t *split, int64_t row_bytes,
+                         int64_t traffic_bytes, int64_t weight_bytes);
+int dlvm_rt_run_rows(dlvm_ctx *ctx, dlvm_rt_entry_fn fn, dlvm_val *args, int n_args,
+                     const int8_t *split, dlvm_val *res, int n_res, const int32_t *dtypes,
+                     const int32_t *ranks, const int64_t *shapes, int64_t tiles);
+
 #endif
