@@ -15,7 +15,10 @@ have a named one (say `batch`) is the row axis. Every value is either
 - a *row* value: its type's dim 0 is `batch`, the name appears nowhere else, and row i of it
   depends only on row i of the row inputs; or
 - a *free* value: no `batch` in its type and computed only from free values and constants (the
-  same in every tile: weights, shape arithmetic over static shapes).
+  same in every tile: weights, shape arithmetic over static shapes); or
+- a *size* value: computed from the run-time shape of a row value (it holds the tile's row
+  count, not the batch's), used only as the target shape of a reshape or broadcast whose result
+  has the rows as its leading axis (the exporters' `x.view(x.size(0), -1)`), or not at all.
 
 Each instruction that touches a row value must be one whose rows are independent under the op's
 semantics (elementwise with the row axis aligned, convolutions and pools over NCHW, products
@@ -34,7 +37,7 @@ from isa.ops import OPS, Family
 from isa.types import TensorType
 from isa.verify import FunctionTypes
 
-ROW, FREE = "row", "free"
+ROW, FREE, SIZE = "row", "free", "size"
 
 # ops whose row operand's axis 0 is their result's axis 0 and whose other operands are free
 _ROWWISE_FIRST = frozenset({"conv2d", "maxpool2d", "avgpool2d", "batch_norm", "layer_norm",
@@ -89,8 +92,11 @@ def row_split(module: Module, fname: str, types: FunctionTypes) -> RowSplit | st
                      dim)
         if why:
             return f"instruction {i} ({ins.op}): {why}"
+        operand_kinds = {_operand_kind(o, kinds) for o in ins.operands}
         for r, t in zip(ins.results, row.results):
             kinds[r] = _kind_of_type(t, dim)          # _check made sure it is one
+            if kinds[r] == FREE and (ROW in operand_kinds or SIZE in operand_kinds):
+                kinds[r] = SIZE                       # shape_of a row value, or arithmetic on one
             if kinds[r] == ROW:
                 b = _row_bytes(t)
                 row_bytes, traffic = max(row_bytes, b), traffic + b
@@ -123,13 +129,17 @@ def _check(ins: Instr, ops: list[TensorType], results: list[TensorType], kinds: 
     result_kinds = [_kind_of_type(t, dim) for t in results]
     if None in result_kinds:
         return f"a result has `{dim}` past its leading axis"
+    if ins.op == "call" or OPS[ins.op].family is Family.CONTROL:
+        return "control flow"
+    if ins.op == "shape_of":
+        return None
+    if SIZE in kinds:
+        return _sized(ins, ops, results, kinds, result_kinds)
     if ROW not in kinds:
         # free operands: a free result is the same in every tile; a row result would be made up
         # (a broadcast of a free value to the rows is the one way, and it is the same per row)
         if ROW in result_kinds and ins.op != "broadcast_to":
             return "makes row values from none"
-        if ins.op in ("shape_of", "call") or OPS[ins.op].family is Family.CONTROL:
-            return "control flow or a run-time shape"
         return None
     if result_kinds != [ROW] * len(results):
         return "mixes rows into a value without the row axis"
@@ -183,6 +193,21 @@ def _check(ins: Instr, ops: list[TensorType], results: list[TensorType], kinds: 
         axes = {_axis(x, ops[0].rank) for x in a["axes"]}
         return None if 0 not in axes and first_only else "resizes the row axis"
     return "not known to keep rows apart"
+
+
+def _sized(ins: Instr, ops: list[TensorType], results: list[TensorType], kinds: list[str],
+           result_kinds: list[str]) -> str | None:
+    """An instruction with a size operand: shape arithmetic among sizes, or the target shape of
+    a reshape or broadcast to the rows."""
+    if ROW not in kinds and ROW not in result_kinds:
+        return None
+    shaped = ins.op in ("reshape_dyn", "broadcast_dyn") and kinds[0] != SIZE and \
+        all(k != ROW for k in kinds[1:]) and result_kinds == [ROW]
+    if shaped and ins.op == "reshape_dyn" and kinds[0] == ROW:
+        return None         # row-major, the same leading size: every row's elements together
+    if shaped and ins.op == "broadcast_dyn" and (kinds[0] == FREE or ops[0].rank == results[0].rank):
+        return None
+    return "the batch's run-time size in the rows' data"
 
 
 def _matmul(ops: list[TensorType], kinds: list[str], rank: int) -> str | None:

@@ -50,7 +50,8 @@ def test_a_cnn_splits_by_rows():
     ("%s = slice %x {starts = [1], ends = [9223372036854775807], axes = [0]}\n"
      "  %y = concat %s, %s {axis = 0}", "slices the row axis|mixes rows"),
     ("%g = gather %x, %x2 {axis = 0}\n  %y = add %g, 1.0", "indexes along the row axis|mixes"),
-    ("%k = shape_of %x\n  %y = mul %x, 2.0", "mixes rows"),
+    ("%k = shape_of %x\n  %s = slice %k {starts = [0], ends = [1]}\n"
+     "  %c = cast %s {to = f32}\n  %y = mul %x, %c", "the batch's run-time size"),
 ])
 def test_what_mixes_rows_keeps_the_batch_whole(body, why):
     params = "%x: f32[N, 4]" + (", %x2: i64[N]" if "%x2" in body else "")
@@ -58,6 +59,16 @@ def test_what_mixes_rows_keeps_the_batch_whole(body, why):
     s = split_of(text)
     assert isinstance(s, str)
     assert any(w in s for w in why.split("|")), s
+
+
+def test_an_unused_run_time_shape_splits():
+    # the exporters' shape arithmetic that the importer resolved and left unused
+    text = program("%x: f32[N, 4]", "f32[N, 4]", """
+  %k = shape_of %x
+  %s = slice %k {starts = [0], ends = [1]}
+  %y = mul %x, 2.0
+  ret %y""")
+    assert isinstance(split_of(text), RowSplit)
 
 
 def test_a_product_over_the_rows_keeps_the_batch_whole():

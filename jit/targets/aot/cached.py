@@ -27,7 +27,11 @@ NAME = "dlvm_native"      # the symbol prefix of every cached library
 def _generator_fingerprint() -> str:
     h = hashlib.sha256()
     here = Path(__file__).parent
-    for p in sorted(here.glob("*.py")) + sorted((here / "runtime").iterdir()):
+    # the generator, its runtime, and the JIT's own modules it reads (region forming, kernel
+    # building, the row split): editing any of them must not load a library built before
+    jit = here.parent.parent
+    for p in sorted(here.glob("*.py")) + sorted((here / "runtime").iterdir()) + \
+            sorted(jit.glob("*.py")):
         h.update(p.name.encode())
         h.update(p.read_bytes())
     return h.hexdigest()
