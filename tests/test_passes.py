@@ -505,6 +505,37 @@ done:
     check_same(m, out, np.array([1, -2, 3, np.nan], np.float32), np.array(3))
 
 
+def test_cluster_moves_views_that_split_a_run():
+    import assembler
+    m = assembler.parse("""module c
+func @main(%x: f32[2, 8], %s: f32[2, 4]) -> (f32[2, 4], f32[2, 4]) {
+entry:
+  %p = add %x, 1.0
+  %a = slice %p {starts = [0], ends = [4], axes = [1]}
+  %sa = sigmoid %a
+  %b = slice %p {starts = [4], ends = [8], axes = [1]}
+  %tb = tanh %b
+  %c = mul %sa, %tb
+  %d = slice %c {starts = [0], ends = [4], axes = [1]}
+  %e = add %d, %s
+  %s = mov %c
+  %f = slice %s {starts = [0], ends = [4], axes = [1]}
+  %g = neg %f
+  ret %e, %g
+}
+""")
+    out = optimize(m, ["cluster"])
+    ops = [(i.op, i.results[0] if i.results else None) for i in out.functions["main"].blocks[0].instrs]
+    # %b moves above %sa (the gates fuse); %d reads %c made just before it; %f reads %s, which
+    # has two definitions, so it stays
+    assert ops[:6] == [("add", "p"), ("slice", "a"), ("slice", "b"), ("sigmoid", "sa"),
+                       ("tanh", "tb"), ("mul", "c")]
+    assert ops[6:] == [("slice", "d"), ("add", "e"), ("mov", "s"), ("slice", "f"), ("neg", "g"),
+                       ("ret", None)]
+    x = np.linspace(-3, 3, 16, dtype=np.float32).reshape(2, 8)
+    check_same(m, out, x, np.ones((2, 4), np.float32))
+
+
 PADDED_CONVS = """
 module padded
 

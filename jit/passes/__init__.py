@@ -16,6 +16,7 @@ Default pipeline, repeated until nothing changes (at most MAX_ROUNDS rounds):
   copyprop  - read through movs, so the copies become unused
   dce       - drop unreachable blocks, unused trap-free instructions, unused constants
   hoist     - `const` instructions to the top of their block (they split fused regions)
+  cluster   - views (slices ...) up to the run boundary before them (they split fused regions)
 """
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ from isa.errors import InternalError, InvalidError
 from isa.module import Module
 from isa.verify import verify_module
 
+from .cluster import cluster_views
 from .common import copy_module
 from .composites import expand_composites
 from .constfold import fold_constants
@@ -47,9 +49,10 @@ PASSES: dict[str, tuple[Pass, str]] = {
     "copyprop": (propagate_copies, "read the source of a mov instead of its copy"),
     "dce": (eliminate_dead_code, "remove unreachable blocks and unused, trap-free instructions"),
     "hoist": (hoist_constants, "move single-definition consts to the top of their block"),
+    "cluster": (cluster_views, "move views that split an elementwise run up to a run boundary"),
 }
 DEFAULT_PIPELINE: tuple[str, ...] = ("composites", "simplify", "fold", "cse", "copyprop", "dce",
-                                     "hoist")
+                                     "hoist", "cluster")
 MAX_ROUNDS = 8
 # the passes that read the verifier's types (they take the pipeline's, when it has them)
 TYPED = frozenset({"composites", "simplify", "fold", "dce"})
