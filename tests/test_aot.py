@@ -571,6 +571,34 @@ entry:
           1e-5)
 
 
+@pytest.mark.parametrize("k,s,pad,size", [(1, 1, 0, 2), (1, 1, 0, 7), (3, 1, 1, 4), (3, 2, 1, 7),
+                                          (2, 1, 0, 3)])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_small_images_share_a_product(tmp_path, k, s, pad, size, threads):
+    # images of few output pixels are multiplied several at a time, their pixels side by side
+    # (dlvm_aot_rt.c: CONV_GROUP_COLUMNS): batches that fill groups, leave a remainder, or are
+    # split across the threads
+    module = assembler.parse(f"""module small
+func @main(%x: f32[N, 5, {size}, {size}], %w: f32[11, 5, {k}, {k}], %b: f32[11]) -> f32[N, 11, ?, ?] {{
+entry:
+  %r = relu %x
+  %y = conv2d %r, %w, %b {{strides = [{s}, {s}], pads = [{pad}, {pad}, {pad}, {pad}]}}
+  %z = relu %y
+  ret %z
+}}
+""")
+    compile_library(module, tmp_path)
+    lib = aot.load(tmp_path)
+    lib.set_threads(threads)
+    rng = np.random.default_rng(size)
+    w = rng.standard_normal((11, 5, k, k)).astype(np.float32)
+    b = rng.standard_normal(11).astype(np.float32)
+    vm = dlvmrt.VM(module, jit="off")
+    for n in (1, 2, 5, 33, 64):
+        x = rng.standard_normal((n, 5, size, size)).astype(np.float32)
+        close(lib.run("main", x, w, b), vm.run("main", x, w, b), 1e-5)
+
+
 @pytest.mark.parametrize("k,s,p,d,ceil", [((2, 2), (2, 2), (0, 0, 0, 0), (1, 1), False),
                                           ((3, 3), (2, 2), (1, 1, 1, 1), (1, 1), True),
                                           ((3, 2), (1, 3), (1, 0, 2, 1), (2, 1), False)])

@@ -85,7 +85,9 @@ class ConvPlan:
         if not self.direct or any(self.pads):
             raw = np.zeros(n * c * hp * wp + SLACK, np.float32)
             self.padded = raw[:n * c * hp * wp].reshape(n, c, hp, wp)
-        self.geometry = np.array([kh, kw, self.wo, sh, sw, dh, dw, hp * wp, wp], np.int64)
+        # (one image per product: px = its output pixels; the image stride is then never used)
+        self.geometry = np.array([kh, kw, self.wo, sh, sw, dh, dw, hp * wp, wp,
+                                  self.ho * self.wo, c * hp * wp], np.int64)
         # narrow output rows make the implicit packing copy many short runs (7 floats for
         # ResNet's last stage): there the patch matrix, small by then, is built once per call
         # into a reused buffer and multiplied as a plain matrix

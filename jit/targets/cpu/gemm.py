@@ -135,7 +135,8 @@ class Gemm:
                    out: np.ndarray, threads: int = 1, epilogue: Epilogue | None = None) -> np.ndarray:
         """out [O, Ho*Wo] = w [O, C*kH*kW] x the patch matrix of one padded image xp [C, Hp, Wp]
         (rows contiguous), read in place by the kernel (implicit GEMM). geometry: int64 [kH,
-        kW, Wo, stride_h, stride_w, dil_h, dil_w, xp's channel stride, xp's row stride]."""
+        kW, Wo, stride_h, stride_w, dil_h, dil_w, xp's channel stride, xp's row stride, Ho*Wo,
+        the image stride]."""
         ma = _Operand.of(w, "a")
         if xp.dtype != np.float32 or xp.strides[2] != 4 or geometry.dtype != np.int64:
             raise TypeError("conv_image takes an f32 image with contiguous rows and int64 geometry")

@@ -266,16 +266,19 @@ class _Builder:
         n = (i, j) over the output. No patch matrix is ever written: ResNet's first stages
         would write 7 MB of it and read it back per convolution.
 
-        geom (i64[9]): kh, kw, wo, sh, sw, dh, dw, s_c, s_h (xp's channel and row strides in
-        elements; its column stride is 1). jc: the block's first column (output pixel).
-        A panel's NR columns cross output rows; its runs of columns within one output row
-        (segments) are found once per panel and copied for every k."""
+        geom (i64[11]): kh, kw, wo, sh, sw, dh, dw, s_c, s_h (xp's channel and row strides in
+        elements; its column stride is 1), px, s_img: the columns are the output pixels of
+        consecutive images, px per image, image i's padded input at xp + i * s_img (several
+        small images in one product fill its register tiles: 4 output pixels of one image
+        would fill a quarter of one). jc: the block's first column.
+        A panel's NR columns cross output rows and images; its runs of columns within one
+        output row (segments) are found once per panel and copied for every k."""
         nr, vw = self.s.nr, self.s.vw
         fn, b = self._function("pack_b_conv", [("xp", PTR), ("geom", PTR), ("pc", I64), ("jc", I64),
                                                ("nc", I64), ("kc", I64), ("dst", PTR)])
         xp, geom, pc, jc, nc, kc, dst = fn.args
-        g = [b.load(b.gep(geom, [const(I64, i)], source_etype=I64), typ=I64) for i in range(9)]
-        kh, kw, wo, sh, sw, dh, dw, s_c, s_h = g
+        g = [b.load(b.gep(geom, [const(I64, i)], source_etype=I64), typ=I64) for i in range(11)]
+        kh, kw, wo, sh, sw, dh, dw, s_c, s_h, px, s_img = g
         zero, one = const(I64, 0), const(I64, 1)
         khw = b.mul(kh, kw)
         # per-segment source offset (within one (c, p, q) plane), destination column, length
@@ -320,12 +323,15 @@ class _Builder:
             t.add_incoming(zero, pre)
             b.cbranch(b.icmp_signed("<", t, width), body, done)
             b.position_at_end(body)
-            pix = b.add(first, t)
+            col = b.add(first, t)
+            img = b.sdiv(col, px)
+            pix = b.sub(col, b.mul(img, px))
             i = b.sdiv(pix, wo)
             j = b.srem(pix, wo)
-            length = self._min(b, b.sub(wo, j), b.sub(width, t))
+            length = self._min(b, b.sub(wo, j), b.sub(width, t))     # an image ends with a row
             n = b.load(count, typ=I64)
-            b.store(b.add(b.mul(b.mul(i, sh), s_h), b.mul(j, sw)), b.gep(seg_src, [n], source_etype=I64))
+            b.store(b.add(b.mul(img, s_img), b.add(b.mul(b.mul(i, sh), s_h), b.mul(j, sw))),
+                    b.gep(seg_src, [n], source_etype=I64))
             b.store(t, b.gep(seg_dst, [n], source_etype=I64))
             b.store(length, b.gep(seg_len, [n], source_etype=I64))
             b.store(b.add(n, one), count)

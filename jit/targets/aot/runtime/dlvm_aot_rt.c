@@ -1436,6 +1436,7 @@ typedef struct {
     const float *w_packed;      /* the weights packed once per call (NULL: each product packs) */
     int64_t w_padded;
     int relu;                   /* max(., 0) as the products store */
+    int64_t group;              /* images per product (CONV_GROUP_COLUMNS) */
 } conv_images;
 
 /* y = max(y, 0) with NaN kept (the ISA's relu) */
@@ -1481,38 +1482,61 @@ static int conv_product(conv_images *j, int64_t px, int64_t kk, const float *b,
     return gemm_split(j->ctx, &g, geometry ? 2 : 3);
 }
 
+/* the products' columns: images of few output pixels are multiplied `group` at a time (their
+ * pixels side by side), up to this many columns, so that the register tiles fill */
+#define CONV_GROUP_COLUMNS (4 * DLVM_GEMM_NR)
+
 static void conv_images_task(void *arg, int64_t lo, int64_t hi, int64_t part) {
     (void)part;
     conv_images *j = arg;
     const int64_t *s = j->s, *p = j->p, *d = j->d;
     int64_t c = j->c, h = j->h, wd = j->wd, o = j->o;
     int64_t kk = c * j->kh * j->kw, px = j->ho * j->wo;
-    int64_t hp = h + p[0] + p[2], wp = wd + p[1] + p[3];
-    size_t padded_bytes = ((size_t)(c * hp * wp + DLVM_GEMM_SLACK + 16) * 4 + 63) / 64 * 64;
+    int64_t hp = h + p[0] + p[2], wp = wd + p[1] + p[3], plane = c * hp * wp;
+    int64_t group = j->group < hi - lo ? j->group : hi - lo;
+    size_t padded_bytes = ((size_t)(group * plane + DLVM_GEMM_SLACK + 16) * 4 + 63) / 64 * 64;
+    size_t out_bytes = group > 1 ? (size_t)(o * group * px) * 4 : 0;
     float *padded = j->pointwise ? NULL : buffer_alloc(&padded_bytes);
-    if (!j->pointwise && !padded) {
+    float *grouped = out_bytes ? buffer_alloc(&out_bytes) : NULL;
+    if ((!j->pointwise && !padded) || (out_bytes && !grouped)) {
         __atomic_store_n(&j->failed, 1, __ATOMIC_RELAXED);
+        if (padded) buffer_free(padded, padded_bytes);
+        if (grouped) buffer_free(grouped, out_bytes);
         return;
     }
     if (padded) memset(padded, 0, padded_bytes);     /* the border stays zero for every image */
-    int64_t geometry[9] = {j->kh, j->kw, j->wo, s[0], s[1], d[0], d[1], hp * wp, wp};
-    for (int64_t b = lo; b < hi; b++) {
+    /* the patches of `group` consecutive images: padded ones in this thread's buffer, or (a
+     * pointwise convolution) the images themselves */
+    int64_t geometry[11] = {j->kh, j->kw, j->wo, s[0], s[1], d[0], d[1], hp * wp, wp, px, plane};
+    if (j->pointwise) {
+        int64_t direct[11] = {1, 1, wd, 1, 1, 1, 1, h * wd, wd, px, c * px};
+        memcpy(geometry, direct, sizeof direct);
+    }
+    for (int64_t b = lo; b < hi; b += group) {
+        int64_t g = group < hi - b ? group : hi - b;
         float *yb = j->y + b * o * px;
         int rc;
-        if (j->pointwise) {
-            const float *xb = j->x + b * c * px;
-            rc = conv_product(j, px, kk, xb, NULL, yb);
+        if (j->pointwise && g == 1) {
+            rc = conv_product(j, px, kk, j->x + b * c * px, NULL, yb);
         } else {
-            for (int64_t ci = 0; ci < c; ci++)
-                for (int64_t i = 0; i < h; i++) {
-                    float *dst = padded + (ci * hp + i + p[0]) * wp + p[1];
-                    const float *src = j->x + ((b * c + ci) * h + i) * wd;
-                    if (wd <= 64)       /* a short row: inline, not a library call */
-                        copy_f32(dst, src, wd);
-                    else
-                        memcpy(dst, src, (size_t)wd * 4);
-                }
-            rc = conv_product(j, px, kk, padded, geometry, yb);
+            const float *src = j->x + b * c * px;
+            if (!j->pointwise) {
+                src = padded;
+                for (int64_t ci = 0; ci < g * c; ci++)      /* image (b + ci / c), channel ci % c */
+                    for (int64_t i = 0; i < h; i++) {
+                        float *dst = padded + (ci * hp + i + p[0]) * wp + p[1];
+                        const float *row = j->x + ((b * c + ci) * h + i) * wd;
+                        if (wd <= 64)       /* a short row: inline, not a library call */
+                            copy_f32(dst, row, wd);
+                        else
+                            memcpy(dst, row, (size_t)wd * 4);
+                    }
+            }
+            rc = conv_product(j, g * px, kk, src, geometry, g > 1 ? grouped : yb);
+            if (!rc && g > 1)       /* [O, g * px] to g images of [O, px] */
+                for (int64_t q = 0; q < g; q++)
+                    for (int64_t oc = 0; oc < o; oc++)
+                        copy_f32(yb + (q * o + oc) * px, grouped + oc * g * px + q * px, px);
         }
         if (rc) {
             __atomic_store_n(&j->failed, 1, __ATOMIC_RELAXED);
@@ -1520,6 +1544,7 @@ static void conv_images_task(void *arg, int64_t lo, int64_t hi, int64_t part) {
         }
     }
     if (padded) buffer_free(padded, padded_bytes);
+    if (grouped) buffer_free(grouped, out_bytes);
 }
 
 static int conv2d(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *w, const dlvm_val *bias,
@@ -1584,6 +1609,11 @@ static int conv2d(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *w, const dlv
                 job.w_padded = padded;
             }
         }
+        /* few output pixels: several images per product, at most a thread's share of them */
+        int64_t px = ho * wo, share = n >= 2 && threads > 1 ? (n + threads - 1) / threads : n;
+        job.group = px < CONV_GROUP_COLUMNS ? (CONV_GROUP_COLUMNS + px - 1) / px : 1;
+        if (job.group > share) job.group = share;
+        if (job.group < 1) job.group = 1;
         if (n >= 2 && threads > 1) {
             /* images split across the pool, each image's product on one thread: no pool hand-off
              * per product (a batch of small images made 64 of them per call) */
