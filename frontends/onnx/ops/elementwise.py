@@ -6,6 +6,8 @@ gives (in the value's dtype, like onnxruntime).
 """
 from __future__ import annotations
 
+import numpy as np
+
 from frontends.base import mathfn
 from isa.dtypes import BY_NAME
 
@@ -14,7 +16,7 @@ from ..symdim import combine
 from ..values import Value
 from .common import cast, onnx_cast, scalar, where
 
-BOOL = BY_NAME["bool"]
+BOOL, F32, I32 = BY_NAME["bool"], BY_NAME["f32"], BY_NAME["i32"]
 
 _UNARY = {
     "Abs": "abs", "Neg": "neg", "Exp": "exp", "Log": "log", "Sqrt": "sqrt", "Tanh": "tanh",
@@ -117,11 +119,45 @@ def where_(ctx: NodeCtx) -> list[Value]:
 def _cast_to(ctx: NodeCtx, x: Value, to) -> Value:
     saturate = bool(ctx.attr("saturate", 1))      # float8 targets only
     round_mode = ctx.attr("round_mode", "up") if ctx.version >= 24 else "up"
-    if to.text == "f8e8m0fnu" and x.dtype != to:
-        # ONNX rounds to a power of two by round_mode ("up" by default); dlvm's cast rounds
-        # to nearest, so the import would be wrong
-        raise ctx.fail(f"a cast to float8e8m0 (round_mode {round_mode}) is not supported")
+    if to.text == "f8e8m0fnu" and x.dtype != to and x.dtype.is_float:
+        return _to_e8m0(ctx, x, to, round_mode, saturate)
     return onnx_cast(ctx.e, x, to, saturate)
+
+
+def _to_e8m0(ctx: NodeCtx, x: Value, to, round_mode: str, saturate: bool) -> Value:
+    """ONNX's cast to float8e8m0 (a power of two, 2^(e - 127)): e is the f32 exponent field
+    of |x|, rounded by round_mode on the fraction bits ("up": any fraction adds one; "nearest":
+    the guard bit and any bit below it or a nonzero exponent; "down": none), not past 254 when
+    saturating; NaN and infinities give NaN (onnx.numpy_helper.to_float8e8m0). dlvm's cast of a
+    float rounds to the nearest power of two instead, so the exponent is computed here and the
+    exact power of two is cast."""
+    if round_mode not in ("up", "down", "nearest"):
+        raise ctx.fail(f"round_mode {round_mode!r} is not one of up, down, nearest")
+    e = ctx.e
+    bits = e.emit("bitcast", [onnx_cast(e, x, F32, True)], "bits", to=I32)
+    bits = e.emit("and", [bits, scalar(0x7FFFFFFF, I32)], "bits")          # |x|
+    exp = e.emit("div", [bits, scalar(1 << 23, I32)], "exp")
+    frac = e.emit("and", [bits, scalar(0x7FFFFF, I32)], "frac")
+
+    def has(mask: int) -> Value:
+        return e.emit("ne", [e.emit("and", [frac, scalar(mask, I32)]), scalar(0, I32)])
+    special = e.emit("eq", [exp, scalar(255, I32)])
+    up = None
+    if round_mode == "up":
+        up = e.emit("gt", [frac, scalar(0, I32)])
+    elif round_mode == "nearest":
+        rest = e.emit("or", [e.emit("or", [has(0x200000), has(0x1FFFFF)]),
+                             e.emit("gt", [exp, scalar(0, I32)])])
+        up = e.emit("and", [has(0x400000), rest])
+    if up is not None:
+        up = e.emit("and", [up, e.emit("not", [special])])
+        if saturate:
+            up = e.emit("and", [up, e.emit("ne", [exp, scalar(254, I32)])])
+        exp = e.emit("add", [exp, cast(e, up, I32)], "exp")
+    power = e.emit("bitcast", [e.emit("mul", [exp, scalar(1 << 23, I32)])], "pow2", to=F32)
+    power = where(e, e.emit("eq", [exp, scalar(0, I32)]), scalar(2.0 ** -127, F32), power)
+    power = where(e, e.emit("eq", [exp, scalar(255, I32)]), scalar(np.nan, F32), power)
+    return onnx_cast(e, power, to, saturate)
 
 
 @onnx_op("Cast", since=6)      # 6 on: the same semantics, more element types later
@@ -147,12 +183,24 @@ def identity(ctx: NodeCtx) -> list[Value]:
 
 @onnx_op("Dropout", since=13)
 def dropout(ctx: NodeCtx) -> list[Value]:
-    # inference: identity; training mode is random and not imported
+    # inference, or a ratio of 0: the identity; training mode with a ratio above 0 is random
+    # and not imported (dlvm has no random op yet). Where training_mode or the ratio is known
+    # only at run time, the program checks that it is one of those and traps otherwise.
     ctx.attr("seed", 0)
     t, ratio = ctx.input(2), ctx.input(1)
+    e = ctx.e
     zero_ratio = ratio is not None and ratio.known and float(ratio.const) == 0.0
-    if t is not None and (t.const is None or bool(t.const)) and not zero_ratio:
-        raise ctx.fail("training_mode=true is random; only inference Dropout is imported")
+    training = t is not None and (t.const is None or bool(t.const))
+    if training and not zero_ratio:
+        random = "training_mode=true with a ratio above 0 is random; only Dropout in " \
+                 "inference or with ratio 0 is imported"
+        if t.known and (ratio is None or ratio.known):
+            raise ctx.fail(random)
+        ok = e.emit("eq", [ratio, scalar(0, ratio)]) if ratio is not None and not ratio.known \
+            else scalar(False, BOOL)
+        if t.const is None:
+            ok = e.emit("or", [e.emit("not", [cast(e, t, BOOL)]), ok])
+        e.fb.assert_(e.materialize(ok), f"{ctx.label}: {random}")
     x = ctx.req(0)
     outs = [x]
     if len(ctx.node.output) > 1 and ctx.node.output[1]:
