@@ -87,6 +87,9 @@ class _Builder:
         self.masked_store = intrinsic(self.mod, "llvm.masked.store", ir.VoidType(),
                                       [self.vec, PTR, I32, ir.VectorType(ir.IntType(1), shape.vw)],
                                       suffix=f"v{shape.vw}f32.p0")
+        self.masked_load = intrinsic(self.mod, "llvm.masked.load", self.vec,
+                                     [PTR, I32, ir.VectorType(ir.IntType(1), shape.vw), self.vec],
+                                     suffix=f"v{shape.vw}f32.p0")
 
     # ---- small helpers -------------------------------------------------------------------
 
@@ -213,18 +216,43 @@ class _Builder:
                         for v in range(nr // self.s.vw):
                             x = b.load(self._at(b, row, const(I64, v * self.s.vw)), typ=self.vec, align=4)
                             b.store(x, self._at(b, out, const(I64, v * self.s.vw)), align=4)
-                with otherwise:  # column by column (edge panels, transposed B), then zeros
-                    with for_range(b, zero, width, "j") as j:
-                        line = self._at(b, base, b.mul(j, sbn))
-                        with for_range(b, zero, kc, "kc") as k:
-                            x = b.load(self._at(b, line, b.mul(k, sbk)), typ=F32)
-                            b.store(x, self._at(b, panel, b.add(b.mul(k, const(I64, nr)), j)))
-                    with for_range(b, width, const(I64, nr), "jz") as j:
-                        with for_range(b, zero, kc, "kz") as k:
-                            b.store(ir.Constant(F32, 0.0),
-                                    self._at(b, panel, b.add(b.mul(k, const(I64, nr)), j)))
+                with otherwise:
+                    with b.if_else(b.icmp_signed("==", sbn, one)) as (edge, transposed):
+                        with edge:      # a row-major edge panel: masked vector rows, zeros past it
+                            masks = [self._lanes_below(b, v, width)
+                                     for v in range(0, nr, self.s.vw)]
+                            zeros = ir.Constant(self.vec, [0.0] * self.s.vw)
+                            with for_range(b, zero, kc, "ke") as k:
+                                row = self._at(b, base, b.mul(k, sbk))
+                                out = self._at(b, panel, b.mul(k, const(I64, nr)))
+                                for i, v in enumerate(range(0, nr, self.s.vw)):
+                                    x = b.call(self.masked_load, [self._at(b, row, const(I64, v)),
+                                                                  const(I32, 4), masks[i], zeros])
+                                    b.store(x, self._at(b, out, const(I64, v)), align=4)
+                        with transposed:    # column by column along k's unit stride, then zeros
+                            with for_range(b, zero, width, "j") as j:
+                                line = self._at(b, base, b.mul(j, sbn))
+                                with for_range(b, zero, kc, "kc") as k:
+                                    x = b.load(self._at(b, line, b.mul(k, sbk)), typ=F32)
+                                    b.store(x, self._at(b, panel, b.add(b.mul(k, const(I64, nr)), j)))
+                            with for_range(b, zero, kc, "kz") as k:
+                                self._zero_tail(b, self._at(b, panel, b.mul(k, const(I64, nr))), width)
         b.ret_void()
         return fn
+
+    def _lanes_below(self, b: ir.IRBuilder, first: int, width: ir.Value) -> ir.Value:
+        """The mask of lanes first, first + 1, ... (one vector) that are < width."""
+        lanes = ir.Constant(ir.VectorType(I64, self.s.vw), list(range(first, first + self.s.vw)))
+        return b.icmp_signed("<", lanes, self._splat_i64(b, width))
+
+    def _zero_tail(self, b: ir.IRBuilder, row: ir.Value, width: ir.Value) -> None:
+        """Zeros in columns [width, NR) of one NR-wide panel row: masked vector stores (one
+        float at a time was a tenth of a small CNN's packing)."""
+        zeros = ir.Constant(self.vec, [0.0] * self.s.vw)
+        for v in range(0, self.s.nr, self.s.vw):
+            keep = self._lanes_below(b, v, width)
+            b.call(self.masked_store, [zeros, self._at(b, row, const(I64, v)), const(I32, 4),
+                                       b.not_(keep)])
 
     def _splat_i64(self, b: ir.IRBuilder, x: ir.Value) -> ir.Value:
         vw = self.s.vw
@@ -368,10 +396,7 @@ class _Builder:
                                 b.store(b.load(self._at(b, src, b.mul(e, sw)), typ=F32), self._at(b, row, e))
             with b.if_then(b.icmp_signed("<", width, const(I64, nr))):     # past the last column
                 with for_range(b, zero, kc, "kz") as k:
-                    out = self._at(b, panel, b.mul(k, const(I64, nr)))
-                    with for_range(b, width, const(I64, nr), "z") as z:
-                        b.store(ir.Constant(F32, 0.0), self._at(b, out, z))
-                        self._no_idiom(b)
+                    self._zero_tail(b, self._at(b, panel, b.mul(k, const(I64, nr))), width)
         b.ret_void()
         return fn
 
