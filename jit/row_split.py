@@ -52,6 +52,7 @@ class RowSplit:
     row_bytes: int                  # the largest value's bytes per row (static dims; 0: unknown)
     traffic_bytes: int              # all row values' bytes per row: what one row writes and reads
     weight_bytes: int               # the constants' bytes, read again by every tile
+    stages: int                     # kernels a tile runs: elementwise runs and other ops
 
 
 def _axis(a: int, rank: int) -> int:
@@ -81,8 +82,13 @@ def row_split(module: Module, fname: str, types: FunctionTypes) -> RowSplit | st
         if kind is None:
             return f"parameter %{p.name} has `{dim}` past its leading axis"
         kinds[p.name] = kind
-    row_bytes = traffic = 0
+    row_bytes = traffic = stages = 0
+    in_run = False          # the previous instruction was elementwise (one fused kernel)
     for i, (ins, row) in enumerate(zip(func.blocks[0].instrs, types[0])):
+        fused = ins.op == "mov" or OPS[ins.op].family.elementwise
+        if ins.op not in ("ret", "const", "shape_of") and not (fused and in_run):
+            stages += 1
+        in_run = fused
         if ins.op == "ret":
             for o, t in zip(ins.operands, row.operands):
                 if _operand_kind(o, kinds) != ROW or _kind_of_type(t, dim) != ROW:
@@ -103,7 +109,7 @@ def row_split(module: Module, fname: str, types: FunctionTypes) -> RowSplit | st
     weights = sum(int(np.prod(c.type.shape, dtype=np.int64)) * c.type.dtype.np.itemsize
                   for c in module.constants.values())
     return RowSplit(dim, tuple(kinds[p.name] == ROW for p in func.params), row_bytes, traffic,
-                    weights)
+                    weights, stages)
 
 
 def _kind_of_type(t: TensorType, dim: str) -> str | None:

@@ -39,6 +39,7 @@ def test_a_cnn_splits_by_rows():
     assert isinstance(s, RowSplit)
     assert s.dim == "N" and s.params == (True, False)
     assert s.row_bytes == 4 * 8 * 8 * 4          # the conv's output per image
+    assert s.stages == 5                        # conv2d, relu, maxpool2d, reduce_mean, softmax
 
 
 @pytest.mark.parametrize("body,why", [
@@ -161,7 +162,8 @@ def test_a_trap_in_one_tile_is_the_calls_trap(tmp_path, monkeypatch):
   %e = gather @table, %i {axis = 0}
   %m = reduce_sum %e {axes = [1]}
   %y = add %m, %x
-  ret %y""")
+  %s = softmax %y {axis = 1}
+  ret %s""")
     module = assembler.parse(text.replace("module m\n", "module m\nconst @table : f32[5, 3] = 1.5\n"))
     compile_library(module, tmp_path)
     lib = aot.load(tmp_path)

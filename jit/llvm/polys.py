@@ -92,6 +92,11 @@ def erf_small(double: bool) -> tuple[float, ...]:
     return tuple(_cheb_fit(f, 0.0, 4.0, 19 if double else 10))
 
 
+def power_basis(cheb: tuple[float, ...]) -> tuple[float, ...]:
+    """The same polynomial in powers of t (for Horner's rule): sum_k p_k t^k."""
+    return tuple(float(v) for v in np.polynomial.chebyshev.cheb2poly(np.array(cheb)))
+
+
 ERF_BIG_HI = {True: 6.0, False: 4.0}   # beyond these |x|, erf is +-1 in f64 / f32
 
 

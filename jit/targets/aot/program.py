@@ -47,6 +47,9 @@ HELPER_OPS = frozenset({"matmul", "conv2d", "maxpool2d", "avgpool2d", "reshape",
 CONTROL_OPS = frozenset({"jmp", "br", "ret", "call", "assert", "const", "mov"})
 
 
+# kernels (jit/row_split.py: RowSplit.stages) a function runs before tiles of rows may pay
+MIN_TILED_STAGES = 4
+
 # a region's kernel variants at most (each a compiled kernel the runtime tries in turn)
 MAX_VARIANTS = 12
 
@@ -812,7 +815,11 @@ class ProgramCompiler:
         allows it (jit/row_split.py) and the runtime finds it pays, else whole."""
         func, w, fn = self.module.functions[fname], self.w, f"fn_{ident(fname)}"
         split = row_split(self.module, fname, self.types[fname])
-        if not isinstance(split, RowSplit) or any(t.rank > MAX_RANK for t in func.results):
+        # a function of a few kernels gains nothing from tiles (no layer's output to keep in
+        # cache for the next, few hand-offs to save) and would pay for copying its results
+        # into place: an erf GELU over 16 MB ran 1.69 ms whole, 2.21 ms as tiles
+        if not isinstance(split, RowSplit) or split.stages < MIN_TILED_STAGES or \
+                any(t.rank > MAX_RANK for t in func.results):
             w(f"int32_t rc = {fn}(&ctx, args, res);")
             return
         results = list(func.results)
