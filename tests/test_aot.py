@@ -113,9 +113,12 @@ def test_mlp_named_dim_any_batch(mlp, batch):
 def test_cnn_matches_the_interpreter(tmp_path_factory):
     module = cnn_module(np.random.default_rng(1))
     lib, _ = build(tmp_path_factory, module, "cnn")
-    for n in (1, 4):
+    for n in (1, 4, 1, 4):      # constant weights packed at the first call, kept after
         x = np.random.default_rng(n).standard_normal((n, 3, 12, 12)).astype(np.float32)
         close(lib.run("main", x), dlvmrt.VM(module, jit="off").run("main", x), 1e-5)
+    from jit.targets.aot.program import ProgramCompiler
+    source = ProgramCompiler(module, "cnn").compile().source
+    assert "&P_k1, " in source and "&P_k2, " in source
 
 
 def test_calls_bind_named_dims_afresh(tmp_path_factory):
@@ -553,7 +556,7 @@ def test_slices_that_are_runs_view_their_source(tmp_path):
 
 
 def test_pointwise_conv_multiplies_the_image(tmp_path):
-    # a 1x1 convolution of an intermediate skips the patch matrix (dlvm_rt_conv2d)
+    # a 1x1 convolution of an intermediate skips the patch matrix (dlvm_rt_conv2d_packed)
     module = assembler.parse("""module pw
 func @main(%x: f32[N, 6, 5, 7], %w: f32[9, 6, 1, 1], %b: f32[9]) -> f32[N, 9, 5, 7] {
 entry:
@@ -904,7 +907,7 @@ entry:
 
 def test_convolution_then_relu_in_one_call(tmp_path):
     # an f32 convolution whose epilogue is only a relu: one call applying the relu as the
-    # products store (dlvm_rt_conv2d_relu: GEMM, few-rows, grouped paths), NaN staying NaN; a
+    # products store (dlvm_rt_conv2d_packed's relu: GEMM, few-rows, grouped paths), NaN staying NaN; a
     # convolution whose result is read besides its relu keeps the two apart
     module = assembler.parse(CONV_RELU)
     compile_library(module, tmp_path)
@@ -917,7 +920,9 @@ def test_convolution_then_relu_in_one_call(tmp_path):
         close(lib.run("main", *args), vm.run("main", *args), 1e-5)
     from jit.targets.aot.program import ProgramCompiler
     source = ProgramCompiler(module, "cr").compile().source
-    assert source.count("dlvm_rt_conv2d_relu(") == 3
+    import re
+    relus = re.findall(r"dlvm_rt_conv2d_packed\(ctx, [^;]*?, (\d), (?:NULL|&P_\w+), &", source)
+    assert sorted(relus) == ["0", "1", "1", "1"], relus
 
 
 @pytest.mark.parametrize("reduction", ["none", "add", "mul", "max", "min"])

@@ -1549,25 +1549,40 @@ static void conv_images_task(void *arg, int64_t lo, int64_t hi, int64_t part) {
 
 static int conv2d(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *w, const dlvm_val *bias,
                   const int64_t *s, const int64_t *p, const int64_t *d, int64_t groups, int relu,
-                  dlvm_val *out);
+                  dlvm_rt_packed *pack, dlvm_val *out);
 
-HIDDEN int dlvm_rt_conv2d(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *w, const dlvm_val *bias,
-                          const int64_t *s, const int64_t *p, const int64_t *d, int64_t groups,
-                          dlvm_val *out) {
-    return conv2d(ctx, x, w, bias, s, p, d, groups, 0, out);
+/* The relu is applied as the products store where they can (a CNN's convolution-then-ReLU
+ * read and wrote its activations a second time). */
+HIDDEN int dlvm_rt_conv2d_packed(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *w,
+                                 const dlvm_val *bias, const int64_t *s, const int64_t *p,
+                                 const int64_t *d, int64_t groups, int relu, dlvm_rt_packed *pack,
+                                 dlvm_val *out) {
+    return conv2d(ctx, x, w, bias, s, p, d, groups, relu, pack, out);
 }
 
-/* conv2d then relu, the relu applied as the products store where they can (a CNN's
- * convolution-then-ReLU read and wrote its activations a second time) */
-HIDDEN int dlvm_rt_conv2d_relu(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *w,
-                               const dlvm_val *bias, const int64_t *s, const int64_t *p,
-                               const int64_t *d, int64_t groups, dlvm_val *out) {
-    return conv2d(ctx, x, w, bias, s, p, d, groups, 1, out);
+/* constant weights [rows, k] packed for the GEMM's left operand once, shared by every call and
+ * thread (published atomically after `padded`); NULL when there is no memory to spare */
+static const float *packed_weights(dlvm_rt_packed *pack, int64_t rows, int64_t k, const float *w) {
+    float *packed = __atomic_load_n(&pack->packed, __ATOMIC_ACQUIRE);
+    if (packed) return packed;
+    pthread_mutex_lock(&pack_lock);
+    packed = pack->packed;
+    if (!packed) {
+        int64_t padded = (rows + DLVM_GEMM_MR - 1) / DLVM_GEMM_MR * DLVM_GEMM_MR;
+        packed = aligned_alloc(64, ((size_t)(padded * k) * 4 + 63) / 64 * 64);
+        if (packed) {
+            dlvm_sgemm_pack_a(rows, k, w, k, 1, packed);
+            pack->padded = padded;
+            __atomic_store_n(&pack->packed, packed, __ATOMIC_RELEASE);
+        }
+    }
+    pthread_mutex_unlock(&pack_lock);
+    return packed;
 }
 
 static int conv2d(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *w, const dlvm_val *bias,
                   const int64_t *s, const int64_t *p, const int64_t *d, int64_t groups, int relu,
-                  dlvm_val *out) {
+                  dlvm_rt_packed *pack, dlvm_val *out) {
     if (x->rank != 4 || w->rank != 4)
         return dlvm_rt_fail(ctx, DLVM_RT_ERR_GUARD, "conv2d takes NCHW tensors");
     int64_t n = x->shape[0], c = x->shape[1], h = x->shape[2], wd = x->shape[3];
@@ -1599,7 +1614,12 @@ static int conv2d(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *w, const dlv
         int64_t kk = c * kh * kw;
         float *w_packed = NULL;
         size_t w_bytes = 0;
-        if (n >= 2 && o >= DLVM_GEMM_MIN_ROWS && kk > 0) {
+        const float *kept = pack && o >= DLVM_GEMM_MIN_ROWS && kk > 0 ?
+                            packed_weights(pack, o, kk, w->data) : NULL;
+        if (kept) {
+            job.w_packed = kept;
+            job.w_padded = pack->padded;
+        } else if (n >= 2 && o >= DLVM_GEMM_MIN_ROWS && kk > 0) {
             int64_t padded = (o + DLVM_GEMM_MR - 1) / DLVM_GEMM_MR * DLVM_GEMM_MR;
             w_bytes = ((size_t)(padded * kk) * 4 + 63) / 64 * 64;
             w_packed = buffer_alloc(&w_bytes);          /* from the cache: every call packs */

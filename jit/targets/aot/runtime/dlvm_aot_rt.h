@@ -109,12 +109,11 @@ typedef struct dlvm_rt_packed {
 } dlvm_rt_packed;
 int dlvm_rt_matmul_const(dlvm_ctx *ctx, const dlvm_val *a, const dlvm_val *b, dlvm_rt_packed *pack,
                          dlvm_val *out);
-int dlvm_rt_conv2d(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *w, const dlvm_val *bias,
-                   const int64_t *strides, const int64_t *pads, const int64_t *dilations,
-                   int64_t groups, dlvm_val *out);
-int dlvm_rt_conv2d_relu(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *w, const dlvm_val *bias,
-                        const int64_t *strides, const int64_t *pads, const int64_t *dilations,
-                        int64_t groups, dlvm_val *out);
+/* conv2d, then relu (NaN kept) as the products store when `relu`; `pack` (NULL: none) keeps
+ * constant weights packed for the GEMM from the first call on */
+int dlvm_rt_conv2d_packed(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *w, const dlvm_val *bias,
+                          const int64_t *strides, const int64_t *pads, const int64_t *dilations,
+                          int64_t groups, int relu, dlvm_rt_packed *pack, dlvm_val *out);
 int dlvm_rt_maxpool2d(dlvm_ctx *ctx, const dlvm_val *x, const int64_t *kernel,
                       const int64_t *strides, const int64_t *pads, const int64_t *dilations,
                       int ceil_mode, dlvm_val *out);
