@@ -24,6 +24,8 @@ from __future__ import annotations
 from isa.module import Instr, Module, Reg
 from isa.ops import OPS
 
+from .common import definition_counts
+
 # movement that never traps (see above)
 MOVABLE = frozenset({"slice", "transpose", "expand_dims"})
 
@@ -38,11 +40,7 @@ def cluster_views(module: Module) -> bool:
     to; return whether anything moved."""
     changed = False
     for func in module.functions.values():
-        defs: dict[str, int] = {p.name: 1 for p in func.params}
-        for block in func.blocks:
-            for ins in block.instrs:
-                for r in ins.results:
-                    defs[r] = defs.get(r, 0) + 1
+        defs = definition_counts(func)
         for block in func.blocks:
             instrs = block.instrs
             for j in range(len(instrs)):

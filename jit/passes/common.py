@@ -116,3 +116,14 @@ def add_constant(module: Module, value: np.ndarray, t: TensorType, stem: str = "
 
 def regs_of(ins: Instr) -> set[str]:
     return {o.name for o in ins.operands if isinstance(o, Reg)}
+
+
+def definition_counts(func) -> dict[str, int]:
+    """How many times each register of a function is defined (a parameter counts once): a
+    register defined once holds one value wherever it is read after its definition."""
+    defs: dict[str, int] = {p.name: 1 for p in func.params}
+    for block in func.blocks:
+        for ins in block.instrs:
+            for r in ins.results:
+                defs[r] = defs.get(r, 0) + 1
+    return defs

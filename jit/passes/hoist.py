@@ -13,17 +13,15 @@ from __future__ import annotations
 
 from isa.module import Module
 
+from .common import definition_counts
+
 
 def hoist_constants(module: Module) -> bool:
     """Move single-definition `const` instructions to the top of their block, in their order;
     return whether anything moved."""
     changed = False
     for func in module.functions.values():
-        defs: dict[str, int] = {p.name: 1 for p in func.params}
-        for block in func.blocks:
-            for ins in block.instrs:
-                for r in ins.results:
-                    defs[r] = defs.get(r, 0) + 1
+        defs = definition_counts(func)
         for block in func.blocks:
             consts, rest = [], []
             for ins in block.instrs:
