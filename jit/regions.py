@@ -32,6 +32,7 @@ from isa.verify import FunctionTypes
 from .flatten import Prim, flat_prims
 from .kernel_ir import Node
 from .liveness import Liveness
+from .passes.common import fuses_elementwise
 from .passes.effects import removable_if_unused
 
 # the op table's reductions (its REDUCE family), which a kernel folds over trailing axes
@@ -87,10 +88,9 @@ def reduce_inner(p: Prim) -> int | None:
 
 
 def classify_prim(p: Prim) -> _Shape:
-    opdef = OPS[p.op]
     if not all(_dtype_ok(t.dtype) for t in p.in_types + p.out_types):
         return _Shape(False, reason="f16 has no CPU kernel")
-    if opdef.family.elementwise or p.op == "mov":
+    if fuses_elementwise(p.op):
         return _Shape(True)
     if p.op in REDUCE_OPS:
         m = reduce_inner(p)

@@ -37,6 +37,8 @@ from isa.ops import OPS, Family
 from isa.types import TensorType
 from isa.verify import FunctionTypes
 
+from .passes.common import fuses_elementwise
+
 ROW, FREE, SIZE = "row", "free", "size"
 
 # ops whose row operand's axis 0 is their result's axis 0 and whose other operands are free
@@ -85,7 +87,7 @@ def row_split(module: Module, fname: str, types: FunctionTypes) -> RowSplit | st
     row_bytes = traffic = stages = 0
     in_run = False          # the previous instruction was elementwise (one fused kernel)
     for i, (ins, row) in enumerate(zip(func.blocks[0].instrs, types[0])):
-        fused = ins.op == "mov" or OPS[ins.op].family.elementwise
+        fused = fuses_elementwise(ins.op)
         if ins.op not in ("ret", "const", "shape_of") and not (fused and in_run):
             stages += 1
         in_run = fused
@@ -94,11 +96,10 @@ def row_split(module: Module, fname: str, types: FunctionTypes) -> RowSplit | st
                 if _operand_kind(o, kinds) != ROW or _kind_of_type(t, dim) != ROW:
                     return f"result {o} is not a row value"
             continue
-        why = _check(ins, row.operands, row.results, [_operand_kind(o, kinds) for o in ins.operands],
-                     dim)
+        operand_kinds = [_operand_kind(o, kinds) for o in ins.operands]
+        why = _check(ins, row.operands, row.results, operand_kinds, dim)
         if why:
             return f"instruction {i} ({ins.op}): {why}"
-        operand_kinds = {_operand_kind(o, kinds) for o in ins.operands}
         for r, t in zip(ins.results, row.results):
             kinds[r] = _kind_of_type(t, dim)          # _check made sure it is one
             if kinds[r] == FREE and (ROW in operand_kinds or SIZE in operand_kinds):

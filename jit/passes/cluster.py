@@ -22,17 +22,15 @@ definition of its operands or a read of its result.
 from __future__ import annotations
 
 from isa.module import Instr, Module, Reg
-from isa.ops import OPS
 
-from .common import definition_counts
+from .common import definition_counts, fuses_elementwise
 
 # movement that never traps (see above)
 MOVABLE = frozenset({"slice", "transpose", "expand_dims"})
 
 
 def _fuses(ins: Instr) -> bool:
-    """Whether the region former puts the instruction in an elementwise run."""
-    return ins.op == "mov" or (ins.op in OPS and OPS[ins.op].family.elementwise)
+    return fuses_elementwise(ins.op)
 
 
 def cluster_views(module: Module) -> bool:

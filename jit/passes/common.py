@@ -127,3 +127,9 @@ def definition_counts(func) -> dict[str, int]:
             for r in ins.results:
                 defs[r] = defs.get(r, 0) + 1
     return defs
+
+
+def fuses_elementwise(op: str) -> bool:
+    """Whether the region former puts an instruction of `op` in an elementwise run (one fused
+    kernel): the op table's elementwise families, and mov (a copy)."""
+    return op == "mov" or (op in OPS and OPS[op].family.elementwise)
