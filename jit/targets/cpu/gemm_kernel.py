@@ -13,7 +13,11 @@ no pass over the output.
 flags: 1 = A is prepacked (dlvm_sgemm_pack_a; the call covers its rows from a_row0, m_pad rows
 in all), 2 = B is prepacked (dlvm_sgemm_pack_b; columns from b_col0, n_pad in all), 4 = B is a
 convolution's patch matrix read from the padded input B with the geometry at address sbk
-(pack_b_conv; columns from b_col0).
+(pack_b_conv; columns from b_col0), 8 = B is read in place, unpacked: row k of the call's
+columns starts at B + b_col0 + rows[k], rows an i64 table at address sbk (a stride-1
+convolution's padded input, its output computed on the padded width; a pointwise one's
+image). A small M reuses a packed panel only M / MR times, so packing it was a fifth of a
+16-channel convolution's time. Reads may run VW - 1 floats past a row's last column.
 
 A and B may have any element strides (a transposed operand is only a pair of swapped strides);
 C is row-major with row stride `ldc`. The structure is the one Goto and BLIS made standard:
@@ -458,20 +462,25 @@ class _Builder:
         """C tile [rows, nvec * VW] (+)= packed A panel x packed B panel over kc steps; writes
         rows < mr and columns < nr of it (a full tile straight from registers). rows < MR: the
         last row panel of M (ResNet's 49 output pixels: 6 panels of 8 and one row, which a
-        full 8-row tile would compute for 14% more time)."""
+        full 8-row tile would compute for 14% more time).
+
+        Row k of B's tile starts at pb + koff[k]: k * NR in a packed panel (the `panel_rows`
+        table), or where an unpacked B has it (flag 8: a stride-1 convolution's padded input, a
+        pointwise one's image). One table lookup per k beside 24 FMAs costs nothing measurable,
+        and one kernel serves both. It reads up to VW - 1 floats past column nr."""
         s, vec = self.s, self.vec
         width = nvec * s.vw
         fn, b = self._function(f"micro{nvec}_{rows}", [("kc", I64), ("pa", PTR), ("pb", PTR), ("c", PTR),
-                                                ("ldc", I64), ("mr", I64), ("nr", I64), ("beta", I64),
-                                                ("bias", PTR), ("epi", I64)])
-        kc, pa, pb, c, ldc, mr, nr, beta, bias, epi = fn.args
+                                      ("ldc", I64), ("mr", I64), ("nr", I64), ("beta", I64),
+                                      ("bias", PTR), ("epi", I64), ("koff", PTR)])
+        kc, pa, pb, c, ldc, mr, nr, beta, bias, epi, koff = fn.args
         acc = [[b.alloca(vec, name=f"acc{i}_{v}") for v in range(nvec)] for i in range(rows)]
         zero = ir.Constant(vec, [0.0] * s.vw)
         for row in acc:
             for slot in row:
                 b.store(zero, slot)
         with for_range(b, const(I64, 0), kc, "k") as k:
-            bp = self._at(b, pb, b.mul(k, const(I64, s.nr)))
+            bp = self._at(b, pb, b.load(b.gep(koff, [k], source_etype=I64), typ=I64))
             bv = [b.load(self._at(b, bp, const(I64, v * s.vw)), typ=vec, align=4) for v in range(nvec)]
             ap = self._at(b, pa, b.mul(k, const(I64, s.mr)))
             for i in range(rows):
@@ -547,6 +556,10 @@ class _Builder:
         self.im2col()
         nvecs = s.nr // s.vw
         micros = {(n, r): self.micro(n, r) for n in range(1, nvecs + 1) for r in self.edge_rows()}
+        panel_rows = ir.GlobalVariable(self.mod, ir.ArrayType(I64, s.kc), "panel_rows")
+        panel_rows.initializer = ir.Constant(ir.ArrayType(I64, s.kc), [k * s.nr for k in range(s.kc)])
+        panel_rows.global_constant = True
+        panel_rows.linkage = "internal"
         fn, b = self._function(FUNC_NAME, [
             ("M", I64), ("N", I64), ("K", I64), ("A", PTR), ("sam", I64), ("sak", I64),
             ("B", PTR), ("sbk", I64), ("sbn", I64), ("C", PTR), ("ldc", I64),
@@ -561,6 +574,8 @@ class _Builder:
         a_ready = b.icmp_signed("!=", b.and_(flags, const(I64, 1)), zero)
         b_ready = b.icmp_signed("!=", b.and_(flags, const(I64, 2)), zero)
         b_conv = b.icmp_signed("!=", b.and_(flags, const(I64, 4)), zero)
+        b_direct = b.icmp_signed("!=", b.and_(flags, const(I64, 8)), zero)
+        b_rows = b.inttoptr(sbk, PTR)       # flag 8: row k of B starts at B + b_rows[k]
         with for_range(b, zero, n, "jc", step=const(I64, s.nc)) as jc:
             nc = self._min(b, b.sub(n, jc), const(I64, s.nc))
             with for_range(b, zero, k, "pc", step=const(I64, s.kc)) as pc:
@@ -571,7 +586,7 @@ class _Builder:
                     with conv_:     # B is a convolution's patch matrix: sbk holds its geometry
                         b.call(pack_b_conv, [bb, b.inttoptr(sbk, PTR), pc, b.add(b_col0, jc), nc, kc, pkb])
                     with plain:
-                        with b.if_then(b.not_(b_ready)):
+                        with b.if_then(b.not_(b.or_(b_ready, b_direct))):
                             b_block = self._at(b, bb, b.add(b.mul(pc, sbk), b.mul(jc, sbn)))
                             b.call(pack_b, [b_block, sbk, sbn, nc, kc, pkb])
                 b_here = self._at(b, bb, b.add(b.mul(pc, n_pad), b.mul(b.add(b_col0, jc), kc)))
@@ -590,7 +605,10 @@ class _Builder:
                     pka_i = b.select(a_ready, a_here, pka)
                     with for_range(b, zero, nc, "jr", step=const(I64, s.nr)) as jr:
                         nr = self._min(b, b.sub(nc, jr), const(I64, s.nr))
-                        pb = self._at(b, pkb_k, b.mul(jr, kc))
+                        pb = b.select(b_direct, self._at(b, bb, b.add(b.add(b_col0, jc), jr)),
+                                      self._at(b, pkb_k, b.mul(jr, kc)))
+                        koff = b.select(b_direct, b.gep(b_rows, [pc], source_etype=I64),
+                                        b.bitcast(panel_rows, PTR))
                         with for_range(b, zero, mc, "ir", step=const(I64, s.mr)) as ir_:
                             mr = self._min(b, b.sub(mc, ir_), const(I64, s.mr))
                             pa = self._at(b, pka_i, b.mul(ir_, kc))
@@ -598,7 +616,7 @@ class _Builder:
                             # (a plain gep: bias may be null when epi has no bias bit)
                             at = b.select(by_row, b.add(ic, ir_), b.add(jc, jr))
                             bias_t = b.gep(bias, [at], source_etype=F32)
-                            args = [kc, pa, pb, tile, ldc, mr, nr, beta_k, bias_t, epi_k]
+                            args = [kc, pa, pb, tile, ldc, mr, nr, beta_k, bias_t, epi_k, koff]
                             self._call_micro(b, micros, nr, mr, args)
         b.ret(const(I32, 0))      # the status word of every kernel: nothing can fail here
         return fn
@@ -624,8 +642,8 @@ class _Builder:
         """Row counts of the micro-kernels: MR, and fewer for M's last panel."""
         return sorted({1, max(1, self.s.mr // 2), self.s.mr})
 
-    def _call_micro(self, b: ir.IRBuilder, micros: dict[tuple[int, int], ir.Function], nr: ir.Value,
-                    mr: ir.Value, args: list[ir.Value]) -> None:
+    def _call_micro(self, b: ir.IRBuilder, micros: dict[tuple[int, int], ir.Function],
+                    nr: ir.Value, mr: ir.Value, args: list[ir.Value]) -> None:
         """The smallest micro-kernel whose width covers the `nr` columns left and whose
         height covers the `mr` rows left."""
         done = b.append_basic_block("micro.done")

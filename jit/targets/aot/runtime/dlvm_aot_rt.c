@@ -915,6 +915,7 @@ typedef struct gemm_call {
     int64_t a_padded;
     const float *bias;         /* non-NULL: added to each row as the kernel stores it */
     int relu;                  /* then max(., 0) as it stores (NaN stays NaN) */
+    const int64_t *b_rows;     /* non-NULL: b read in place, row k at b + b_rows[k] (flag 8) */
 } gemm_call;
 
 /* Packing buffers per thread, kept between calls (a 3 MB buffer mapped afresh each call costs
@@ -980,7 +981,11 @@ static void gemm_task(void *arg, int64_t lo, int64_t hi, int64_t part) {
     int64_t a_flag = g->a_packed ? 1 : 0;
     const float *bias = g->bias ? g->bias + r0 : NULL;
     int64_t epi = (g->bias ? 1 : 0) | (g->relu ? 4 : 0);
-    if (g->geometry)        /* implicit GEMM: the patch matrix is read from the image in place */
+    if (g->b_rows)          /* B unpacked: its rows where the table says, columns contiguous */
+        dlvm_sgemm(rows, cols, g->k, a, g->k, 1, g->b, (int64_t)(intptr_t)g->b_rows, 0,
+                   g->c + r0 * g->n + c0, g->n, pa, pb, 0, 8 | a_flag, r0, g->a_padded, c0, 0,
+                   bias, epi);
+    else if (g->geometry)   /* implicit GEMM: the patch matrix is read from the image in place */
         dlvm_sgemm(rows, cols, g->k, a, g->k, 1, g->b, (int64_t)(intptr_t)g->geometry,
                    0, g->c + r0 * g->n + c0, g->n, pa, pb, 0, 4 | a_flag, r0, g->a_padded, c0, 0,
                    bias, epi);
@@ -1437,6 +1442,8 @@ typedef struct {
     int64_t w_padded;
     int relu;                   /* max(., 0) as the products store */
     int64_t group;              /* images per product (CONV_GROUP_COLUMNS) */
+    const int64_t *b_rows;      /* non-NULL: products read the (padded) image in place, row k of
+                                 * the patch matrix at b_rows[k] (conv_reads_in_place) */
 } conv_images;
 
 /* y = max(y, 0) with NaN kept (the ISA's relu) */
@@ -1447,9 +1454,9 @@ static void relu_in_place(float *y, int64_t n) {
 /* out [m, n] = a [m, k] x b (or the patches of an image, with geometry) on this thread, then
  * + bias per row (NULL: none), then relu where asked */
 static int gemm_here(int64_t m, int64_t n, int64_t k, const float *a, const float *a_packed,
-                     int64_t a_padded, const float *b, const int64_t *geometry, const float *bias,
-                     int relu, float *c) {
-    if (!geometry && !a_packed && m < DLVM_GEMM_MIN_ROWS) {
+                     int64_t a_padded, const float *b, const int64_t *geometry,
+                     const int64_t *b_rows, const float *bias, int relu, float *c) {
+    if (!geometry && !b_rows && !a_packed && m < DLVM_GEMM_MIN_ROWS) {
         few_rows(m, n, k, a, b, c);
         if (bias)
             for (int64_t i = 0; i < m; i++)
@@ -1457,19 +1464,19 @@ static int gemm_here(int64_t m, int64_t n, int64_t k, const float *a, const floa
         if (relu) relu_in_place(c, m * n);
         return 0;
     }
-    gemm_call g = {m, n, k, a, b, c, 1, 0, 0, geometry, a_packed, a_padded, bias, relu};
+    gemm_call g = {m, n, k, a, b, c, 1, 0, 0, geometry, a_packed, a_padded, bias, relu, b_rows};
     gemm_task(&g, 0, (m + DLVM_GEMM_MR - 1) / DLVM_GEMM_MR, 0);
     return g.failed;
 }
 
-/* one image's product: out [O, px] = w x (the image, or its patches with geometry) + bias, on
- * this thread or split across the pool */
+/* one image's product: out [O, px] = w x (the image, or its patches with geometry, or read in
+ * place with b_rows) + bias, on this thread or split across the pool */
 static int conv_product(conv_images *j, int64_t px, int64_t kk, const float *b,
-                        const int64_t *geometry, float *yb) {
+                        const int64_t *geometry, const int64_t *b_rows, float *yb) {
     if (!j->split)
-        return gemm_here(j->o, px, kk, j->w, j->w_packed, j->w_padded, b, geometry, j->bias,
-                         j->relu, yb);
-    if (!geometry && !j->w_packed && j->o < DLVM_GEMM_MIN_ROWS) {
+        return gemm_here(j->o, px, kk, j->w, j->w_packed, j->w_padded, b, geometry, b_rows,
+                         j->bias, j->relu, yb);
+    if (!geometry && !b_rows && !j->w_packed && j->o < DLVM_GEMM_MIN_ROWS) {
         int rc = sgemm(j->ctx, j->o, px, kk, j->w, b, yb);
         if (!rc && j->bias)
             for (int64_t i = 0; i < j->o; i++)
@@ -1478,8 +1485,8 @@ static int conv_product(conv_images *j, int64_t px, int64_t kk, const float *b,
         return rc;
     }
     gemm_call g = {j->o, px, kk, j->w, b, yb, 1, 0, 0, geometry, j->w_packed, j->w_padded, j->bias,
-                   j->relu};
-    return gemm_split(j->ctx, &g, geometry ? 2 : 3);
+                   j->relu, b_rows};
+    return gemm_split(j->ctx, &g, b_rows ? 1 : geometry ? 2 : 3);
 }
 
 /* the products' columns: images of few output pixels are multiplied `group` at a time (their
@@ -1495,13 +1502,17 @@ static void conv_images_task(void *arg, int64_t lo, int64_t hi, int64_t part) {
     int64_t hp = h + p[0] + p[2], wp = wd + p[1] + p[3], plane = c * hp * wp;
     int64_t group = j->group < hi - lo ? j->group : hi - lo;
     size_t padded_bytes = ((size_t)(group * plane + DLVM_GEMM_SLACK + 16) * 4 + 63) / 64 * 64;
-    size_t out_bytes = group > 1 ? (size_t)(o * group * px) * 4 : 0;
+    /* read in place, the product runs over the padded width: output rows [Ho, Wp], of which
+     * the first Wo columns are kept (wide_n columns: the last row's padding is not computed) */
+    int wide = j->b_rows && !j->pointwise && wp != j->wo;
+    int64_t wide_n = (j->ho - 1) * wp + j->wo;
+    size_t out_bytes = group > 1 ? (size_t)(o * group * px) * 4 : wide ? (size_t)(o * wide_n) * 4 : 0;
     float *padded = j->pointwise ? NULL : buffer_alloc(&padded_bytes);
-    float *grouped = out_bytes ? buffer_alloc(&out_bytes) : NULL;
-    if ((!j->pointwise && !padded) || (out_bytes && !grouped)) {
+    float *staging = out_bytes ? buffer_alloc(&out_bytes) : NULL;
+    if ((!j->pointwise && !padded) || (out_bytes && !staging)) {
         __atomic_store_n(&j->failed, 1, __ATOMIC_RELAXED);
         if (padded) buffer_free(padded, padded_bytes);
-        if (grouped) buffer_free(grouped, out_bytes);
+        if (staging) buffer_free(staging, out_bytes);
         return;
     }
     if (padded) memset(padded, 0, padded_bytes);     /* the border stays zero for every image */
@@ -1517,7 +1528,7 @@ static void conv_images_task(void *arg, int64_t lo, int64_t hi, int64_t part) {
         float *yb = j->y + b * o * px;
         int rc;
         if (j->pointwise && g == 1) {
-            rc = conv_product(j, px, kk, j->x + b * c * px, NULL, yb);
+            rc = conv_product(j, px, kk, j->x + b * c * px, NULL, j->b_rows, yb);
         } else {
             const float *src = j->x + b * c * px;
             if (!j->pointwise) {
@@ -1532,11 +1543,17 @@ static void conv_images_task(void *arg, int64_t lo, int64_t hi, int64_t part) {
                             memcpy(dst, row, (size_t)wd * 4);
                     }
             }
-            rc = conv_product(j, g * px, kk, src, geometry, g > 1 ? grouped : yb);
-            if (!rc && g > 1)       /* [O, g * px] to g images of [O, px] */
+            if (j->b_rows) {        /* in place: one image, on the padded width where it has one */
+                rc = conv_product(j, wide ? wide_n : px, kk, src, NULL, j->b_rows, wide ? staging : yb);
+                if (!rc && wide)
+                    for (int64_t r = 0; r < o * j->ho; r++)     /* (channel, output row) */
+                        copy_f32(yb + r * j->wo, staging + (r / j->ho) * wide_n + (r % j->ho) * wp, j->wo);
+            } else
+                rc = conv_product(j, g * px, kk, src, geometry, NULL, g > 1 ? staging : yb);
+            if (!rc && g > 1 && !j->b_rows)       /* [O, g * px] to g images of [O, px] */
                 for (int64_t q = 0; q < g; q++)
                     for (int64_t oc = 0; oc < o; oc++)
-                        copy_f32(yb + (q * o + oc) * px, grouped + oc * g * px + q * px, px);
+                        copy_f32(yb + (q * o + oc) * px, staging + oc * g * px + q * px, px);
         }
         if (rc) {
             __atomic_store_n(&j->failed, 1, __ATOMIC_RELAXED);
@@ -1544,7 +1561,7 @@ static void conv_images_task(void *arg, int64_t lo, int64_t hi, int64_t part) {
         }
     }
     if (padded) buffer_free(padded, padded_bytes);
-    if (grouped) buffer_free(grouped, out_bytes);
+    if (staging) buffer_free(staging, out_bytes);
 }
 
 static int conv2d(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *w, const dlvm_val *bias,
@@ -1578,6 +1595,21 @@ static const float *packed_weights(dlvm_rt_packed *pack, int64_t rows, int64_t k
     }
     pthread_mutex_unlock(&pack_lock);
     return packed;
+}
+
+/* Whether a stride-1 convolution's products read the image in place (flag 8 of the GEMM)
+ * rather than packing its patch panels. A packed panel serves O / MR register tiles, so the
+ * fewer the output channels, the more packing costs (a sixth of a 16-channel product); in
+ * place, a padded convolution computes its output on the padded width, (Wp - Wo) / Wo more
+ * columns, and copies the kept ones out, which a short K (3 input channels) does not repay.
+ * Measured at batch 32 and 1 (bench/README.md): 16-64 channels at 16x16 to 64x64 0.80-0.94x
+ * the packed time, 64 at 8x8 and 128 at 32x32 about even. DLVM_CONV_IN_PLACE=0 or 1
+ * overrides the choice (for measuring it). */
+static int conv_reads_in_place(int64_t o, int64_t kk, int64_t wo, int64_t wp, int pointwise) {
+    const char *env = getenv("DLVM_CONV_IN_PLACE");
+    if (env && *env) return env[0] != '0';
+    if (pointwise) return o <= 128;
+    return kk >= 64 && (wp - wo) * o <= 4 * wo;
 }
 
 static int conv2d(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *w, const dlvm_val *bias,
@@ -1634,6 +1666,19 @@ static int conv2d(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *w, const dlv
         job.group = px < CONV_GROUP_COLUMNS ? (CONV_GROUP_COLUMNS + px - 1) / px : 1;
         if (job.group > share) job.group = share;
         if (job.group < 1) job.group = 1;
+        /* the patch matrix's rows in the image read in place: tap (ci, ky, kx) of the padded
+         * image, or channel k of a pointwise convolution's image */
+        int64_t hp = h + p[0] + p[2], wp = wd + p[1] + p[3], *b_rows = NULL;
+        size_t rows_bytes = (size_t)kk * 8;
+        if (job.w_packed && job.group == 1 && s[0] == 1 && s[1] == 1 &&
+            conv_reads_in_place(o, kk, wo, pointwise ? wo : wp, pointwise) &&
+            (b_rows = buffer_alloc(&rows_bytes)) != NULL) {
+            for (int64_t k = 0; k < kk; k++) {
+                int64_t ci = k / (kh * kw), ky = k / kw % kh, kx = k % kw;
+                b_rows[k] = pointwise ? k * px : (ci * hp + ky * d[0]) * wp + kx * d[1];
+            }
+            job.b_rows = b_rows;
+        }
         if (n >= 2 && threads > 1) {
             /* images split across the pool, each image's product on one thread: no pool hand-off
              * per product (a batch of small images made 64 of them per call) */
@@ -1644,6 +1689,7 @@ static int conv2d(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *w, const dlv
             conv_images_task(&job, 0, n, 0);
         }
         if (w_packed) buffer_free(w_packed, w_bytes);
+        if (b_rows) buffer_free(b_rows, rows_bytes);
         if (job.failed)
             return ctx->status->code ? ctx->status->code
                                      : dlvm_rt_fail(ctx, DLVM_RT_ERR_RESOURCE, "out of memory (conv2d)");
