@@ -546,6 +546,62 @@ class _Builder:
         b.ret_void()
         return fn
 
+    # Widths of the column-tail kernels (micro_columns): a tail of t columns runs the
+    # narrowest one of at least t; wider tails run a whole-vector micro-kernel
+    COLUMN_TAILS = (4, 8, 12)
+
+    def micro_columns(self, width: int) -> ir.Function:
+        """C tile [mr, nr] (+)= packed A panel x B's first nr <= `width` columns, the panel's MR
+        rows as one vector and one accumulator per column. For N's last few columns: a 7x7
+        image's 49 output pixels are a full 48-column tile and one column, which the
+        one-vector micro-kernel computes as MR whole-width FMAs per k (ResNet-18's last stage
+        spent a quarter of its time so at batch 1); here it is `width` MR-wide ones. Each
+        element sums over k in the same order as micro(), so results are the same bits. Reads
+        B up to `width` columns (a packed panel holds NR; in place, VW - 1 of slack)."""
+        s = self.s
+        rvec = ir.VectorType(F32, s.mr)
+        fma = intrinsic(self.mod, "llvm.fma", rvec, [rvec] * 3, suffix=f"v{s.mr}f32")
+        fn, b = self._function(f"micro_columns{width}", [
+            ("kc", I64), ("pa", PTR), ("pb", PTR), ("c", PTR), ("ldc", I64), ("mr", I64),
+            ("nr", I64), ("beta", I64), ("bias", PTR), ("epi", I64), ("koff", PTR)])
+        kc, pa, pb, c, ldc, mr, nr, beta, bias, epi, koff = fn.args
+        acc = [b.alloca(rvec, name=f"acc{j}") for j in range(width)]
+        for slot in acc:
+            b.store(ir.Constant(rvec, [0.0] * s.mr), slot)
+        splat_mask = ir.Constant(ir.VectorType(ir.IntType(32), s.mr), [0] * s.mr)
+        with for_range(b, const(I64, 0), kc, "k") as k:
+            bp = self._at(b, pb, b.load(b.gep(koff, [k], source_etype=I64), typ=I64))
+            av = b.load(self._at(b, pa, b.mul(k, const(I64, s.mr))), typ=rvec, align=4)
+            for j in range(width):
+                bj = b.insert_element(ir.Constant(rvec, ir.Undefined),
+                                      b.load(self._at(b, bp, const(I64, j)), typ=F32), const(I64, 0))
+                bj = b.shuffle_vector(bj, ir.Constant(rvec, ir.Undefined), splat_mask)
+                b.store(b.call(fma, [av, bj, b.load(acc[j], typ=rvec)]), acc[j])
+        # the store, element by element, in micro()'s order: + C, bias, relu
+        add_c = b.icmp_signed("!=", beta, const(I64, 0))
+        row_bias, col_bias, relu = (b.icmp_signed("!=", b.and_(epi, const(I64, bit)), const(I64, 0))
+                                    for bit in (1, 2, 4))
+        tile = b.alloca(rvec, size=const(I64, width), name="tile")
+        for j in range(width):
+            b.store(b.load(acc[j], typ=rvec), b.gep(tile, [const(I64, j)], source_etype=rvec))
+        x_slot = b.alloca(F32, name="x")
+        with for_range(b, const(I64, 0), nr, "ej") as j:
+            column = b.load(b.gep(tile, [j], source_etype=rvec), typ=rvec)
+            with for_range(b, const(I64, 0), mr, "ei") as i:
+                p = self._at(b, c, b.add(b.mul(i, ldc), j))
+                b.store(b.extract_element(column, i), x_slot)
+                with b.if_then(add_c):
+                    b.store(b.fadd(b.load(x_slot, typ=F32), b.load(p, typ=F32)), x_slot)
+                for flag, index in ((row_bias, i), (col_bias, j)):
+                    with b.if_then(flag):
+                        bx = b.load(self._at(b, bias, index), typ=F32)
+                        b.store(b.fadd(b.load(x_slot, typ=F32), bx), x_slot)
+                with b.if_then(relu):
+                    b.store(b.call(self.smax, [b.load(x_slot, typ=F32), ir.Constant(F32, 0.0)]), x_slot)
+                b.store(b.load(x_slot, typ=F32), p)
+        b.ret_void()
+        return fn
+
     # ---- the blocked driver --------------------------------------------------------------
 
     def gemm(self) -> ir.Function:
@@ -556,6 +612,9 @@ class _Builder:
         self.im2col()
         nvecs = s.nr // s.vw
         micros = {(n, r): self.micro(n, r) for n in range(1, nvecs + 1) for r in self.edge_rows()}
+        # (an MR that is not a vector width, AVX2's 6, keeps the whole-vector tails)
+        self.columns = ({w: self.micro_columns(w) for w in self.COLUMN_TAILS if w < s.vw}
+                        if s.mr in (4, 8, 16) else {})
         panel_rows = ir.GlobalVariable(self.mod, ir.ArrayType(I64, s.kc), "panel_rows")
         panel_rows.initializer = ir.Constant(ir.ArrayType(I64, s.kc), [k * s.nr for k in range(s.kc)])
         panel_rows.global_constant = True
@@ -643,6 +702,41 @@ class _Builder:
         return sorted({1, max(1, self.s.mr // 2), self.s.mr})
 
     def _call_micro(self, b: ir.IRBuilder, micros: dict[tuple[int, int], ir.Function],
+                    nr: ir.Value, mr: ir.Value, args: list[ir.Value]) -> None:
+        """A tile of `nr` columns: its whole vectors by micro(), and a tail of a few columns
+        past them (up to the widest column kernel) by micro_columns()."""
+        if not self.columns:
+            self._call_whole(b, micros, nr, mr, args)
+            return
+        vw = const(I64, self.s.vw)
+        t = b.srem(nr, vw)
+        whole = b.sub(nr, t)
+        tail = b.and_(b.icmp_signed(">", t, const(I64, 0)),
+                      b.icmp_signed("<=", t, const(I64, max(self.columns))))
+        head = b.select(tail, whole, nr)        # the columns micro() computes
+        kc, pa, pb, c, ldc, _mr, _nr, beta, bias, epi, koff = args
+        with b.if_then(b.icmp_signed(">", head, const(I64, 0))):
+            self._call_whole(b, micros, head, mr, [kc, pa, pb, c, ldc, mr, head, beta, bias, epi, koff])
+        with b.if_then(tail):
+            col_bias = b.icmp_signed("!=", b.and_(epi, const(I64, 2)), const(I64, 0))
+            bias_t = b.select(col_bias, b.gep(bias, [whole], source_etype=F32), bias)
+            tail_args = [kc, pa, self._at(b, pb, whole), self._at(b, c, whole), ldc, mr, t, beta,
+                         bias_t, epi, koff]
+            widths = sorted(self.columns)
+            done = b.append_basic_block("columns.done")
+            for w in widths[:-1]:
+                here = b.append_basic_block(f"columns{w}")
+                nxt = b.append_basic_block(f"columns{w}.else")
+                b.cbranch(b.icmp_signed("<=", t, const(I64, w)), here, nxt)
+                b.position_at_end(here)
+                b.call(self.columns[w], tail_args)
+                b.branch(done)
+                b.position_at_end(nxt)
+            b.call(self.columns[widths[-1]], tail_args)
+            b.branch(done)
+            b.position_at_end(done)
+
+    def _call_whole(self, b: ir.IRBuilder, micros: dict[tuple[int, int], ir.Function],
                     nr: ir.Value, mr: ir.Value, args: list[ir.Value]) -> None:
         """The smallest micro-kernel whose width covers the `nr` columns left and whose
         height covers the `mr` rows left."""
