@@ -1105,3 +1105,32 @@ def test_gathers_of_one_index_share_the_buffer_and_stay_values(tmp_path):
             close(lib.run("main", *args), vm.run("main", *args))
     with pytest.raises(Trap, match="out of range"):
         lib.run("main", x, np.array(5), acc)
+
+
+def test_large_copies_split_across_threads(tmp_path):
+    # gathers, transposes and strided slices of more than PARALLEL_COPY_BYTES run across the
+    # pool (dlvm_aot_rt.c: gather_task, strided_task), each part starting mid-row or mid-axis
+    module = assembler.parse("""module moves
+func @main(%x: f32[N, 40, 70, 33], %i: i64[K], %v: i64[N, 90, 700]) -> (f32[N, 40, K, 33], f32[N, 40, 70, K], f32[K, 40, 70, 33], f32[N, 33, 70, 40], f32[N, 20, 35, 33], i64[N, K, 700], f32[N, 10, 40, 3, 7, 11]) {
+entry:
+  %a = gather %x, %i {axis = 2}
+  %b = gather %x, %i {axis = 3}
+  %c = gather %x, %i {axis = 0}
+  %t = transpose %x {perm = [0, 3, 2, 1]}
+  %s = slice %x {starts = [1, 0], ends = [40, 70], axes = [1, 2], steps = [2, 2]}
+  %g = gather %v, %i {axis = 1}
+  %r6 = reshape %x {shape = [-1, 40, 7, 10, 3, 11]}
+  %t6 = transpose %r6 {perm = [0, 3, 1, 4, 2, 5]}
+  ret %a, %b, %c, %t, %s, %g, %t6
+}
+""")
+    compile_library(module, tmp_path)
+    lib, vm = aot.load(tmp_path), dlvmrt.VM(module, jit="off")
+    rng = np.random.default_rng(21)
+    for threads in (1, 2, 3):
+        lib.set_threads(threads)
+        for n, k in ((1, 29), (3, 2), (5, 67)):
+            x = rng.standard_normal((n, 40, 70, 33)).astype(np.float32)
+            i = rng.integers(-n, n, k)      # valid on every gathered axis, negatives too
+            v = rng.integers(-1000, 1000, (n, 90, 700))
+            close(lib.run("main", x, i, v), vm.run("main", x, i, v), 0)

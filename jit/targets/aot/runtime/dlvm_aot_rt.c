@@ -2175,18 +2175,19 @@ HIDDEN int dlvm_rt_reshape(dlvm_ctx *ctx, const dlvm_val *x, int32_t rank, const
 /* copy of a strided view: src elements at offset + sum(index[d] * strides[d]) (in elements) */
 /* dst (contiguous) = the elements of src at offset + sum(idx * strides), row by row: a row whose
  * elements are adjacent in src is one memcpy */
-static void strided_copy(char *dst, const char *src, size_t item, int rank, const int64_t *shape,
-                         const int64_t *strides, int64_t offset) {
-    int64_t n = numel_of(rank, shape);
-    if (n == 0) return;
-    if (rank == 0) {
-        memcpy(dst, src + (size_t)offset * item, item);
-        return;
-    }
-    int64_t inner = shape[rank - 1], step = strides[rank - 1], rows = n / inner;
+/* rows [r0, r1) of a strided copy (a row: the last axis) */
+static void strided_rows(char *dst, const char *src, size_t item, int rank, const int64_t *shape,
+                         const int64_t *strides, int64_t offset, int64_t r0, int64_t r1) {
+    int64_t inner = shape[rank - 1], step = strides[rank - 1];
     int64_t idx[DLVM_MAX_RANK] = {0};
     int64_t pos = offset;
-    for (int64_t r = 0; r < rows; r++) {
+    int64_t rest = r0;
+    for (int dd = rank - 2; dd >= 0; dd--) {      /* row r0's position */
+        idx[dd] = rest % shape[dd];
+        pos += idx[dd] * strides[dd];
+        rest /= shape[dd];
+    }
+    for (int64_t r = r0; r < r1; r++) {
         char *d = dst + (size_t)(r * inner) * item;
         const char *s = src + (size_t)pos * item;
         if (step == 1)
@@ -2204,6 +2205,39 @@ static void strided_copy(char *dst, const char *src, size_t item, int rank, cons
             idx[dd] = 0;
         }
     }
+}
+
+typedef struct {
+    char *dst;
+    const char *src;
+    size_t item;
+    int rank;
+    const int64_t *shape, *strides;
+    int64_t offset;
+} strided_job;
+
+static void strided_task(void *arg, int64_t lo, int64_t hi, int64_t part) {
+    (void)part;
+    const strided_job *j = arg;
+    strided_rows(j->dst, j->src, j->item, j->rank, j->shape, j->strides, j->offset, lo, hi);
+}
+
+/* Data movement is split across the pool from this many bytes: at batch 1 a transpose or a
+ * resize's gathers ran on one thread while the other waited for the next product. */
+#define PARALLEL_COPY_BYTES (256 * 1024)
+
+static void strided_copy(char *dst, const char *src, size_t item, int rank, const int64_t *shape,
+                         const int64_t *strides, int64_t offset) {
+    int64_t n = numel_of(rank, shape);
+    if (n == 0) return;
+    if (rank == 0) {
+        memcpy(dst, src + (size_t)offset * item, item);
+        return;
+    }
+    int64_t rows = n / shape[rank - 1];
+    strided_job job = {dst, src, item, rank, shape, strides, offset};
+    int64_t parts = (int64_t)((size_t)n * item / PARALLEL_COPY_BYTES) + 1;
+    dlvm_rt_parallel(strided_task, &job, rows, parts);
 }
 
 static void contiguous_strides(int rank, const int64_t *shape, int64_t *strides) {
@@ -3009,6 +3043,41 @@ HIDDEN int dlvm_rt_slice(dlvm_ctx *ctx, const dlvm_val *x, const int64_t *starts
     return 0;
 }
 
+typedef struct {
+    const char *src;
+    char *dst;
+    const int64_t *at;          /* the indices, wrapped */
+    int64_t n_idx, size, inner;
+    size_t item;
+} gather_job;
+
+/* output rows [lo, hi) of a gather, row (o, i) = x[o, at[i], :] */
+static void gather_task(void *arg, int64_t lo, int64_t hi, int64_t part) {
+    (void)part;
+    const gather_job *g = arg;
+    int64_t n_idx = g->n_idx, size = g->size, inner = g->inner;
+    size_t row = (size_t)inner * g->item;
+    for (int64_t o = lo / n_idx; o * n_idx < hi; o++) {
+        int64_t i0 = lo > o * n_idx ? lo - o * n_idx : 0, i1 = hi - o * n_idx < n_idx ? hi - o * n_idx : n_idx;
+        if (inner == 1 && g->item == 4) {           /* element by element, no memcpy call each */
+            const uint32_t *src = (const uint32_t *)g->src + o * size;
+            uint32_t *d32 = (uint32_t *)g->dst + o * n_idx;
+            for (int64_t i = i0; i < i1; i++) d32[i] = src[g->at[i]];
+        } else if (g->item == 4 && inner <= 64) {   /* short rows (a resize's): a loop, not a call */
+            const uint32_t *src = (const uint32_t *)g->src + o * size * inner;
+            uint32_t *d32 = (uint32_t *)g->dst + (o * n_idx + i0) * inner;
+            for (int64_t i = i0; i < i1; i++, d32 += inner) {
+                const uint32_t *s32 = src + g->at[i] * inner;
+                for (int64_t c = 0; c < inner; c++) d32[c] = s32[c];
+            }
+        } else {
+            char *dst = g->dst + (size_t)(o * n_idx + i0) * row;
+            for (int64_t i = i0; i < i1; i++, dst += row)
+                memcpy(dst, g->src + (size_t)(o * size + g->at[i]) * row, row);
+        }
+    }
+}
+
 HIDDEN int dlvm_rt_gather(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *idx, int64_t axis,
                           dlvm_val *out) {
     int rank = x->rank;
@@ -3059,26 +3128,9 @@ HIDDEN int dlvm_rt_gather(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *idx,
         int64_t j = idx->dtype == DT_I32 ? ((const int32_t *)idx->data)[i] : ((const int64_t *)idx->data)[i];
         at[i] = j < 0 ? j + size : j;
     }
-    if (inner == 1 && item == 4) {          /* element by element, no memcpy call each */
-        const uint32_t *src = x->data;
-        uint32_t *d32 = tmp.data;
-        for (int64_t o = 0; o < outer; o++)
-            for (int64_t i = 0; i < n_idx; i++) d32[o * n_idx + i] = src[o * size + at[i]];
-    } else if (item == 4 && inner <= 64) {  /* short rows (a resize's): a loop, not a call */
-        const uint32_t *src = x->data;
-        uint32_t *d32 = tmp.data;
-        for (int64_t o = 0; o < outer; o++)
-            for (int64_t i = 0; i < n_idx; i++, d32 += inner) {
-                const uint32_t *s32 = src + (o * size + at[i]) * inner;
-                for (int64_t c = 0; c < inner; c++) d32[c] = s32[c];
-            }
-    } else {
-        for (int64_t o = 0; o < outer; o++)
-            for (int64_t i = 0; i < n_idx; i++) {
-                memcpy(dst, (const char *)x->data + (size_t)(o * size + at[i]) * row, row);
-                dst += row;
-            }
-    }
+    gather_job job = {x->data, dst, at, n_idx, size, inner, item};
+    int64_t parts = (int64_t)((size_t)(outer * n_idx) * row / PARALLEL_COPY_BYTES) + 1;
+    dlvm_rt_parallel(gather_task, &job, outer * n_idx, parts);
     if (at != stack_at) free(at);
     dlvm_rt_release(out);
     *out = tmp;
