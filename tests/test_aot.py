@@ -1109,9 +1109,10 @@ def test_gathers_of_one_index_share_the_buffer_and_stay_values(tmp_path):
 
 def test_large_copies_split_across_threads(tmp_path):
     # gathers, transposes and strided slices of more than PARALLEL_COPY_BYTES run across the
-    # pool (dlvm_aot_rt.c: gather_task, strided_task), each part starting mid-row or mid-axis
+    # pool (dlvm_aot_rt.c: gather_task, strided_task), each part starting mid-row or mid-axis;
+    # gathers along a last axis of at most 32 (in one or two registers) permute 16 at a time
     module = assembler.parse("""module moves
-func @main(%x: f32[N, 40, 70, 33], %i: i64[K], %v: i64[N, 90, 700]) -> (f32[N, 40, K, 33], f32[N, 40, 70, K], f32[K, 40, 70, 33], f32[N, 33, 70, 40], f32[N, 20, 35, 33], i64[N, K, 700], f32[N, 10, 40, 3, 7, 11]) {
+func @main(%x: f32[N, 40, 70, 33], %i: i64[K], %v: i64[N, 90, 700], %y: f32[N, 50, 60, 20], %z: f32[N, 50, 60, 9]) -> (f32[N, 40, K, 33], f32[N, 40, 70, K], f32[K, 40, 70, 33], f32[N, 33, 70, 40], f32[N, 20, 35, 33], i64[N, K, 700], f32[N, 10, 40, 3, 7, 11], f32[N, 50, 60, K], f32[N, 50, 60, K]) {
 entry:
   %a = gather %x, %i {axis = 2}
   %b = gather %x, %i {axis = 3}
@@ -1121,7 +1122,9 @@ entry:
   %g = gather %v, %i {axis = 1}
   %r6 = reshape %x {shape = [-1, 40, 7, 10, 3, 11]}
   %t6 = transpose %r6 {perm = [0, 3, 1, 4, 2, 5]}
-  ret %a, %b, %c, %t, %s, %g, %t6
+  %gy = gather %y, %i {axis = 3}
+  %gz = gather %z, %i {axis = 3}
+  ret %a, %b, %c, %t, %s, %g, %t6, %gy, %gz
 }
 """)
     compile_library(module, tmp_path)
@@ -1133,4 +1136,6 @@ entry:
             x = rng.standard_normal((n, 40, 70, 33)).astype(np.float32)
             i = rng.integers(-n, n, k)      # valid on every gathered axis, negatives too
             v = rng.integers(-1000, 1000, (n, 90, 700))
-            close(lib.run("main", x, i, v), vm.run("main", x, i, v), 0)
+            y = rng.standard_normal((n, 50, 60, 20)).astype(np.float32)
+            z = rng.standard_normal((n, 50, 60, 9)).astype(np.float32)
+            close(lib.run("main", x, i, v, y, z), vm.run("main", x, i, v, y, z), 0)

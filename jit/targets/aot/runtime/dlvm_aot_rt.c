@@ -3051,17 +3051,55 @@ typedef struct {
     size_t item;
 } gather_job;
 
+#if defined(__GNUC__) && !defined(__clang__) && defined(__AVX512F__)
+#define GATHER_BY_SHUFFLE
+typedef uint32_t v16u __attribute__((vector_size(64)));
+#define SHUFFLE_MAX_INDICES 256
+
+/* d[i] = src[at[i]] for a row of at most 32 elements: the row in two vector registers and one
+ * two-source permute (vpermt2ps) per 16 results, `picks` the indices 16 at a time. Element by
+ * element, a resize's gathers along the last axis ran at one element per cycle. (GCC's vector
+ * extensions; other compilers take the scalar loop.) */
+static void gather_by_shuffle(const uint32_t *src, int64_t size, const v16u *picks, int64_t n_idx,
+                              uint32_t *d) {
+    v16u lo = {0}, hi = {0};
+    memcpy(&lo, src, (size_t)(size < 16 ? size : 16) * 4);
+    if (size > 16) memcpy(&hi, src + 16, (size_t)(size - 16) * 4);
+    int64_t i = 0;
+    for (; i + 16 <= n_idx; i += 16) {
+        v16u got = __builtin_shuffle(lo, hi, picks[i / 16]);
+        memcpy(d + i, &got, 64);
+    }
+    if (i < n_idx) {
+        v16u got = __builtin_shuffle(lo, hi, picks[i / 16]);
+        memcpy(d + i, &got, (size_t)(n_idx - i) * 4);
+    }
+}
+#endif
+
 /* output rows [lo, hi) of a gather, row (o, i) = x[o, at[i], :] */
 static void gather_task(void *arg, int64_t lo, int64_t hi, int64_t part) {
     (void)part;
     const gather_job *g = arg;
     int64_t n_idx = g->n_idx, size = g->size, inner = g->inner;
     size_t row = (size_t)inner * g->item;
+#ifdef GATHER_BY_SHUFFLE
+    v16u picks[SHUFFLE_MAX_INDICES / 16];
+    int shuffle = inner == 1 && g->item == 4 && size <= 32 && n_idx <= SHUFFLE_MAX_INDICES;
+    if (shuffle)
+        for (int64_t i = 0; i < n_idx; i++) picks[i / 16][i % 16] = (uint32_t)g->at[i];
+#endif
     for (int64_t o = lo / n_idx; o * n_idx < hi; o++) {
         int64_t i0 = lo > o * n_idx ? lo - o * n_idx : 0, i1 = hi - o * n_idx < n_idx ? hi - o * n_idx : n_idx;
         if (inner == 1 && g->item == 4) {           /* element by element, no memcpy call each */
             const uint32_t *src = (const uint32_t *)g->src + o * size;
             uint32_t *d32 = (uint32_t *)g->dst + o * n_idx;
+#ifdef GATHER_BY_SHUFFLE
+            if (shuffle && i0 == 0 && i1 == n_idx) {    /* (a part's first and last rows may be partial) */
+                gather_by_shuffle(src, size, picks, n_idx, d32);
+                continue;
+            }
+#endif
             for (int64_t i = i0; i < i1; i++) d32[i] = src[g->at[i]];
         } else if (g->item == 4 && inner <= 64) {   /* short rows (a resize's): a loop, not a call */
             const uint32_t *src = (const uint32_t *)g->src + o * size * inner;
