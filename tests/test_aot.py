@@ -1111,8 +1111,12 @@ def test_large_copies_split_across_threads(tmp_path):
     # gathers, transposes and strided slices of more than PARALLEL_COPY_BYTES run across the
     # pool (dlvm_aot_rt.c: gather_task, strided_task), each part starting mid-row or mid-axis;
     # gathers along a last axis of at most 32 (in one or two registers) permute 16 at a time
-    module = assembler.parse("""module moves
-func @main(%x: f32[N, 40, 70, 33], %i: i64[K], %v: i64[N, 90, 700], %y: f32[N, 50, 60, 20], %z: f32[N, 50, 60, 9]) -> (f32[N, 40, K, 33], f32[N, 40, 70, K], f32[K, 40, 70, 33], f32[N, 33, 70, 40], f32[N, 20, 35, 33], i64[N, K, 700], f32[N, 10, 40, 3, 7, 11], f32[N, 50, 60, K], f32[N, 50, 60, K]) {
+    params = "%x: f32[N, 40, 70, 33], %i: i64[K], %v: i64[N, 90, 700], %y: f32[N, 50, 60, 20], " \
+             "%z: f32[N, 50, 60, 9]"
+    results = "f32[N, 40, K, 33], f32[N, 40, 70, K], f32[K, 40, 70, 33], f32[N, 33, 70, 40], " \
+              "f32[N, 20, 35, 33], i64[N, K, 700], f32[N, 10, 40, 3, 7, 11], f32[N, 50, 60, K], " \
+              "f32[N, 50, 60, K]"
+    module = assembler.parse(f"module moves\nfunc @main({params}) -> ({results}) " + """{
 entry:
   %a = gather %x, %i {axis = 2}
   %b = gather %x, %i {axis = 3}
