@@ -607,15 +607,16 @@ entry:
                                         ((3, 3), (2, 2, 2, 2), (2, 2)), ((1, 1), (0, 0, 0, 0), (1, 1))])
 def test_convolution_reading_the_image_in_place(tmp_path, monkeypatch, k, pads, dil):
     # stride-1 convolutions' products read the (padded) image in place instead of packing
-    # patch panels (dlvm_aot_rt.c: conv_reads_in_place, the GEMM's flag 8), the output computed
-    # on the padded width and its kept columns copied out: forced on, forced off and chosen,
-    # with constant weights (packed once) and weights that are arguments (packed per call),
-    # one image (the product split across threads) and several, on one thread and two
+    # patch panels (dlvm_aot_rt.c: conv_reads_in_place, the GEMM's flag 8): output rows of
+    # whole vectors (widths 32, 33 - 1) row by row, others on the padded width with the kept
+    # columns copied out. Forced on, forced off and chosen, with constant weights (packed once)
+    # and weights that are arguments (packed per call), one image (the product, or its rows,
+    # split across threads) and several, on one thread and two
     rng = np.random.default_rng(sum(k) * 10 + sum(pads))
     mb = ModuleBuilder("inplace")
     wc = mb.constant("wc", (rng.standard_normal((24, 20, *k)) * 0.2).astype(np.float32))
     bc = mb.constant("bc", rng.standard_normal(24).astype(np.float32))
-    f = mb.function("main", [("x", "f32[N, 20, 9, 37]"), ("w", f"f32[24, 20, {k[0]}, {k[1]}]")],
+    f = mb.function("main", [("x", "f32[N, 20, 9, W]"), ("w", f"f32[24, 20, {k[0]}, {k[1]}]")],
                     ["f32[N, 24, ?, ?]", "f32[N, 24, ?, ?]"])
     attrs = {"strides": [1, 1], "pads": list(pads), "dilations": list(dil), "groups": 1}
     r = f.relu(f.arg("x"))
@@ -628,8 +629,8 @@ def test_convolution_reading_the_image_in_place(tmp_path, monkeypatch, k, pads, 
     w = (rng.standard_normal((24, 20, *k)) * 0.2).astype(np.float32)
     for threads in (1, 2):
         lib.set_threads(threads)
-        for n in (1, 2, 5):
-            x = rng.standard_normal((n, 20, 9, 37)).astype(np.float32)
+        for n, width in ((1, 37), (2, 37), (5, 37), (1, 32), (3, 32), (2, 33)):
+            x = rng.standard_normal((n, 20, 9, width)).astype(np.float32)
             want = vm.run("main", x, w)
             for in_place in ("1", "0", ""):
                 monkeypatch.setenv("DLVM_CONV_IN_PLACE", in_place)
