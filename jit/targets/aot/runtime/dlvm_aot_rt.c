@@ -891,6 +891,11 @@ HIDDEN int dlvm_rt_region(dlvm_ctx *ctx, const dlvm_rt_kernel *k, dlvm_val *cons
 
 /* ---- matrix products ----------------------------------------------------------------------- */
 
+/* Data movement is split across the pool from this many bytes: at batch 1 a transpose, a
+ * resize's gathers or a convolution's padding ran on one thread while the other waited for
+ * the next product. */
+#define PARALLEL_COPY_BYTES (256 * 1024)
+
 /* the JIT's f32 GEMM kernel (jit/llvm/gemm_kernel.py), compiled into the library */
 extern int32_t dlvm_sgemm(int64_t m, int64_t n, int64_t k, const float *a, int64_t a_srow,
                           int64_t a_sk, const float *b, int64_t b_sk, int64_t b_srow, float *c,
@@ -1050,7 +1055,10 @@ static int gemm_split(dlvm_ctx *ctx, gemm_call *g, double b_reads) {
     if (threads > 1 && m * n * k >= DLVM_GEMM_PARALLEL_MACS / 16) {
         int64_t row_panels = (m + DLVM_GEMM_MR - 1) / DLVM_GEMM_MR;
         int64_t col_panels = (n + DLVM_GEMM_NR - 1) / DLVM_GEMM_NR;
-        double a_cost = (double)m * k * 3, b_cost = (double)n * k * b_reads;
+        /* a prepacked A (constant weights) is only read: each thread reading all of it
+         * costs less than each packing all of B (ResNet-18's 14x14 convolutions at batch 1
+         * split by rows, and both threads packed the whole patch matrix) */
+        double a_cost = (double)m * k * (g->a_packed ? 1 : 3), b_cost = (double)n * k * b_reads;
         g->by_rows = a_cost / threads + b_cost < a_cost + b_cost / threads;
         if (g->by_rows && row_panels < threads) g->by_rows = 0;
         else if (!g->by_rows && col_panels < threads) g->by_rows = 1;
@@ -1492,6 +1500,47 @@ static int conv_product(conv_images *j, int64_t px, int64_t kk, const float *b,
     return gemm_split(j->ctx, &g, b_rows ? 1 : geometry ? 2 : 3);
 }
 
+/* planes [lo, hi) of images copied into a padded buffer (zeroed first where `zero`: one image
+ * split across the pool, whose planes each part zeroes as it copies them) */
+typedef struct {
+    const float *x;
+    float *padded;
+    int64_t h, wd, hp, wp;
+    const int64_t *p;
+    int zero;
+} pad_job;
+
+static void pad_task(void *arg, int64_t lo, int64_t hi, int64_t part) {
+    (void)part;
+    const pad_job *j = arg;
+    int64_t h = j->h, wd = j->wd, hp = j->hp, wp = j->wp;
+    for (int64_t ci = lo; ci < hi; ci++) {      /* image ci / c, channel ci % c */
+        if (j->zero) memset(j->padded + ci * hp * wp, 0, (size_t)(hp * wp) * 4);
+        for (int64_t i = 0; i < h; i++) {
+            float *dst = j->padded + (ci * hp + i + j->p[0]) * wp + j->p[1];
+            const float *row = j->x + (ci * h + i) * wd;
+            if (wd <= 64)       /* a short row: inline, not a library call */
+                copy_f32(dst, row, wd);
+            else
+                memcpy(dst, row, (size_t)wd * 4);
+        }
+    }
+}
+
+/* rows [lo, hi) of (channel, output row) of a product on the padded width copied out */
+typedef struct {
+    const float *wide;
+    float *y;
+    int64_t ho, wo, wp, wide_n;
+} kept_job;
+
+static void kept_task(void *arg, int64_t lo, int64_t hi, int64_t part) {
+    (void)part;
+    const kept_job *k = arg;
+    for (int64_t r = lo; r < hi; r++)
+        copy_f32(k->y + r * k->wo, k->wide + (r / k->ho) * k->wide_n + (r % k->ho) * k->wp, k->wo);
+}
+
 /* output rows [lo, hi) of one image's stride-1 convolution read in place, a product each */
 typedef struct {
     conv_images *j;
@@ -1544,7 +1593,13 @@ static void conv_images_task(void *arg, int64_t lo, int64_t hi, int64_t part) {
         if (staging) buffer_free(staging, out_bytes);
         return;
     }
-    if (padded) memset(padded, 0, padded_bytes);     /* the border stays zero for every image */
+    /* the border stays zero for every image; one image split across the pool zeroes each
+     * plane as it copies it in (pad_task) */
+    if (padded && !j->split) memset(padded, 0, padded_bytes);
+    if (padded && j->split) {
+        size_t used = (size_t)(group * plane) * 4;
+        memset((char *)padded + used, 0, padded_bytes - used);
+    }
     /* the patches of `group` consecutive images: padded ones in this thread's buffer, or (a
      * pointwise convolution) the images themselves */
     int64_t geometry[11] = {j->kh, j->kw, j->wo, s[0], s[1], d[0], d[1], hp * wp, wp, px, plane};
@@ -1562,15 +1617,11 @@ static void conv_images_task(void *arg, int64_t lo, int64_t hi, int64_t part) {
             const float *src = j->x + b * c * px;
             if (!j->pointwise) {
                 src = padded;
-                for (int64_t ci = 0; ci < g * c; ci++)      /* image (b + ci / c), channel ci % c */
-                    for (int64_t i = 0; i < h; i++) {
-                        float *dst = padded + (ci * hp + i + p[0]) * wp + p[1];
-                        const float *row = j->x + ((b * c + ci) * h + i) * wd;
-                        if (wd <= 64)       /* a short row: inline, not a library call */
-                            copy_f32(dst, row, wd);
-                        else
-                            memcpy(dst, row, (size_t)wd * 4);
-                    }
+                pad_job pj = {j->x + b * c * h * wd, padded, h, wd, hp, wp, p, j->split};
+                if (j->split && (size_t)(g * plane) * 4 >= PARALLEL_COPY_BYTES)
+                    dlvm_rt_parallel(pad_task, &pj, g * c, dlvm_rt_threads());
+                else
+                    pad_task(&pj, 0, g * c, 0);
             }
             if (by_rows) {          /* in place, output row by output row */
                 conv_rows rows = {j, src, yb, kk, wp, 0};
@@ -1581,9 +1632,13 @@ static void conv_images_task(void *arg, int64_t lo, int64_t hi, int64_t part) {
                 rc = rows.failed;
             } else if (j->b_rows) { /* in place: one image, on the padded width where it has one */
                 rc = conv_product(j, wide ? wide_n : px, kk, src, NULL, j->b_rows, wide ? staging : yb);
-                if (!rc && wide)
-                    for (int64_t r = 0; r < o * j->ho; r++)     /* (channel, output row) */
-                        copy_f32(yb + r * j->wo, staging + (r / j->ho) * wide_n + (r % j->ho) * wp, j->wo);
+                if (!rc && wide) {
+                    kept_job kj = {staging, yb, j->ho, j->wo, wp, wide_n};
+                    if (j->split && (size_t)(o * px) * 4 >= PARALLEL_COPY_BYTES)
+                        dlvm_rt_parallel(kept_task, &kj, o * j->ho, dlvm_rt_threads());
+                    else
+                        kept_task(&kj, 0, o * j->ho, 0);
+                }
             } else
                 rc = conv_product(j, g * px, kk, src, geometry, NULL, g > 1 ? staging : yb);
             if (!rc && g > 1 && !j->b_rows)       /* [O, g * px] to g images of [O, px] */
@@ -2258,10 +2313,6 @@ static void strided_task(void *arg, int64_t lo, int64_t hi, int64_t part) {
     const strided_job *j = arg;
     strided_rows(j->dst, j->src, j->item, j->rank, j->shape, j->strides, j->offset, lo, hi);
 }
-
-/* Data movement is split across the pool from this many bytes: at batch 1 a transpose or a
- * resize's gathers ran on one thread while the other waited for the next product. */
-#define PARALLEL_COPY_BYTES (256 * 1024)
 
 static void strided_copy(char *dst, const char *src, size_t item, int rank, const int64_t *shape,
                          const int64_t *strides, int64_t offset) {
