@@ -1693,15 +1693,16 @@ static const float *packed_weights(dlvm_rt_packed *pack, int64_t rows, int64_t k
  * fewer the output channels, the more packing costs (a sixth of a 16-channel product); in
  * place, a padded convolution computes its output on the padded width, (Wp - Wo) / Wo more
  * columns, and copies the kept ones out, which a short K (3 input channels) does not repay.
- * Measured at batch 32 and 1 (bench/README.md): 16-64 channels at 16x16 to 64x64 0.80-0.94x
- * the packed time, 64 at 8x8 and 128 at 32x32 about even. DLVM_CONV_IN_PLACE=0 or 1
- * overrides the choice (for measuring it). */
+ * Measured at batch 32 and 1 (bench/conv_in_place.py, bench/README.md): 16-64 channels at
+ * 16x16 to 64x64 0.72-0.93x the packed time, 128 channels at 14x14 1.06x (not chosen).
+ * DLVM_CONV_IN_PLACE=0 or 1 overrides the choice (for measuring it). */
 static int conv_reads_in_place(int64_t o, int64_t kk, int64_t wo, int64_t wp, int pointwise) {
     const char *env = getenv("DLVM_CONV_IN_PLACE");
     if (env && *env) return env[0] != '0';
     if (pointwise) return o <= 128;
-    /* (whole-vector rows are multiplied row by row, without the padded width's waste) */
-    return kk >= 64 && (wo % 16 == 0 || (wp - wo) * o <= 4 * wo);
+    /* whole-vector rows are multiplied row by row, without the padded width's waste: in
+     * place pays even at 128 channels or 3 input channels (bench/conv_in_place.py) */
+    return wo % 16 == 0 || (kk >= 64 && (wp - wo) * o <= 4 * wo);
 }
 
 static int conv2d(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *w, const dlvm_val *bias,
