@@ -532,19 +532,26 @@ class _Builder:
                         p = self._at(b, c, b.add(b.mul(i, ldc), j))
                         lane = b.gep(tile, [b.add(b.mul(i, const(I64, nvec)), b.sdiv(j, const(I64, s.vw)))],
                                      source_etype=vec)
-                        b.store(b.extract_element(b.load(lane, typ=vec), b.srem(j, const(I64, s.vw))), x_slot)
-                        with b.if_then(add_c):
-                            b.store(b.fadd(b.load(x_slot, typ=F32), b.load(p, typ=F32)), x_slot)
-                        for flag, index in ((row_bias, i), (col_bias, j)):
-                            with b.if_then(flag):
-                                bx = b.load(self._at(b, bias, index), typ=F32)
-                                b.store(b.fadd(b.load(x_slot, typ=F32), bx), x_slot)
-                        with b.if_then(relu):
-                            x = b.call(self.smax, [b.load(x_slot, typ=F32), ir.Constant(F32, 0.0)])
-                            b.store(x, x_slot)
-                        b.store(b.load(x_slot, typ=F32), p)
+                        x = b.extract_element(b.load(lane, typ=vec), b.srem(j, const(I64, s.vw)))
+                        self._store_element(b, x, x_slot, p, i, j, bias, (add_c, row_bias, col_bias, relu))
         b.ret_void()
         return fn
+
+    def _store_element(self, b: ir.IRBuilder, x: ir.Value, x_slot: ir.Value, p: ir.Value,
+                       i: ir.Value, j: ir.Value, bias: ir.Value, flags: tuple) -> None:
+        """C[i, j] at p = x (+ C when beta, + the row's or column's bias, then relu), one
+        element of an edge tile, in the order a separate pass would apply them."""
+        add_c, row_bias, col_bias, relu = flags
+        b.store(x, x_slot)
+        with b.if_then(add_c):
+            b.store(b.fadd(b.load(x_slot, typ=F32), b.load(p, typ=F32)), x_slot)
+        for flag, index in ((row_bias, i), (col_bias, j)):
+            with b.if_then(flag):
+                bx = b.load(self._at(b, bias, index), typ=F32)
+                b.store(b.fadd(b.load(x_slot, typ=F32), bx), x_slot)
+        with b.if_then(relu):
+            b.store(b.call(self.smax, [b.load(x_slot, typ=F32), ir.Constant(F32, 0.0)]), x_slot)
+        b.store(b.load(x_slot, typ=F32), p)
 
     # Widths of the column-tail kernels (micro_columns): a tail of t columns runs the
     # narrowest one of at least t; wider tails run a whole-vector micro-kernel
@@ -589,16 +596,8 @@ class _Builder:
             column = b.load(b.gep(tile, [j], source_etype=rvec), typ=rvec)
             with for_range(b, const(I64, 0), mr, "ei") as i:
                 p = self._at(b, c, b.add(b.mul(i, ldc), j))
-                b.store(b.extract_element(column, i), x_slot)
-                with b.if_then(add_c):
-                    b.store(b.fadd(b.load(x_slot, typ=F32), b.load(p, typ=F32)), x_slot)
-                for flag, index in ((row_bias, i), (col_bias, j)):
-                    with b.if_then(flag):
-                        bx = b.load(self._at(b, bias, index), typ=F32)
-                        b.store(b.fadd(b.load(x_slot, typ=F32), bx), x_slot)
-                with b.if_then(relu):
-                    b.store(b.call(self.smax, [b.load(x_slot, typ=F32), ir.Constant(F32, 0.0)]), x_slot)
-                b.store(b.load(x_slot, typ=F32), p)
+                self._store_element(b, b.extract_element(column, i), x_slot, p, i, j, bias,
+                                    (add_c, row_bias, col_bias, relu))
         b.ret_void()
         return fn
 
