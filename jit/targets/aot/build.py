@@ -171,6 +171,7 @@ def _config() -> str:
     from jit.targets.cpu.gemm_kernel import shape_for
     s = shape_for(host.host().features)
     return (f"/* the GEMM kernel's tile for this CPU (jit/llvm/gemm_kernel.py) */\n"
+            f"#define DLVM_GEMM_VW {s.vw}\n"
             f"#define DLVM_GEMM_MR {s.mr}\n#define DLVM_GEMM_NR {s.nr}\n#define DLVM_GEMM_KC {s.kc}\n"
             f"#define DLVM_GEMM_MC {s.mc}\n#define DLVM_GEMM_NC {s.nc}\n#define DLVM_GEMM_SLACK {SLACK}\n"
             f"#define DLVM_GEMM_PARALLEL_MACS {PARALLEL_MACS}LL\n"

@@ -1581,7 +1581,7 @@ static void conv_images_task(void *arg, int64_t lo, int64_t hi, int64_t part) {
     /* output rows of whole vectors: one product per output row, straight into the output (no
      * padding columns computed, nothing copied out): 0.80-0.93x the time of the padded width
      * at 16 to 64 pixels a row. Rows of 14 or 28 (vectors and a tail) were slower. */
-    int by_rows = wide && j->wo % 16 == 0;
+    int by_rows = wide && j->wo % DLVM_GEMM_VW == 0;
     if (by_rows) wide = 0;
     int64_t wide_n = (j->ho - 1) * wp + j->wo;
     size_t out_bytes = group > 1 ? (size_t)(o * group * px) * 4 : wide ? (size_t)(o * wide_n) * 4 : 0;
@@ -1702,7 +1702,7 @@ static int conv_reads_in_place(int64_t o, int64_t kk, int64_t wo, int64_t wp, in
     if (pointwise) return o <= 128;
     /* whole-vector rows are multiplied row by row, without the padded width's waste: in
      * place pays even at 128 channels or 3 input channels (bench/conv_in_place.py) */
-    return wo % 16 == 0 || (kk >= 64 && (wp - wo) * o <= 4 * wo);
+    return wo % DLVM_GEMM_VW == 0 || (kk >= 64 && (wp - wo) * o <= 4 * wo);
 }
 
 static int conv2d(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *w, const dlvm_val *bias,
@@ -2265,10 +2265,8 @@ HIDDEN int dlvm_rt_reshape(dlvm_ctx *ctx, const dlvm_val *x, int32_t rank, const
     return 0;
 }
 
-/* copy of a strided view: src elements at offset + sum(index[d] * strides[d]) (in elements) */
-/* dst (contiguous) = the elements of src at offset + sum(idx * strides), row by row: a row whose
- * elements are adjacent in src is one memcpy */
-/* rows [r0, r1) of a strided copy (a row: the last axis) */
+/* rows [r0, r1) of a strided copy (a row: the last axis; one whose elements are adjacent in
+ * src is one memcpy) */
 static void strided_rows(char *dst, const char *src, size_t item, int rank, const int64_t *shape,
                          const int64_t *strides, int64_t offset, int64_t r0, int64_t r1) {
     int64_t inner = shape[rank - 1], step = strides[rank - 1];
@@ -2315,6 +2313,7 @@ static void strided_task(void *arg, int64_t lo, int64_t hi, int64_t part) {
     strided_rows(j->dst, j->src, j->item, j->rank, j->shape, j->strides, j->offset, lo, hi);
 }
 
+/* dst (contiguous) = the elements of src at offset + sum(idx * strides) (in elements) */
 static void strided_copy(char *dst, const char *src, size_t item, int rank, const int64_t *shape,
                          const int64_t *strides, int64_t offset) {
     int64_t n = numel_of(rank, shape);
