@@ -15,8 +15,8 @@ in all), 2 = B is prepacked (dlvm_sgemm_pack_b; columns from b_col0, n_pad in al
 convolution's patch matrix read from the padded input B with the geometry at address sbk
 (pack_b_conv; columns from b_col0), 8 = B is read in place, unpacked: row k of the call's
 columns starts at B + b_col0 + rows[k], rows an i64 table at address sbk (a stride-1
-convolution's padded input, its output computed on the padded width; a pointwise one's
-image). A small M reuses a packed panel only M / MR times, so packing it was a fifth of a
+convolution's padded input, multiplied one output row at a time or over the padded width; a
+pointwise one's image). A small M reuses a packed panel only M / MR times, so packing it was a fifth of a
 16-channel convolution's time. Reads may run VW - 1 floats past a row's last column.
 
 A and B may have any element strides (a transposed operand is only a pair of swapped strides);
