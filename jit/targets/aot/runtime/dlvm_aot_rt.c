@@ -3153,14 +3153,9 @@ static void gather_by_shuffle(const uint32_t *src, int64_t size, const v16u *pic
     v16u lo = {0}, hi = {0};
     memcpy(&lo, src, (size_t)(size < 16 ? size : 16) * 4);
     if (size > 16) memcpy(&hi, src + 16, (size_t)(size - 16) * 4);
-    int64_t i = 0;
-    for (; i + 16 <= n_idx; i += 16) {
+    for (int64_t i = 0; i < n_idx; i += 16) {
         v16u got = __builtin_shuffle(lo, hi, picks[i / 16]);
-        memcpy(d + i, &got, 64);
-    }
-    if (i < n_idx) {
-        v16u got = __builtin_shuffle(lo, hi, picks[i / 16]);
-        memcpy(d + i, &got, (size_t)(n_idx - i) * 4);
+        memcpy(d + i, &got, (size_t)(n_idx - i < 16 ? n_idx - i : 16) * 4);
     }
 }
 #endif
@@ -3172,7 +3167,7 @@ static void gather_task(void *arg, int64_t lo, int64_t hi, int64_t part) {
     int64_t n_idx = g->n_idx, size = g->size, inner = g->inner;
     size_t row = (size_t)inner * g->item;
 #ifdef GATHER_BY_SHUFFLE
-    v16u picks[SHUFFLE_MAX_INDICES / 16];
+    v16u picks[SHUFFLE_MAX_INDICES / 16] = {{0}};     /* (lanes past n_idx pick element 0) */
     int shuffle = inner == 1 && g->item == 4 && size <= 32 && n_idx <= SHUFFLE_MAX_INDICES;
     if (shuffle)
         for (int64_t i = 0; i < n_idx; i++) picks[i / 16][i % 16] = (uint32_t)g->at[i];
