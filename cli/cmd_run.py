@@ -25,8 +25,9 @@ def register(sub) -> None:
     s.add_argument("--jit", choices=["off", "auto", "always"], default=None,
                    help="off: interpreter only; auto (default): hot blocks compile in the "
                    "background; always: compile before the first run")
-    s.add_argument("--device", choices=list(device_names()), default="auto",
-                   help="where compiled regions run (auto: a GPU when one is usable)")
+    s.add_argument("--device", choices=list(device_names()), default="cpu",
+                   help="where compiled regions run: cpu (default), auto (the scheduler's cost "
+                   "model puts each region on a GPU or the CPU), or a GPU (every region it can run)")
     s.add_argument("--profile", action="store_true", help="print a per-instruction/region table")
     s.add_argument("--trace", metavar="FILE.json", help="write Chrome trace events (Perfetto)")
     s.add_argument("--repeat", type=int, default=1, help="run N times (profiling, tier-up)")

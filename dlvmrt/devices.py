@@ -1,8 +1,8 @@
 """Devices the VM can place work on: the CPU (always), CUDA GPUs (a driver plus pycuda or
 cuda-python), and a simulated GPU backed by host memory (for tests and for trying placements).
 
-`device="auto"` silently uses the CPU when no GPU is usable (and lets the scheduler place
-regions when one is); `device="cuda"` / `"cuda:N"` without one is an error that says why.
+The VM runs on the CPU unless asked otherwise. `device="auto"` silently uses the CPU when no GPU
+is usable (and lets the scheduler place regions when one is); `device="cuda"` / `"cuda:N"` without one is an error that says why.
 Which devices exist is the target registry's answer (jit/targets/registry.py): this module
 names no target, it wraps what a target offers with the runtime's memory pool.
 

@@ -122,8 +122,10 @@ class VM:
 
     `program`: a Module, a Program, bytecode or a path. `jit`: "off" (the NumPy interpreter
     only), "auto" (the default: hot regions compile in the background, the interpreter runs
-    them meanwhile; `wait_compiled()` waits), "always" (compile on first run). `device`: "auto",
-    "cpu" or a GPU. `max_steps` bounds the blocks a run may execute, `max_call_depth` the call
+    them meanwhile; `wait_compiled()` waits), "always" (compile on first run). `device`: "cpu"
+    (the default, as in onnxruntime and PyTorch: a GPU is used when asked for), "auto" (the
+    scheduler's cost model places each hot region on a GPU or the CPU; the CPU when no GPU is
+    usable) or a GPU ("cuda", "cuda:N": every region it can run goes there). `max_steps` bounds the blocks a run may execute, `max_call_depth` the call
     nesting (the adjoint of a loop makes one call per iteration); both end in a clean
     ResourceExhausted. `profile=True` times every instruction and compiled region
     (`vm.profiler.table(vm)`, `vm.profiler.region_lines(vm)`), `trace=True` also records Chrome
@@ -137,7 +139,7 @@ class VM:
     """
 
     def __init__(self, program: ProgramSource, jit: str | None = None,
-                 device: str | Device = "auto", *, gpus: list[Device] | None = None,
+                 device: str | Device = "cpu", *, gpus: list[Device] | None = None,
                  hot_threshold: int | None = None, max_steps: int | None = None,
                  max_call_depth: int = DEFAULT_MAX_CALL_DEPTH, profile: bool = False,
                  trace: bool = False, jit_options: dict[str, Any] | None = None,

@@ -10,6 +10,7 @@ import pytest
 from shared_paths import PROJECT_EXAMPLES, example_programs
 
 import dlvmrt
+from dlvmrt import devices
 from dlvmrt.devices import sim_device
 from dlvmrt.scheduler import DeviceFallbackWarning
 
@@ -20,6 +21,7 @@ def gelu_input(n: int = 4096) -> np.ndarray:
     return np.random.default_rng(0).standard_normal(n).astype(np.float32)
 
 
+@pytest.mark.skipif(devices.accelerator_available()[0], reason="a GPU is present")
 def test_auto_without_a_gpu_is_the_cpu_silently():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
@@ -115,3 +117,11 @@ def test_a_placed_region_builds_its_kernel_once(monkeypatch):
     vm.run("main", x)
     assert vm.scheduler.stats.placed.get("sim:0")
     assert len(calls) == len({(r.func, r.block, r.start) for r in calls}), calls
+
+
+def test_the_default_device_is_the_cpu_even_with_a_gpu():
+    # as in onnxruntime and PyTorch, a GPU is used when asked for (device="auto" or "cuda"); the
+    # default keeps the CPU's whole-program native tier and background compiles
+    vm = dlvmrt.VM(dlvmrt.load(GELU), jit="always")
+    vm.run("main", gelu_input())
+    assert vm.scheduler is None and vm.device == "cpu"
