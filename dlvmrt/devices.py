@@ -2,7 +2,8 @@
 cuda-python), and a simulated GPU backed by host memory (for tests and for trying placements).
 
 The VM runs on the CPU unless asked otherwise. `device="auto"` silently uses the CPU when no GPU
-is usable (and lets the scheduler place regions when one is); `device="cuda"` / `"cuda:N"` without one is an error that says why.
+is usable (and lets the scheduler place regions when one is); `device="cuda"` / `"cuda:N"`
+without one is an error that says why.
 Which devices exist is the target registry's answer (jit/targets/registry.py): this module
 names no target, it wraps what a target offers with the runtime's memory pool.
 

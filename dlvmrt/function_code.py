@@ -16,6 +16,7 @@ from isa.narrow import touches_narrow
 from . import steps as S
 from .binding import bind_arguments, check_results
 from .frame_layout import BINDINGS_SLOT, FrameLayout
+from .memory_ceiling import guard_for
 
 if TYPE_CHECKING:
     from .vm import VM
@@ -65,6 +66,14 @@ class BlockCode:
         self.tiered = False
 
 
+def _checked_first(check: Callable[[list], None], step: Callable[[list], None]):
+    """`step` after `check` (memory_ceiling.guard_for: its result fits the machine)."""
+    def checked(r):
+        check(r)
+        step(r)
+    return checked
+
+
 class FunctionCode:
     def __init__(self, vm: VM, func: Function):
         self.vm = vm
@@ -96,6 +105,7 @@ class FunctionCode:
         return code
 
     def _add_steps(self, code: BlockCode, bi: int, ii: int, ins, ins_slots, out_slots) -> None:
+        check = None
         if ins.op == "assert":
             step = S.make_assert(ins, ins_slots[0])
         elif ins.op == "call":
@@ -106,8 +116,14 @@ class FunctionCode:
             narrow = row is not None and touches_narrow(row.operands + row.results)
             step = S.make_step(ins, ins_slots, out_slots,
                                [t.dtype for t in row.results] if narrow else None)
+            check = row and guard_for(row.results, row.operands, (bi, ii))
+            if check:
+                step = _checked_first(check, step)
         step.where = (bi, ii)
-        code.steps.append(self.vm.profiler.wrap(self, bi, ii, step) if self.vm.profiler else step)
+        step = self.vm.profiler.wrap(self, bi, ii, step) if self.vm.profiler else step
+        if check:
+            step.memory_check = check       # a compiled region runs it before its kernels
+        code.steps.append(step)
         if ins.result_type is not None and ins.op != "const":
             check = S.make_type_check(ins.result_type, out_slots[0])
             check.where = (bi, ii)

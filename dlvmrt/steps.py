@@ -19,6 +19,7 @@ from isa.ops import OPS, AttrKind
 from isa.types import TensorType
 
 from .frame_layout import BINDINGS_SLOT, FrameLayout, readonly
+from .memory_ceiling import ceiling_bytes, nbytes
 
 Step = Callable[[list], None]
 
@@ -111,6 +112,8 @@ def _const_step(attrs, o: int) -> Step:
     ref = OPS["const"].reference
     if t.is_static:
         try:
+            if nbytes(t) > ceiling_bytes():     # never made (see memory_ceiling.py)
+                raise MemoryError
             value = readonly(ref(attrs))
         except (MemoryError, ValueError):
             # too large to hold: made (and failing as out of memory, at this instruction) when

@@ -125,8 +125,9 @@ class VM:
     them meanwhile; `wait_compiled()` waits), "always" (compile on first run). `device`: "cpu"
     (the default, as in onnxruntime and PyTorch: a GPU is used when asked for), "auto" (the
     scheduler's cost model places each hot region on a GPU or the CPU; the CPU when no GPU is
-    usable) or a GPU ("cuda", "cuda:N": every region it can run goes there). `max_steps` bounds the blocks a run may execute, `max_call_depth` the call
-    nesting (the adjoint of a loop makes one call per iteration); both end in a clean
+    usable) or a GPU ("cuda", "cuda:N": every region it can run goes there). `max_steps` bounds
+    the blocks a run may execute, `max_call_depth` the call nesting (the adjoint of a loop makes
+    one call per iteration); both end in a clean
     ResourceExhausted. `profile=True` times every instruction and compiled region
     (`vm.profiler.table(vm)`, `vm.profiler.region_lines(vm)`), `trace=True` also records Chrome
     trace events (`vm.profiler.write_trace(path)`), compiles as spans of their own. `native`:
@@ -436,6 +437,8 @@ def _splice_region(fcode: FunctionCode, blk: BlockCode, region, runner, profiler
                    on_devices: bool = False) -> list:
     inside = [s for s in blk.steps if region.start <= s.where[1] < region.end]
     checks = [s for s in inside if hasattr(s, "checks_slot")]
+    # results the kernels would allocate beyond what the machine holds (memory_ceiling.py)
+    memory_checks = [s.memory_check for s in inside if hasattr(s, "memory_check")]
     in_slots = [fcode.layout.operand_slot_of(o) for o in region.inputs]
     out_slots = [fcode.layout.reg(n) for n in region.outputs]
 
@@ -452,6 +455,8 @@ def _splice_region(fcode: FunctionCode, blk: BlockCode, region, runner, profiler
                 raise
 
     def fused(r):
+        for check in memory_checks:
+            check(r)
         outs = runner([r[i] for i in in_slots])
         if outs is None:
             interpret(r)

@@ -93,3 +93,52 @@ entry:
 """)
     with pytest.raises(ResourceExhausted, match="call depth"):
         dlvmrt.VM(rec, jit="off").run("main", np.int64(1))
+
+
+@pytest.fixture
+def memory_limit(monkeypatch):
+    """A 1 MB ceiling per value (DLVM_MEMORY_LIMIT): what a machine that overcommits memory
+    without limit needs (there a too-large allocation succeeds and the first write kills the
+    process), checked here on requests this machine could well satisfy."""
+    from dlvmrt.memory_ceiling import ceiling_bytes
+    monkeypatch.setenv("DLVM_MEMORY_LIMIT", "1M")
+    ceiling_bytes.cache_clear()
+    yield
+    ceiling_bytes.cache_clear()
+
+
+@pytest.mark.parametrize("mode", ["off", "always"])
+@pytest.mark.parametrize("text,op,two", [(NAMED_FILL, "const", False), (OUTER, "add", True),
+                                         (PRODUCT, "matmul", True), (MOVE, "broadcast_to", False)],
+                         ids=["named-fill", "jit-region-output", "product", "movement"])
+def test_results_beyond_the_memory_ceiling_trap_before_allocating(memory_limit, text, op, two,
+                                                                   mode):
+    def args(size):
+        if two:
+            return [np.ones((size, 1), np.float32), np.ones((1, size), np.float32)]
+        return [np.ones(size, np.float32)]
+    vm = dlvmrt.VM(assembler.parse(text), jit=mode, native="off")
+    (small,) = vm.run("main", *args(300))      # 360 KB: under the ceiling
+    assert small.shape == (300, 300)
+    with pytest.raises(ResourceExhausted, match="out of memory") as e:
+        vm.run("main", *args(600))              # 1.44 MB
+    assert f"({op})" in str(e.value.format())
+
+
+def test_a_static_constant_beyond_the_ceiling_is_never_made(memory_limit):
+    vm = dlvmrt.VM(assembler.parse(HUGE_CONST.replace("1000000, 1000000", "1000, 1000")),
+                   jit="off")
+    with pytest.raises(ResourceExhausted, match="out of memory") as e:
+        vm.run("main", np.zeros(4, np.float32))
+    assert "(const)" in str(e.value.format())
+
+
+def test_the_native_library_keeps_the_ceiling(memory_limit):
+    vm = dlvmrt.VM(assembler.parse(PRODUCT), jit="auto", native="always")
+    small = [np.ones((300, 1), np.float32), np.ones((1, 300), np.float32)]
+    for _ in range(3):
+        vm.run("main", *small)
+    if vm.native.state != "ready":
+        pytest.skip(f"no native library here: {vm.native.status()}")
+    with pytest.raises(ResourceExhausted, match="out of memory"):
+        vm.run("main", np.ones((600, 1), np.float32), np.ones((1, 600), np.float32))

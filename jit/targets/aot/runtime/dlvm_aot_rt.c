@@ -222,6 +222,53 @@ HIDDEN void dlvm_rt_assign(dlvm_val *dst, const dlvm_val *src) {
 static int alloc_with_room(dlvm_ctx *ctx, dlvm_val *v, int32_t dtype, int32_t rank,
                            const int64_t *shape, size_t room);
 
+/* The most bytes one tensor may take: $DLVM_MEMORY_LIMIT (with a K/M/G/T suffix) when set, else
+ * RAM + swap, at most the cgroup's limit (as dlvmrt/memory_ceiling.py). Where the kernel
+ * overcommits memory without limit, a larger malloc succeeds and the process is killed at the
+ * first write; checked here, it is an "out of memory" error instead. */
+static int64_t parse_bytes(const char *text) {
+    char *end;
+    long long n = strtoll(text, &end, 10);
+    if (end == text || n <= 0) return 0;
+    switch (*end) {
+    case 'k': case 'K': return (int64_t)n << 10;
+    case 'm': case 'M': return (int64_t)n << 20;
+    case 'g': case 'G': return (int64_t)n << 30;
+    case 't': case 'T': return (int64_t)n << 40;
+    default: return (int64_t)n;
+    }
+}
+
+static int64_t machine_bytes(void) {
+    static int64_t cached;          /* computed once; racing threads compute the same value */
+    int64_t total = __atomic_load_n(&cached, __ATOMIC_RELAXED);
+    if (total) return total;
+    const char *env = getenv("DLVM_MEMORY_LIMIT");
+    total = env ? parse_bytes(env) : 0;
+    if (!total) {
+        long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGE_SIZE);
+        if (pages > 0 && size > 0) total = (int64_t)pages * size;
+        FILE *f = fopen("/proc/meminfo", "r");
+        char line[128];
+        long long kb;
+        while (f && fgets(line, sizeof line, f))
+            if (sscanf(line, "SwapTotal: %lld", &kb) == 1) total += (int64_t)kb * 1024;
+        if (f) fclose(f);
+        const char *cgroups[] = {"/sys/fs/cgroup/memory.max",
+                                 "/sys/fs/cgroup/memory/memory.limit_in_bytes"};
+        for (int i = 0; i < 2; i++) {
+            FILE *g = fopen(cgroups[i], "r");
+            long long limit;
+            if (g && fscanf(g, "%lld", &limit) == 1 && limit > 0 && (!total || limit < total))
+                total = limit;
+            if (g) fclose(g);
+        }
+        if (!total) total = (int64_t)1 << 62;
+    }
+    __atomic_store_n(&cached, total, __ATOMIC_RELAXED);
+    return total;
+}
+
 HIDDEN int dlvm_rt_alloc(dlvm_ctx *ctx, dlvm_val *v, int32_t dtype, int32_t rank,
                          const int64_t *shape) {
     return alloc_with_room(ctx, v, dtype, rank, shape, 0);
@@ -234,6 +281,10 @@ static int alloc_with_room(dlvm_ctx *ctx, dlvm_val *v, int32_t dtype, int32_t ra
     if (n < 0 || (n > 0 && (uint64_t)n > SIZE_MAX / item / 2))
         return dlvm_rt_fail(ctx, DLVM_RT_ERR_RESOURCE, "a tensor of %lld elements is too large",
                             (long long)n);
+    if ((uint64_t)n * item > (uint64_t)machine_bytes())
+        return dlvm_rt_fail(ctx, DLVM_RT_ERR_RESOURCE, "out of memory allocating %lld bytes "
+                            "(the machine holds %lld)", (long long)(n * (int64_t)item),
+                            (long long)machine_bytes());
     dlvm_rt_buf *buf = header_alloc();
     /* 64 bytes of slack: kernels may read a vector past a row's end (never write) */
     size_t bytes = ((size_t)n * item + room + 64 + 63) / 64 * 64;
