@@ -176,6 +176,52 @@ def test_dce_removes_unused_trap_free_work_only():
     check_same(m, out, np.zeros(0, np.float32), y4, np.int32(2))
 
 
+RECURRENT = """module rnn
+func @main(%x: f32[T, B, 8], %w: f32[8, 8]) -> f32[B, 8] {
+entry:
+  %h = const 0.0 : f32[B, 8]
+  %ys = const 0.0 : f32[0, B, 8]
+  %i = const 0 : i64[]
+  %n = shape_of %x
+  %t = gather %n, 0 {axis = 0}
+  jmp head
+head:
+  %more = lt %i, %t
+  br %more, body, done
+body:
+  %xt = gather %x, %i {axis = 0}
+  %hw = matmul %h, %w
+  %h = add %xt, %hw
+  %h = tanh %h
+  %h1 = expand_dims %h {axes = [0]}
+  %ys = concat %ys, %h1 {axis = 0}
+  %STEP_EXTRA
+  %i = add %i, 1
+  jmp head
+done:
+  %RET
+}
+"""
+
+
+@pytest.mark.parametrize("extra,ret,gone", [
+    # the appended outputs feed only themselves: the whole chain goes
+    ("i2 = mov %i", "ret %h", True),
+    # read after the loop: they stay
+    ("i2 = mov %i", "%last = reduce_sum %ys {axes = [0]}\n  ret %last", False),
+    # a self-feeding chain through something that may trap stays (the trap is observable)
+    ("y1 = gather %ys, 0 {axis = 0}\n  %ys = expand_dims %y1 {axes = [0]}", "ret %h", False),
+])
+def test_dce_drops_loop_carried_values_that_feed_only_themselves(extra, ret, gone):
+    import assembler
+    m = assembler.parse(RECURRENT.replace("%STEP_EXTRA", "%" + extra).replace("%RET", ret))
+    out = only(m, "dce")
+    assert ("concat" not in ops_of(out)) == gone, ops_of(out)
+    rng = np.random.default_rng(0)
+    x, w = rng.standard_normal((5, 3, 8)).astype(np.float32), rng.standard_normal((8, 8)).astype(np.float32)
+    check_same(m, out, x, w)
+
+
 def test_dce_liveness_across_blocks_with_reassignment():
     mb = ModuleBuilder("m")
     f = mb.function("main", [("x", "f32[4]")], ["f32[4]"])

@@ -5,6 +5,11 @@
   reassigned (liveness over the CFG, so a register reassigned in a loop is handled) and it cannot
   trap (see effects.py: a trap is observable, so a possibly-trapping instruction stays even when
   unused; control flow, asserts and calls always stay).
+- Values that only feed themselves go too: an instruction is useful when it cannot go (it may
+  trap, or is control flow, an assert or a call) or when a useful instruction reads a register
+  it writes; the rest is dropped. Liveness alone keeps a loop-carried value that nothing after
+  the loop reads (a recurrent layer's per-step outputs appended to a sequence when the model
+  reads only the last state): each iteration reads the previous one's.
 - Module constants that no instruction names any more are dropped (typically literals left over
   from folding); nothing else can observe them.
 
@@ -13,7 +18,7 @@ point.
 """
 from __future__ import annotations
 
-from isa.module import ConstRef, Function, Module
+from isa.module import ConstRef, Function, Instr, Module, Reg
 from isa.verify import FunctionTypes, verify_module
 
 from .cfg import live_after_each, liveness, reachable
@@ -46,6 +51,33 @@ def remove_dead_instructions(func: Function, types: FunctionTypes) -> bool:
     return changed
 
 
+def remove_useless_instructions(func: Function, types: FunctionTypes) -> bool:
+    """Drop every instruction no useful one depends on, cycles through a loop included (a read
+    depends on every instruction that writes the register, wherever it is: conservative)."""
+    writers: dict[str, list[Instr]] = {}
+    useful: set[int] = set()
+    work: list[Instr] = []
+    for bi, block in enumerate(func.blocks):
+        for ii, ins in enumerate(block.instrs):
+            for name in ins.results:
+                writers.setdefault(name, []).append(ins)
+            if not removable_if_unused(ins, instr_types_or_none(types, bi, ii)):
+                useful.add(id(ins))
+                work.append(ins)
+    while work:
+        for o in work.pop().operands:
+            for w in writers.get(o.name, ()) if isinstance(o, Reg) else ():
+                if id(w) not in useful:
+                    useful.add(id(w))
+                    work.append(w)
+    changed = False
+    for block in func.blocks:
+        kept = [ins for ins in block.instrs if id(ins) in useful]
+        changed |= len(kept) != len(block.instrs)
+        block.instrs = kept
+    return changed
+
+
 def remove_unused_constants(module: Module) -> bool:
     named = {o.name for f in module.functions.values() for b in f.blocks for ins in b.instrs
              for o in ins.operands if isinstance(o, ConstRef)}
@@ -67,7 +99,9 @@ def eliminate_dead_code(module: Module, table: dict | None = None) -> bool:
         table = table if table is not None else verify_module(module)
         swept = False
         for func in module.functions.values():
-            swept |= remove_dead_instructions(func, table[func.name])
+            # the second sweep reads the types by position: only while they are current
+            swept |= (remove_dead_instructions(func, table[func.name])
+                      or remove_useless_instructions(func, table[func.name]))
         if not swept:
             break
         changed = True

@@ -4,8 +4,9 @@ A trap is observable (a program that traps must still trap after optimization), 
 instruction may go only when it cannot trap. Control flow, `assert` and `call` always stay.
 
 What can trap is derived, not listed:
-- `const` and `mov` cannot fail (a literal, a copy); nor can `expand_dims` or a `pad` that only
-  grows (no negative pads, a fill the dtype holds), whatever the sizes.
+- `const` and `mov` cannot fail (a literal, a copy); nor can `expand_dims`, a `pad` that only
+  grows (no negative pads, a fill the dtype holds) or a `concat` whose sizes off its axis are
+  equal by their types (one literal or one name per position), whatever the sizes.
 - Elementwise ops (unary, binary, select, cast) trap in two ways: operand shapes that do not
   broadcast at run time (possible only when dims are named or unknown), and values their
   reference rejects (integer division by zero, negative integer exponents). The first is read
@@ -138,6 +139,8 @@ def may_trap(ins: Instr, types: InstrTypes | None) -> bool:
     operand_types: list[TensorType] = types.operands
     if ins.op == "expand_dims" or (ins.op == "pad" and _growing_pad(ins, operand_types[0])):
         return False             # only adds elements: no size makes them fail
+    if ins.op == "concat" and _joins_surely(ins, operand_types):
+        return False             # the sizes that must agree are equal by their types
     if op.family not in _ELEMENTWISE:
         if all(t.is_static for t in operand_types):
             return static_shape_traps(ins, operand_types)
@@ -145,6 +148,23 @@ def may_trap(ins: Instr, types: InstrTypes | None) -> bool:
     if not broadcast_is_safe([t.shape for t in operand_types]):
         return True
     return value_traps(ins, tuple(t.dtype for t in operand_types))
+
+
+def _joins_surely(ins: Instr, operand_types: list[TensorType]) -> bool:
+    """A concat whose operands have one rank and, off the joined axis, the same literal or named
+    size at every position: no run-time size can make it fail (a recurrent loop's outputs
+    appended step by step: [?, batch, 128] and [1, batch, 128])."""
+    rank = operand_types[0].rank
+    if rank == 0 or any(t.rank != rank for t in operand_types):
+        return False
+    axis = OPS["concat"].with_defaults(ins.attrs)["axis"]
+    axis = axis + rank if axis < 0 else axis
+    for pos in range(rank):
+        if pos != axis:
+            dims = {t.shape[pos] for t in operand_types}
+            if len(dims) != 1 or None in dims:
+                return False
+    return True
 
 
 def _growing_pad(ins: Instr, t: TensorType) -> bool:
