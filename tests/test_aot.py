@@ -357,6 +357,37 @@ def test_run_time_shapes_and_pad(tmp_path):
         lib.run("main", x, np.array([4, 6, 1]), np.array([1, 3, 6]))
 
 
+FILL_OF_A_COMPUTED_SHAPE = """module fill
+func @main(%x: f32[N, M], %k: i64[]) -> (f32[?, ?], i64[?, ?, ?], f32[?]) {
+entry:
+  %s = shape_of %x
+  %half = const 0.5 : f32[]
+  %z = fill %s, %half
+  %t = concat %s, %s {axis = 0}
+  %u = slice %t {starts = [1], ends = [4]}
+  %i = fill %u, %k
+  %e = slice %t {starts = [0], ends = [0]}
+  %n = concat %e, %s {axis = 0}
+  %m = slice %n {starts = [1], ends = [2]}
+  %v = const -2.25 : f32[]
+  %f = fill %m, %v
+  ret %z, %i, %f
+}
+"""
+
+
+def test_fill_of_a_shape_computed_at_run_time(tmp_path):
+    # ONNX's ConstantOfShape of a shape the graph computes (a GRU tagger's masked logits)
+    module = assembler.parse(FILL_OF_A_COMPUTED_SHAPE)
+    compile_library(module, tmp_path)
+    lib, vm = aot.load(tmp_path), dlvmrt.VM(module, jit="off")
+    for shape, k in (((3, 5), 7), ((0, 4), -9_000_000_000_123), ((1, 1), 0)):
+        args = (np.ones(shape, np.float32), np.int64(k))
+        got, want = lib.run("main", *args), vm.run("main", *args)
+        for g, w in zip(got, want):
+            assert g.dtype == w.dtype and g.shape == w.shape and np.array_equal(g, w)
+
+
 REDUCE_ANY = """module red
 func @main(%x: f32[4, N, 5]) -> (f32[N], f32[1, N, 5], f32[4, 5], f32[N, 1], f32[], f64[5]) {
 entry:

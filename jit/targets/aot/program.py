@@ -43,7 +43,7 @@ HELPER_OPS = frozenset({"matmul", "conv2d", "maxpool2d", "avgpool2d", "reshape",
                         "broadcast_to", "expand_dims", "squeeze", "concat", "slice", "gather", "shape_of",
                         "reshape_dyn", "broadcast_dyn", "pad", "argmax", "argmin", "range", "gather_nd",
                         "cumsum", "cumprod", "topk", "gather_elements", "scatter_elements",
-                        "scatter_nd", "slice_dyn"})
+                        "scatter_nd", "slice_dyn", "fill"})
 CONTROL_OPS = frozenset({"jmp", "br", "ret", "call", "assert", "const", "mov"})
 
 
@@ -722,6 +722,8 @@ class ProgramCompiler:
                     f"{1 if a.get('copy_zero') else 0}, {dst})")
         elif op == "broadcast_dyn":
             call = f"dlvm_rt_broadcast_dyn(ctx, {vals[0]}, {vals[1]}, {dst})"
+        elif op == "fill":
+            call = f"dlvm_rt_fill_dyn(ctx, {vals[0]}, {vals[1]}, {dst})"
         elif op == "pad":
             pads = [int(v) for v in a["pads"]]
             call = (f"dlvm_rt_pad(ctx, {vals[0]}, {i64_array(pads[:x_rank])}, "

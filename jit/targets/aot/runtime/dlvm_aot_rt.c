@@ -2452,6 +2452,29 @@ HIDDEN int dlvm_rt_reshape_dyn(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val 
     return dlvm_rt_reshape(ctx, x, k, dims, out);
 }
 
+/* a tensor of the shape a run-time vector gives, every element the scalar `value` (ONNX's
+ * ConstantOfShape of a shape computed in the graph): the value's bytes copied in doubling runs */
+HIDDEN int dlvm_rt_fill_dyn(dlvm_ctx *ctx, const dlvm_val *shape, const dlvm_val *value,
+                            dlvm_val *out) {
+    int64_t dims[DLVM_MAX_RANK];
+    int k;
+    if (shape_values(ctx, "fill", shape, dims, &k)) return 1;
+    for (int i = 0; i < k; i++)
+        if (dims[i] < 0)
+            return dlvm_rt_fail(ctx, DLVM_RT_ERR_TRAP, "fill: the shape has a negative size %lld",
+                                (long long)dims[i]);
+    dlvm_val tmp = {0};
+    if (dlvm_rt_alloc(ctx, &tmp, value->dtype, k, dims)) return 1;
+    size_t item = dlvm_rt_itemsize(value->dtype), bytes = (size_t)dlvm_rt_numel(&tmp) * item;
+    char *p = tmp.data;
+    if (bytes) memcpy(p, value->data, item);
+    for (size_t done = item; done < bytes; done *= 2)
+        memcpy(p + done, p, done < bytes - done ? done : bytes - done);
+    dlvm_rt_release(out);
+    *out = tmp;
+    return 0;
+}
+
 HIDDEN int dlvm_rt_broadcast_dyn(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *shape,
                                  dlvm_val *out) {
     int64_t dims[DLVM_MAX_RANK], want[DLVM_MAX_RANK];
