@@ -72,8 +72,8 @@ class _Shape:
 
 
 def _dtype_ok(d: DType) -> bool:
-    # f16 and the narrow storage formats: no kernels, the interpreter computes them
-    return d is not DType.F16 and not d.is_narrow
+    # f16, the narrow storage formats and str: no kernels, the interpreter computes them
+    return d is not DType.F16 and not d.is_narrow and not d.is_str
 
 
 def reduce_inner(p: Prim) -> int | None:
@@ -89,7 +89,7 @@ def reduce_inner(p: Prim) -> int | None:
 
 def classify_prim(p: Prim) -> _Shape:
     if not all(_dtype_ok(t.dtype) for t in p.in_types + p.out_types):
-        return _Shape(False, reason="f16 has no CPU kernel")
+        return _Shape(False, reason="f16, the narrow formats and str have no CPU kernel")
     if fuses_elementwise(p.op):
         return _Shape(True)
     if p.op in REDUCE_OPS:
@@ -102,6 +102,9 @@ def classify_prim(p: Prim) -> _Shape:
 
 def classify_instr(module: Module, ins, types) -> _Shape:
     opdef = OPS[ins.op]
+    if any(t is not None and t.dtype.is_str for t in [*types.operands, *types.results]):
+        # text has no kernel on any target: such an instruction stays interpreted
+        return _Shape(False, reason=f"{ins.op} on str values (strings are interpreted only)")
     if opdef.family in (Family.CONTROL, Family.MISC) and ins.op != "mov":
         return _Shape(False, reason=f"{ins.op} is not fusible")
     try:
@@ -162,11 +165,12 @@ class _Run:
         self.defined: set[str] = set()  # registers its instructions write
 
 
-def _joined_domain(domain: list, shapes) -> list | None:
+def _joined_domain(domain: list, shapes, surely: bool = False) -> list | None:
     """`domain` broadcast with `shapes` (NumPy rules, dims right-aligned), or None where two
     sizes can never broadcast: a kernel computes all of a region's values over one domain, so
     such values (an optimizer's update of weights of different shapes) belong to separate
-    regions. Unknown dims are taken as fitting (the plan checks them at run time)."""
+    regions. Unknown dims are taken as fitting (the plan checks them at run time), unless
+    `surely`: then an unknown dim against any other than 1 is no fit either."""
     out = list(domain)
     for shape in shapes:
         shape = list(shape)
@@ -179,7 +183,7 @@ def _joined_domain(domain: list, shapes) -> list | None:
                 continue
             if have == 1:
                 out[off + i] = d
-            elif d is None or have is None:
+            elif (d is None or have is None) and not surely:
                 out[off + i] = None
             else:
                 # two sizes, or a size and a name (N against 256 in a gradient's products):
@@ -228,6 +232,17 @@ def _fills(run: _Run, domain: list, ins, row, shape: _Shape, kept: set[str]) -> 
             continue
         return False
     return True
+
+
+def _independent_misfit(run: _Run, ins, row) -> bool:
+    """An instruction that reads nothing the run computes joins it only where its sizes surely
+    fit the run's domain. Joining saves a kernel call, no memory traffic; and an unknown size
+    taken as fitting that differs at run time sends the whole region back to the interpreter
+    (a scoring head's topk values, [batch, ?], beside its [batch, 100] scores: the native
+    library then refused every call)."""
+    if any(isinstance(o, Reg) and o.name in run.defined for o in ins.operands):
+        return False
+    return _joined_domain(run.domain, _value_shapes(ins, row), surely=True) is None
 
 
 def _value_shapes(ins, row) -> list:
@@ -337,7 +352,8 @@ def form_regions(module: Module, func_name: str, types: FunctionTypes) -> list[R
             if shape.fusible:
                 domain = _joined_domain(run.domain if joins else [], _value_shapes(ins, rows[ii]))
                 if joins and (domain is None or
-                              not _fills(run, domain, ins, rows[ii], shape, kept)):
+                              not _fills(run, domain, ins, rows[ii], shape, kept) or
+                              _independent_misfit(run, ins, rows[ii])):
                     joins = False
                     domain = _joined_domain([], _value_shapes(ins, rows[ii]))
             if not joins:

@@ -51,3 +51,37 @@ func @main(%a: f32[8, 4], %b: f32[8, 3], %c: f32[8, 5]) -> (f32[4, 3], f32[8, 5]
 """)
     regions = form_regions(m, "main", verify_module(m)["main"])
     assert [(r.start, r.end) for r in regions if r.kind.startswith("matmul")] == [(1, 2)]
+
+
+SCORES = """module s
+func @main(%x: f32[N, 100], %k: i64[1]) -> (f32[N, 100], f32[N, ?]) {
+  %v, %i = topk %x, %k {axis = 1}
+  %g = gather_elements %x, %i {axis = 1}
+  %c = max %x, -3.0
+  %c = mul %c, 2.0
+  %s = add %v, %g
+  %s = exp %s
+  ret %c, %s
+}
+"""
+
+
+def test_an_independent_value_of_unknown_size_starts_its_own_region():
+    # [N, ?] is taken as fitting [N, 100] only where the values flow into each other; beside an
+    # independent computation it would make one kernel that fails whenever ? is not 100
+    m = assembler.assemble(SCORES)
+    regions = form_regions(m, "main", verify_module(m)["main"])
+    assert [(r.start, r.end) for r in regions] == [(2, 4), (4, 6)]
+
+
+def test_and_the_native_library_runs_the_program():
+    m = assembler.assemble(SCORES)
+    x = np.random.default_rng(1).standard_normal((3, 100)).astype(np.float32)
+    vm = VM(m, jit="auto", native="always")
+    for _ in range(3):
+        got = vm.run("main", x, np.array([5]))
+    want = VM(m, jit="off").run("main", x, np.array([5]))
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-6)
+    if vm.native.state == "ready":
+        assert vm.native.native_calls == 2, vm.native.status()
