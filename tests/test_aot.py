@@ -696,23 +696,25 @@ entry:
 
 
 @pytest.mark.parametrize("ceil", [False, True])
-def test_two_by_two_pooling_of_wide_planes(tmp_path, ceil):
-    # 2x2 stride-2 windows (dlvm_aot_rt.c: pool2x2_plane): 16 outputs per vector step and a
-    # scalar tail, a NaN winning the maximum in either row or column of a window; with ceil mode
-    # on an odd size the last window is partial and the general path runs
+@pytest.mark.parametrize("w", [71, 24, 9])
+def test_two_by_two_pooling_of_wide_planes(tmp_path, ceil, w):
+    # 2x2 stride-2 windows (dlvm_aot_rt.c: pool2x2_plane): 16 outputs per vector step and the
+    # rest (all of a narrow plane's) through zeroed copies, a NaN winning the maximum in either
+    # row or column of a window; with ceil mode on an odd size the last window is partial and
+    # the general path runs
     attrs = (f"kernel = [2, 2], strides = [2, 2], pads = [0, 0, 0, 0], dilations = [1, 1], "
              f"ceil_mode = {str(ceil).lower()}")
     module = assembler.parse(f"""module p2
-func @main(%x: f32[N, 3, 11, 71]) -> (f32[N, 3, ?, ?], f32[N, 3, ?, ?]) {{
+func @main(%x: f32[N, 3, 11, {w}]) -> (f32[N, 3, ?, ?], f32[N, 3, ?, ?]) {{
 entry:
   %m = maxpool2d %x {{{attrs}}}
   %a = avgpool2d %x {{{attrs}, count_include_pad = false}}
   ret %m, %a
 }}
 """)
-    x = np.random.default_rng(7).standard_normal((2, 3, 11, 71)).astype(np.float32)
+    x = np.random.default_rng(7).standard_normal((2, 3, 11, w)).astype(np.float32)
     for at in ((0, 0, 0, 0), (0, 1, 3, 7), (1, 2, 4, 40), (1, 0, 9, 69), (0, 2, 10, 70)):
-        x[at] = np.nan
+        x[at[:3] + (at[3] % w,)] = np.nan
     x[1, 1, 2, 2] = -np.inf
     compile_library(module, tmp_path)
     close(aot.load(tmp_path).run("main", x), dlvmrt.VM(module, jit="off").run("main", x))
