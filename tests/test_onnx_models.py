@@ -77,6 +77,23 @@ def test_upsampling_transposed_conv_with_a_dynamic_batch():
         np.testing.assert_allclose(vm.run("main", x)[0], want, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("stride,padding", [(1, 0), (2, 0), (1, 1), (3, 2)])
+def test_transposed_conv_of_one_pixel(stride, padding):
+    # a generator's first layer (a latent vector as a 1x1 image): one product and a reshuffle,
+    # its padding cropping the kernel
+    torch.manual_seed(7)
+    net = torch.nn.Sequential(torch.nn.ConvTranspose2d(10, 6, 5, stride=stride, padding=padding),
+                              torch.nn.Tanh())
+    model = nets.export(net, (torch.from_numpy(_rand(2, 10, 1, 1)),), ["x"], {"x": {0: "batch"}})
+    m = import_onnx(model)
+    assert "conv2d" not in [i.op for b in m.functions["main"].blocks for i in b.instrs]
+    vm = dlvmrt.VM(m)
+    for n in (1, 3):
+        x = _rand(n, 10, 1, 1, seed=n)
+        want = net(torch.from_numpy(x)).detach().numpy()
+        np.testing.assert_allclose(vm.run("main", x)[0], want, rtol=1e-5, atol=1e-5)
+
+
 def test_dynamic_batch_is_a_named_dim():
     torch.manual_seed(4)
     net = nets.small_cnn()

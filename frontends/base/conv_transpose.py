@@ -4,7 +4,8 @@
 A transposed convolution is a stride-1 convolution of the input with s-1 zeros inserted
 between its elements, padded by (k_eff - 1 - pad) (plus output_padding at the end), with the
 kernel flipped and its two channel axes swapped per group. When the stride is the kernel (and
-nothing is padded) the windows do not overlap and it is one product and a reshuffle. Other
+nothing is padded), or the input is one pixel, the windows do not overlap and it is one
+product and a reshuffle. Other
 strided ones (ungrouped, undilated) are one stride-1 convolution per output phase, all phases
 in one convolution, then a reshuffle (_sub_pixel): the zeros are never multiplied.
 """
@@ -36,6 +37,15 @@ def conv_transpose_2d(e: Emitter, x: Value, w: Value, b: Value | None, *, stride
     if (g == 1 and (kh, kw) == (s0, s1) and (s0, s1) != (1, 1) and list(dilations) == [1, 1]
             and not any(pads) and not any(output_padding)):
         return _pixel_shuffle(e, x, w, b, batch_reshape, hint)
+    if (g == 1 and (h, wd) == (1, 1) and list(dilations) == [1, 1] and not any(output_padding)
+            and pads[0] + pads[2] < kh and pads[1] + pads[3] < kw):
+        # one input pixel (a generator's latent vector): nothing overlaps whatever the stride,
+        # and the padded form would multiply kH*kW - 1 zeros per output; pads crop the kernel
+        y = _pixel_shuffle(e, x, w, b, batch_reshape, hint)
+        if not any(pads):
+            return y
+        return e.emit("slice", [y], starts=[pads[0], pads[1]],
+                      ends=[kh - pads[2], kw - pads[3]], axes=[2, 3])
     if g == 1 and (s0 > 1 or s1 > 1) and list(dilations) == [1, 1]:
         return _sub_pixel(e, x, w, b, batch_reshape, strides, pads, output_padding, hint)
     if s0 > 1 or s1 > 1:
