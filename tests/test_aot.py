@@ -699,7 +699,7 @@ entry:
 @pytest.mark.parametrize("w", [71, 24, 9])
 def test_two_by_two_pooling_of_wide_planes(tmp_path, ceil, w):
     # 2x2 stride-2 windows (dlvm_aot_rt.c: pool2x2_plane): 16 outputs per vector step and the
-    # rest (all of a narrow plane's) through zeroed copies, a NaN winning the maximum in either
+    # rest (all of a narrow plane's) as one masked step, a NaN winning the maximum in either
     # row or column of a window; with ceil mode on an odd size the last window is partial and
     # the general path runs
     attrs = (f"kernel = [2, 2], strides = [2, 2], pads = [0, 0, 0, 0], dilations = [1, 1], "
