@@ -34,12 +34,21 @@ ATOL, RTOL = 1e-4, 1e-4
 # Loop of SequenceInsert per bag, then ConcatFromSequence): the stacked sequences of
 # frontends/onnx/ops/sequence.py, also compiled (--jit always) and as a native library
 SEQUENCES = {"dlrm"}
+# ATen ops the dynamo exporter translates only through a torch decomposition: torch 2.11 has none
+# for aten.adaptive_max_pool2d (2.13 has one) and onnxscript's torch_lib leaves the op
+# unimplemented, so torch.onnx.export(dynamo=True) fails there ("No ONNX function found for
+# aten.adaptive_max_pool2d") before dlvm sees a model
+DYNAMO_NEEDS_DECOMPOSITION = {"adaptive_pool": torch.ops.aten.adaptive_max_pool2d.default}
 
 
 @functools.cache
 def _export(name: str, exporter: str) -> bytes:
     if exporter == "dynamo":
         pytest.importorskip("onnxscript")
+        op = DYNAMO_NEEDS_DECOMPOSITION.get(name)
+        if op is not None and op not in torch._decomp.decomposition_table:
+            pytest.skip(f"torch {torch.__version__} has no decomposition for {op}, and its dynamo "
+                        f"ONNX exporter has no ONNX function for it: the export fails in torch")
     model = MORE[name]
     return zm.export_onnx(model, model.build(), model.inputs(2), exporter, True)
 
