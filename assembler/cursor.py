@@ -14,7 +14,7 @@ from isa.module import ConstRef, Imm, Operand, Reg
 from isa.types import Dim, TensorType
 
 from .lexer import Token
-from .literals import INT64, LiteralError, LiteralTree, is_scalar_token, scalar_value
+from .literals import INT64, LiteralError, LiteralTree, is_literal_token, is_scalar_token, scalar_value
 
 
 def did_you_mean(word: str, choices) -> str:
@@ -191,10 +191,10 @@ class Cursor:
     def literal_tree(self) -> LiteralTree:
         """A scalar literal or a nested list of them."""
         tok = self.tok
-        if is_scalar_token(tok):
+        if is_literal_token(tok):
             return self.advance()
         if not self.at_punct("["):
-            raise self.fail(f"expected a literal (a number, true, false or a [list]), "
+            raise self.fail(f"expected a literal (a number, true, false, a \"string\" or a [list]), "
                             f"got {tok.describe()}")
         self.advance()
         items: list[LiteralTree] = []

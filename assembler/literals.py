@@ -1,9 +1,10 @@
 """Literals in both directions: the parser's literal trees -> ndarrays of a declared dtype, and
 ndarrays, scalars, strings and names -> the text that reads back to exactly the same value.
 
-A literal tree is a leaf Token (INT, FLOAT or one of the NAMEs true/false/inf/nan) or a list of
-trees (`[[1, 2], [3, 4]]`). Errors raise LiteralError carrying the token to point at; the parser
-turns it into a MalformedError with a location.
+A literal tree is a leaf Token (INT, FLOAT, one of the NAMEs true/false/inf/nan, or a STRING
+for str constants) or a list of trees (`[[1, 2], [3, 4]]`, `["a", "b"]`). Errors raise
+LiteralError carrying the token to point at; the parser turns it into a MalformedError with a
+location.
 """
 from __future__ import annotations
 
@@ -37,6 +38,11 @@ def is_scalar_token(tok: Token) -> bool:
     return tok.kind in ("INT", "FLOAT") or (tok.kind == "NAME" and tok.value in WORD_VALUES)
 
 
+def is_literal_token(tok: Token) -> bool:
+    """A leaf of a constant's literal: a scalar, or a string (the elements of str constants)."""
+    return is_scalar_token(tok) or tok.kind == "STRING"
+
+
 def scalar_value(tok: Token) -> bool | int | float:
     """The Python value of a scalar literal token: `1` stays int, `1.0` stays float."""
     if tok.kind == "NAME":
@@ -68,6 +74,11 @@ def flatten(tree: LiteralTree) -> list[Token]:
 
 def convert_scalar(tok: Token, dtype: DType) -> Any:
     """Check that the literal `tok` is a value of `dtype`; return it as a Python value."""
+    if dtype.is_str or tok.kind == "STRING":
+        if not (dtype.is_str and tok.kind == "STRING"):
+            raise LiteralError(f"{tok.text} is not a {dtype.text} literal" + (
+                ' (write str elements as "text")' if dtype.is_str else ""), tok)
+        return tok.value
     v = scalar_value(tok)
     if dtype.is_bool:
         if not isinstance(v, bool):
@@ -115,6 +126,10 @@ def fill_array(value: np.ndarray, shape: tuple[int, ...], tok: Token) -> np.ndar
         raise LiteralError(f"a constant of shape {list(shape)} would take "
                            f"{size * value.dtype.itemsize} bytes; the limit is {MAX_CONST_BYTES}",
                            tok)
+    if value.dtype == object:     # str: every element the same Python str
+        full = np.empty(shape, dtype=object)
+        full.fill(value[()])
+        return full
     return np.full(shape, value, dtype=value.dtype)
 
 
@@ -126,6 +141,8 @@ def element_text(x: Any) -> str:
         return "true" if x else "false"
     if isinstance(x, (int, np.integer)):
         return str(int(x))
+    if isinstance(x, str):
+        return quote(x)
     # NumPy prints each float type with the fewest digits that round-trip in that type
     return str(x)
 
@@ -144,6 +161,8 @@ def uniform_value(arr: np.ndarray) -> np.ndarray | None:
     if arr.size == 0:
         return None
     flat = np.ascontiguousarray(arr).reshape(-1)
+    if flat.dtype == object:      # str: compare the texts (the bytes are pointers)
+        return flat[0:1].reshape(()) if all(x == flat[0] for x in flat) else None
     rows = flat.view(np.uint8).reshape(flat.size, flat.dtype.itemsize)
     if (rows == rows[0]).all():
         return flat[0:1].reshape(())

@@ -139,6 +139,9 @@ class ModuleParser:
             raise cur.fail(f"{path_tok.text} holds several arrays (.npz); give one .npy file",
                            path_tok)
         native = arr.dtype.newbyteorder("=") if arr.dtype.byteorder not in "=|" else arr.dtype
+        if native.kind == "U" and t.dtype.is_str:
+            # text is saved as fixed-width unicode (.npy without pickle holds no object arrays)
+            arr, native = arr.astype(object), np.dtype(object)
         dt = dtype_from_numpy(native) if native.fields is None else None
         if dt is not t.dtype or arr.shape != t.shape:
             held = f"{dt.text}{list(arr.shape)}" if dt else f"{arr.dtype} of shape {list(arr.shape)}"

@@ -164,7 +164,11 @@ def summary(value: np.ndarray) -> str:
     """What an elided constant holds: count, range, mean and a digest of its bytes."""
     import hashlib
     v = np.asarray(value)
-    digest = hashlib.sha256(np.ascontiguousarray(v).tobytes()).hexdigest()[:12]
+    if v.dtype == object:     # str: the texts, not the pointers
+        data = "\0".join(v.reshape(-1).tolist()).encode("utf-8", "surrogatepass")
+    else:
+        data = np.ascontiguousarray(v).tobytes()
+    digest = hashlib.sha256(data).hexdigest()[:12]
     if v.dtype.kind in "fiu" and v.size:
         with np.errstate(all="ignore"):
             rng = f", min {v.min():.4g}, max {v.max():.4g}, mean {float(v.mean()):.4g}"

@@ -38,9 +38,9 @@ def known_failures_md(report: Report, jit: str) -> str:
         "represent); none is a silent wrong result. Models older than opset 13 are converted by "
         "onnx's version converter on import and counted like the others.",
         "",
-        "The remaining failures, by kind: strings (the STRING element type and the string ops); "
+        "The remaining failures, by kind: "
         "ops with no record yet (the Optional and most Sequence ops, ImageDecoder, "
-        "ai.onnx.ml LabelEncoder and TreeEnsemble); random ops (Dropout in training mode with "
+        "ai.onnx.ml TreeEnsemble); random ops (Dropout in training mode with "
         "a ratio above 0: imported with a run-time check, it traps); and the bf16 Attention "
         "cases, whose expected values are ONNX's NumPy "
         "reference rounded to bf16 after every NumPy call, where dlvm rounds once per ONNX op "

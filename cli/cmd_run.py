@@ -152,6 +152,10 @@ def _describe_generated(inputs: dict, known_dims: list[str], dims: dict, seed: i
 
 
 def save_npz(path: str, arrays: dict) -> None:
+    # str values (object arrays) are written as fixed-width unicode: .npz then holds no pickle,
+    # and --inputs (np.load without pickle) reads them back
+    arrays = {k: v.astype(str) if isinstance(v, np.ndarray) and v.dtype == object else v
+              for k, v in arrays.items()}
     try:
         np.savez(path, **arrays)
     except OSError as e:

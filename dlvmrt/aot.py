@@ -236,8 +236,9 @@ class _HandedOver:
             self._lib._free(ptr)
 
 
-_CODES = {np.dtype(d.np): d.code for d in DType if not d.is_narrow}     # no library takes them
-_TYPESTR = {d.np: np.dtype(d.np).str for d in DType if not d.is_narrow}
+# no library takes the narrow formats or str (object arrays hold pointers, not values)
+_CODES = {np.dtype(d.np): d.code for d in DType if not d.is_narrow and not d.is_str}
+_TYPESTR = {d.np: np.dtype(d.np).str for d in DType if not d.is_narrow and not d.is_str}
 
 
 def load(directory: str | os.PathLike) -> Library:

@@ -2,7 +2,7 @@
 
 Named dims take their size from `--dim N=8`, else DEFAULT_DIM; unknown dims take DEFAULT_DIM.
 Floats are standard normal, integers are small non-negative (safe as sizes and indices), bools
-are fair coins. A seed makes runs repeatable.
+are fair coins, strings short lowercase words. A seed makes runs repeatable.
 """
 from __future__ import annotations
 
@@ -25,6 +25,12 @@ def random_value(t: TensorType, dims: dict[str, int], rng: np.random.Generator) 
         return rng.standard_normal(shape).astype(t.dtype.np)
     if t.dtype.is_bool:
         return rng.random(shape) < 0.5
+    if t.dtype.is_str:
+        letters = np.array(list("abcdefghijklmnopqrstuvwxyz"))
+        out = np.empty(shape, dtype=object)
+        for i in np.ndindex(*shape):
+            out[i] = "".join(rng.choice(letters, size=int(rng.integers(0, 6))))
+        return out
     return rng.integers(0, 8, size=shape).astype(t.dtype.np)
 
 

@@ -522,7 +522,10 @@ def _check_same(fcode, blk, region, name: str, got, want) -> None:
 def _as_input(value: Any, t) -> Any:
     """Arrays are taken as they are (their dtype is checked at entry), NumPy scalars become 0-d
     arrays (references expect arrays); Python numbers and lists are converted to the parameter's
-    dtype."""
+    dtype. A str parameter takes an object array of str, or NumPy's fixed-width unicode ('U',
+    what np.array(["a"]) and .npz files give), converted to object."""
+    if t.dtype.is_str:
+        return str_input(value, t)
     if isinstance(value, np.ndarray):
         return value
     if isinstance(value, np.generic):
@@ -531,3 +534,17 @@ def _as_input(value: Any, t) -> Any:
         return np.asarray(value, dtype=t.dtype.np)
     except (TypeError, ValueError, OverflowError) as e:
         raise Trap(f"cannot convert an argument to {t}: {e}") from None
+
+
+def str_input(value: Any, t) -> Any:
+    """An argument of a str parameter as an object array of Python str (a trap otherwise)."""
+    a = value if isinstance(value, np.ndarray) else np.asarray(value, dtype=object)
+    if a.dtype.kind == "U":
+        return a.astype(object)
+    if a.dtype != object:
+        return a            # the entry check reports the wrong dtype
+    for x in a.reshape(-1):
+        if not isinstance(x, str):
+            raise Trap(f"an argument of type {t} holds a {type(x).__name__} ({x!r:.40}), not a "
+                       f"str")
+    return a

@@ -9,6 +9,13 @@ types: a tensor holds them one element per byte (two for bf16), the interpreter 
 instruction on them in a wide dtype (`DType.wide`) and rounds the result back, and no compiled
 tier takes them. Their NumPy dtypes come from the `ml_dtypes` package (which `onnx` installs);
 without it a program that names one gets a clear error, and every other dtype works as before.
+
+`str` holds text: a NumPy array of dtype `object` whose elements are Python `str` (Unicode,
+written as UTF-8 in bytecode). It is neither a number nor narrow: only the ops whose records
+say they take strings accept it (movement, comparisons for equality, casts, the string ops),
+and only the interpreter runs them (no compiled tier takes a str value). Its `itemsize` is
+a pointer's (8 bytes), which is what an element of such an array takes in memory besides its
+string.
 """
 from __future__ import annotations
 
@@ -44,6 +51,8 @@ class DType(enum.Enum):
     U4 = ("u4", 20, "uint4")
     I2 = ("i2", 21, "int2")
     U2 = ("u2", 22, "uint2")
+    # text: NumPy object arrays of Python str (see the module docstring)
+    STR = ("str", 23, "object")
 
     @property
     def text(self) -> str:
@@ -86,6 +95,11 @@ class DType(enum.Enum):
     @property
     def is_bool(self) -> bool:
         return self is DType.BOOL
+
+    @property
+    def is_str(self) -> bool:
+        """Text (an object array of Python str): interpreted only, never compiled."""
+        return self is DType.STR
 
     @property
     def itemsize(self) -> int:

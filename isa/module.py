@@ -77,6 +77,16 @@ class Instr:
             attrs_equal(self.attrs, other.attrs)
 
 
+def same_array(x: np.ndarray, y: np.ndarray) -> bool:
+    """The same dtype, shape and elements: bytes for numbers (NaN payloads and -0.0 count),
+    the texts for str (object arrays hold pointers)."""
+    if x.dtype != y.dtype or x.shape != y.shape:
+        return False
+    if x.dtype == object:
+        return x.tolist() == y.tolist()
+    return x.tobytes() == y.tobytes()
+
+
 def attrs_equal(a: dict[str, Any], b: dict[str, Any]) -> bool:
     if a.keys() != b.keys():
         return False
@@ -85,7 +95,7 @@ def attrs_equal(a: dict[str, Any], b: dict[str, Any]) -> bool:
         if isinstance(x, np.ndarray) or isinstance(y, np.ndarray):
             if not (isinstance(x, np.ndarray) and isinstance(y, np.ndarray)):
                 return False
-            if x.dtype != y.dtype or x.shape != y.shape or x.tobytes() != y.tobytes():
+            if not same_array(x, y):
                 return False
         elif x != y:
             return False
@@ -136,8 +146,7 @@ class Constant:
         if not isinstance(other, Constant):
             return NotImplemented
         return self.name == other.name and self.type == other.type and \
-            self.value.dtype == other.value.dtype and self.value.shape == other.value.shape and \
-            self.value.tobytes() == other.value.tobytes()
+            same_array(self.value, other.value)
 
 
 @dataclass

@@ -124,7 +124,11 @@ def render_op(op: OpDef) -> list[str]:
     out.append(f"- code: {op.code}")
     out.append(f"- operands: {op.arity_text}")
     if op.dtypes:
-        out.append(f"- dtypes: {op.dtypes}")
+        # `any` means every dtype but str unless the record takes strings (OpDef.strings)
+        shown = op.dtypes
+        if op.strings and "str" not in shown:
+            shown += " (str included)"
+        out.append(f"- dtypes: {shown}")
     out.append(f"- gradient: {gradient_text(op)}")
     if op.n_results != 1:
         results = "decided by the instruction" if op.n_results is None else str(op.n_results)

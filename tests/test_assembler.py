@@ -249,7 +249,7 @@ BAD = [
     ("ret %x\n", 1, 1, "expected 'const' or 'func' at the top level, got 'ret'"),
     ("func @f() -> () {\n}\nmodule late\n", 3, 1, "'module' must come first"),
     ("module m\nconst @a : f32[] = 1 2\n", 2, 22, "unexpected '2' after the constant"),
-    ("const @a : f32[] = \"s\"\n", 1, 20, "expected a literal"),
+    ("const @a : f32[] = \"s\"\n", 1, 20, "\"s\" is not a f32 literal"),   # strings are str literals
 ]
 
 

@@ -81,7 +81,9 @@ def every_dtype() -> Module:
     mb = ModuleBuilder("dtypes")
     rng = np.random.default_rng(1)
     for d in DType:
-        mb.constant(f"c_{d.text}", (rng.standard_normal((2, 3)) * 50).astype(d.np))
+        values = rng.standard_normal((2, 3)) * 50
+        # str holds text: the numbers as strings (an object array of str)
+        mb.constant(f"c_{d.text}", values.astype(str).astype(object) if d.is_str else values.astype(d.np))
     m = mb.module
     m.constants["transposed"] = Constant("transposed", TensorType(DType.I32, (3, 2)),
                                          np.arange(6, dtype=np.int32).reshape(2, 3).T)

@@ -126,6 +126,8 @@ COVERED = {c[0] for c in CASES} | {"topk"}
 # (they check this list)
 COVERED |= {"dft", "grid_sample", "col2im", "roi_align", "unique", "det"}
 COVERED |= {"non_max_suppression", "resize", "tfidf_vectorizer"}  # test_ops_{detection,resize,text}.py
+COVERED |= {"string_concat", "string_split", "string_normalizer", "regex_full_match",
+            "label_encoder"}    # test_strings.py
 
 
 @pytest.mark.parametrize("op, arrays, attrs, want", CASES,

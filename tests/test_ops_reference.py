@@ -58,6 +58,8 @@ def sample(dtype: DType, shape: tuple[int, ...]) -> np.ndarray:
     """Values no op traps on: integers in 1..5 (no zero divisor, no negative exponent)."""
     if dtype.is_bool:
         return RNG.random(shape) < 0.5
+    if dtype.is_str:        # numbers as text, so that a cast from str parses them
+        return RNG.integers(0, 2, shape).astype(str).astype(object)   # in range of i2 too
     if dtype.is_int:
         return RNG.integers(1, min(5, dtype.int_range()[1]) + 1, shape).astype(dtype.np)
     return RNG.uniform(0.5, 2.0, shape).astype(dtype.np)

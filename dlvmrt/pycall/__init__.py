@@ -84,7 +84,8 @@ def _build_and_load() -> ModuleType:
     from isa.dtypes import DType
 
     from ..aot import Status, Tensor
-    sizes = module.init([(np.dtype(d.np).num, d.code) for d in DType if not d.is_narrow])
+    sizes = module.init([(np.dtype(d.np).num, d.code) for d in DType
+                          if not d.is_narrow and not d.is_str])
     if tuple(sizes) != (ctypes.sizeof(Tensor), ctypes.sizeof(Status)):
         raise RuntimeError(f"struct sizes {sizes} differ from aot.py's")
     return module

@@ -101,7 +101,10 @@ class Emitter:
             return v.operand
         assert v.const is not None, "a value with neither operand nor array"
         arr = v.const
-        key = (arr.dtype.str, arr.shape, arr.tobytes()) if arr.size <= 4096 else None
+        # str arrays are keyed by their texts: their bytes are pointers, which a freed string's
+        # successor may reuse
+        data = tuple(arr.reshape(-1).tolist()) if arr.dtype == object else arr.tobytes()
+        key = (arr.dtype.str, arr.shape, data) if arr.size <= 4096 else None
         ref = self._const_cache.get(key) if key else None
         if ref is None:
             ref = self.mb.constant(self.consts.fresh(hint, "c"), arr)

@@ -112,15 +112,21 @@ def short_reason(exc: BaseException) -> str:
 
 
 def _array(x: Any) -> Any:
-    """Case data as arrays (cases of exotic dtypes carry TensorProtos)."""
+    """Case data as arrays (cases of exotic dtypes carry TensorProtos); strings as object
+    arrays of str (some onnx versions give bytes)."""
     from onnx import TensorProto, numpy_helper
-    return numpy_helper.to_array(x) if isinstance(x, TensorProto) else x
+
+    from .tensors import as_text
+    a = numpy_helper.to_array(x) if isinstance(x, TensorProto) else x
+    if isinstance(a, np.ndarray) and (a.dtype == object or a.dtype.kind in "US"):
+        return as_text(a, "a case's string data")
+    return a
 
 
 def compare(got: np.ndarray, want: np.ndarray, rtol: float, atol: float) -> str | None:
     want = np.asarray(want)
     if want.dtype == object or want.dtype.kind in "USO":
-        return f"expected a {want.dtype} output"
+        return _compare_text(got, want)
     if got.dtype != want.dtype:
         return f"dtype {got.dtype} != expected {want.dtype}"
     if got.shape != want.shape:
@@ -135,6 +141,20 @@ def compare(got: np.ndarray, want: np.ndarray, rtol: float, atol: float) -> str 
     elif not np.array_equal(got, want):
         return "values differ"
     return None
+
+
+def _compare_text(got: np.ndarray, want: np.ndarray) -> str | None:
+    """String outputs: the same shape and the same texts (bytes read as UTF-8)."""
+    from .tensors import as_text
+    if got.dtype != object and got.dtype.kind != "U":
+        return f"dtype {got.dtype} != expected strings"
+    if got.shape != want.shape:
+        return "shape differs"
+    try:
+        same = as_text(got).tolist() == as_text(want).tolist()
+    except Exception:           # noqa: BLE001 - elements that are no text differ
+        same = False
+    return None if same else "values differ"
 
 
 def run_case(case, jit: str = "off", exclude: bool = True) -> CaseResult:

@@ -15,6 +15,7 @@ from .errors import OnnxImportError, node_label
 from .names import Namer
 from .ops.common import cast
 from .registry import NodeCtx, handler_for
+from .tensors import tensor_array
 from .values import Emitter, Value
 
 Scope = ChainMap  # ONNX name -> Value
@@ -109,13 +110,13 @@ class GraphConverter:
     def run_graph(self, graph, scope: Scope, bound: dict[str, Value] | None = None) -> list[Value]:
         """Convert `graph` with outer names in `scope` and its own inputs `bound`; returns the
         Values of its outputs."""
-        from onnx import numpy_helper
         local: Scope = scope.new_child(dict(bound or {}))
         for init in graph.initializer:
             if init.name in local.maps[0]:
                 continue
             onnx_dtype(init.data_type, f"initializer '{init.name}'")
-            local[init.name] = self.e.constant(init.name, numpy_helper.to_array(init))
+            local[init.name] = self.e.constant(
+                init.name, tensor_array(init, f"initializer '{init.name}'"))
         for node in graph.node:
             self.run_node(node, local)
         outs = []

@@ -102,7 +102,9 @@ class NodeCtx:
 
     def attr(self, name: str, default: Any = _MISSING) -> Any:
         """The attribute's Python value (int, float, str, list, ndarray or GraphProto)."""
-        from onnx import helper, numpy_helper
+        from onnx import helper
+
+        from .tensors import tensor_array
         self.read.add(name)
         a = self._attrs.get(name)
         if a is None:
@@ -115,7 +117,7 @@ class NodeCtx:
         if isinstance(v, bytes):
             return v.decode("utf-8")
         if a.type == a.TENSOR:
-            return numpy_helper.to_array(v)
+            return tensor_array(v, f"{self.label}: attribute '{name}'")
         if isinstance(v, list) and v and isinstance(v[0], bytes):
             return [x.decode("utf-8") for x in v]
         return v

@@ -83,17 +83,34 @@ def _dim(d: Any, s: _Strings, what: str) -> Any:
     raise InvalidError(f"bytecode: {what} has a bad dim {d!r}")
 
 
-def _array(value: Any, dtype: DType | None, what: str) -> tuple[DType, list[int], bytes]:
+def _array(value: Any, dtype: DType | None, what: str) -> tuple[DType, list[int], bytes | list]:
     """dtype code, shape and little-endian C-order bytes of an array (byte-swapped and made
-    contiguous when needed)."""
+    contiguous when needed); for str, its elements in C order as a list of strings."""
     if not isinstance(value, np.ndarray):
         raise InvalidError(f"bytecode: {what} must be a numpy array, got {type(value).__name__}")
     own = dtype_from_numpy(value.dtype.newbyteorder("="))
     if own is None or (dtype is not None and own is not dtype):
         want = dtype.text if dtype is not None else "a dlvm dtype"
         raise InvalidError(f"bytecode: {what} holds {value.dtype}, not {want}")
+    if own.is_str:
+        return own, [int(n) for n in value.shape], _strings(value, what)
     little = np.ascontiguousarray(value, dtype=own.np.newbyteorder("<"))
     return own, [int(n) for n in value.shape], little.tobytes()
+
+
+def _strings(value: np.ndarray, what: str) -> list[str]:
+    """The elements of a str array as plain Python str (msgpack str, UTF-8); never pickle."""
+    out = []
+    for i, x in enumerate(value.reshape(-1)):
+        if not isinstance(x, str):
+            raise InvalidError(f"bytecode: {what}: element {i} is a {type(x).__name__}, not a str")
+        try:
+            x.encode("utf-8")
+        except UnicodeEncodeError:
+            raise InvalidError(f"bytecode: {what}: element {i} holds a lone surrogate, which "
+                               f"UTF-8 cannot encode") from None
+        out.append(str(x))      # np.str_ and other subclasses: msgpack's strict_types wants str
+    return out
 
 
 def _constant(c: Constant, s: _Strings) -> list:

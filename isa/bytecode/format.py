@@ -9,6 +9,8 @@
 Version history -- bump the version on every format change, and add a line here and in
 specs/bytecode.md:
     1.0  first format: string table, constants, functions, optional debug section.
+         Later, without a bump: new dtype codes (u16 ... u2, and str, whose data is an array of
+         msgpack strings); an older loader refuses an unknown code by name, so none misreads.
 
 A loader accepts any minor version of its own major version: a newer minor may only add optional
 map entries, which an older loader ignores. A different major version is rejected.

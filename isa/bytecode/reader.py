@@ -174,6 +174,8 @@ class Reader:
             count = f"{n} elements" if n else f"an empty shape spanning {span} elements"
             raise exhausted(where, f"{what} declares {count}, more than the limit "
                                    f"max_constant_elements = {lim.max_constant_elements}")
+        if dtype.is_str:
+            return self._strings(raw, shape, n, where, what)
         size = n * dtype.itemsize
         if self.payload_bytes + size > lim.max_constant_bytes:
             raise exhausted(where, f"{what} brings the constant data to {self.payload_bytes + size}"
@@ -189,3 +191,28 @@ class Reader:
         self.payload_bytes += size
         little = np.frombuffer(raw, dtype=dtype.np.newbyteorder("<"), count=n)
         return little.astype(dtype.np).reshape(shape)    # a writable, native-order copy
+
+    def _strings(self, raw: Any, shape: tuple[int, ...], n: int, where: str,
+                 what: str) -> np.ndarray:
+        """A str array: a msgpack array of exactly prod(shape) strings (msgpack has already
+        checked each one's UTF-8 and length). Each element counts its UTF-8 bytes plus a
+        pointer's 8 against max_constant_bytes."""
+        if not isinstance(raw, list):
+            raise malformed(where, f"the data of {what} must be an array of strings (it is str), "
+                                   f"got {type_name(raw)}")
+        if len(raw) != n:
+            raise malformed(where, f"{what} has {len(raw)} strings, but str{list(shape)} needs {n}")
+        size = 0
+        for i, s in enumerate(raw):
+            if not isinstance(s, str):
+                raise malformed(where, f"element {i} of {what} is a {type_name(s)}, not a string")
+            size += 8 + len(s.encode("utf-8"))
+        lim = self.limits
+        if self.payload_bytes + size > lim.max_constant_bytes:
+            raise exhausted(where, f"{what} brings the constant data to {self.payload_bytes + size}"
+                                   f" bytes, more than the limit max_constant_bytes = "
+                                   f"{lim.max_constant_bytes}")
+        self.payload_bytes += size
+        out = np.empty(n, dtype=object)
+        out[:] = raw
+        return out.reshape(shape)

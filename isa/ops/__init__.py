@@ -14,6 +14,7 @@ from . import (
     image,
     indexing,
     linalg,
+    lookup,
     movement,
     nn,
     ordering,
@@ -23,19 +24,22 @@ from . import (
     sampling,
     sets,
     signal,
+    strings,
     text,
     value,
 )
 from .opdef import REQUIRED, AttrKind, AttrSpec, Family, OpDef, Syntax
+from .strings_guard import refusing_str
 
 _FAMILY_FILES = (elementwise, reduce, contraction, nn, pooling, movement, value, control, dynamic,
                  ordering, indexing, einsum, signal, sampling,
-                 sets, linalg, image, detection, resize, text)
+                 sets, linalg, image, detection, resize, text, strings, lookup)
 
 OPS: dict[str, OpDef] = {}
 BY_CODE: dict[int, OpDef] = {}
 for _mod in _FAMILY_FILES:
     for _op in _mod.OPS:
+        _op = refusing_str(_op)
         if _op.name in OPS or _op.code in BY_CODE:
             raise RuntimeError(f"op table: duplicate name or code for {_op.name} ({_op.code})")
         OPS[_op.name] = _op

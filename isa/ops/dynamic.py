@@ -302,23 +302,27 @@ OPS = [
           attrs=(AttrSpec("copy_zero", AttrKind.BOOL, False,
                           "0 in shape copies a's dim (ONNX) instead of meaning size 0"),),
           dtypes="a: any; shape: integer", extra={"operands": ("a", "shape")},
-          vjp=adj.reshape_vjp),
+          vjp=adj.reshape_vjp,
+          strings=True),
     OpDef("broadcast_dyn", 172, Family.MOVEMENT, (2, 2), broadcast_dyn_rule, broadcast_dyn_ref,
           "r := a broadcast with the run-time shape vector (ONNX Expand: both ways, so a dim of "
           "a may be larger than the target's 1); traps when they do not broadcast",
           dtypes="a: any; shape: integer", extra={"operands": ("a", "shape")},
-          vjp=adj.broadcast_vjp),
+          vjp=adj.broadcast_vjp,
+          strings=True),
     OpDef("tile_dyn", 173, Family.MOVEMENT, (2, 2), tile_dyn_rule, tile_dyn_ref,
           "r := a repeated repeats[i] times along each dim i (np.tile); repeats is a run-time "
           "vector with one count per dim; a negative count traps",
           dtypes="a: any; repeats: integer", extra={"operands": ("a", "repeats")},
-          vjp=NOT_DIFFERENTIABLE),
+          vjp=NOT_DIFFERENTIABLE,
+          strings=True),
     OpDef("slice_dyn", 174, Family.MOVEMENT, (5, 5), slice_dyn_rule, slice_dyn_ref,
           "r := a[starts:ends:steps] on `axes` as `slice`, with all four vectors given at run "
           "time (equal static lengths); a zero step or a bad axis traps",
           dtypes="a: any; the rest: integer",
           extra={"operands": ("a", "starts", "ends", "axes", "steps")},
-          vjp=NOT_DIFFERENTIABLE),
+          vjp=NOT_DIFFERENTIABLE,
+          strings=True),
     OpDef("pad_dyn", 175, Family.MOVEMENT, (3, 3), pad_dyn_rule, pad_dyn_ref,
           "r := a padded by the run-time vector `pads` (ONNX order: all begins, then all ends; "
           "negative pads crop) with the scalar `value` (mode constant) or by edge, reflect or "
@@ -352,10 +356,12 @@ OPS = [
           "r := a without the dims in the run-time vector `axes`; each must have size 1 (traps "
           "otherwise)",
           dtypes="a: any; axes: integer", extra={"operands": ("a", "axes")},
-          vjp=adj.reshape_vjp),
+          vjp=adj.reshape_vjp,
+          strings=True),
     OpDef("unsqueeze_dyn", 178, Family.MOVEMENT, (2, 2), unsqueeze_dyn_rule, unsqueeze_dyn_ref,
           "r := a with a size-1 dim inserted at each position of the run-time vector `axes`, "
           "which index r's dims (ONNX Unsqueeze)",
           dtypes="a: any; axes: integer", extra={"operands": ("a", "axes")},
-          vjp=adj.reshape_vjp),
+          vjp=adj.reshape_vjp,
+          strings=True),
 ]

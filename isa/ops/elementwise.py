@@ -25,6 +25,7 @@ from .shapes import (
     require_dtype,
     same_dtype,
 )
+from .strcast import check_str_cast, str_cast
 
 BOOL = BY_NAME["bool"]
 
@@ -61,6 +62,8 @@ def select_rule(types: list[TensorType], attrs) -> list[TensorType]:
 
 
 def cast_rule(types: list[TensorType], attrs) -> list[TensorType]:
+    if types[0].dtype.is_str or attrs["to"].is_str:
+        check_str_cast(types[0].dtype, attrs["to"])
     return [types[0].with_dtype(attrs["to"])]
 
 
@@ -137,6 +140,8 @@ def logical_not_ref(attrs, a):
 
 def cast_ref(attrs, a):
     to = attrs["to"]
+    if to.is_str or a.dtype == object:
+        return str_cast(a, to)
     if a.dtype.kind == "f" and to.is_int:
         return float_to_int_saturating(a, to.np)
     return a.astype(to.np)
@@ -165,11 +170,11 @@ def _u(name, code, ref, doc, ok=None, what="", result=None, expand=None, attrs=(
 
 
 def _b(name, code, ref, doc, ok=None, what="", result=None, expand=None, vjp=None,
-       facts=NO_FACTS):
+       facts=NO_FACTS, strings=False):
     rule = binary_rule(ok, what, result)
     rule.op = name
     return OpDef(name, code, Family.BINARY, (2, 2), rule, ref, doc, expand=expand,
-                 dtypes=what or "any", vjp=vjp, facts=facts)
+                 dtypes=what or "any", vjp=vjp, facts=facts, strings=strings)
 
 
 # ---- neutral elements (Facts.neutral): the value per dtype that leaves the other operand ----
@@ -416,10 +421,10 @@ OPS = [
        *LOG,
        facts=Facts(neutral=((LEFT, RIGHT), zero)),
        vjp=NO_GRADIENT),
-    _b("eq", 43, _np2(np.equal), "r := a == b (bool result)", result=BOOL,
-       vjp=NO_GRADIENT),
+    _b("eq", 43, _np2(np.equal), "r := a == b (bool result; str: the same text)", result=BOOL,
+       vjp=NO_GRADIENT, strings=True),
     _b("ne", 44, _np2(np.not_equal), "r := a != b (bool result; NaN != NaN)", result=BOOL,
-       vjp=NO_GRADIENT),
+       vjp=NO_GRADIENT, strings=True),
     _b("lt", 45, _np2(np.less), "r := a < b (bool result)", *NUM, result=BOOL,
        vjp=NO_GRADIENT),
     _b("le", 46, _np2(np.less_equal), "r := a <= b (bool result)", *NUM, result=BOOL,
@@ -433,12 +438,16 @@ OPS = [
           lambda attrs, c, a, b: np.where(c, a, b),
           "r := c ? a : b elementwise, the three broadcast together", dtypes="c: bool; a, b: any",
           extra={"operands": ("c", "a", "b")},  # named as in the doc line, for specs/ops.md
-          vjp=_select_vjp),
+          vjp=_select_vjp,
+          strings=True),
     OpDef("cast", 57, Family.CAST, (1, 1), cast_rule, cast_ref,
           "r := a converted to dtype `to`; float to integer truncates toward zero and saturates "
           "(out-of-range values and infinities give the nearest integer of the range, NaN gives "
-          "0); to bool is a != 0",
+          "0); to bool is a != 0; str to a number parses it (\"1e-5\", \"nan\"; \"100.5\" to an "
+          "integer gives 100; text that is no number traps), a number to str prints the fewest "
+          "digits that read back (ONNX Cast)",
           attrs=(AttrSpec("to", AttrKind.DTYPE, doc="the result dtype"),), dtypes="any",
-          vjp=_cast_vjp),
+          vjp=_cast_vjp,
+          strings=True),
 ]
 

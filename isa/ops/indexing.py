@@ -211,7 +211,8 @@ OPS = [
           "(ONNX GatherElements, np.take_along_axis); r has indices' shape",
           attrs=(AttrSpec("axis", AttrKind.INT, 0, "the axis indexed"),),
           dtypes="a: any; indices: i32 or i64", extra={"operands": ("a", "indices")},
-          vjp=adj.gather_elements_vjp),
+          vjp=adj.gather_elements_vjp,
+          strings=True),
     OpDef("scatter_elements", 183, Family.MOVEMENT, (3, 3), scatter_elements_rule,
           scatter_elements_ref,
           "r := a with r[.., indices[i, ..], ..] := updates[i, ..] on `axis` (ONNX "
@@ -226,7 +227,8 @@ OPS = [
           "`batch_dims` leading dims shared by a and indices",
           attrs=(AttrSpec("batch_dims", AttrKind.INT, 0, "leading dims a and indices share"),),
           dtypes="a: any; indices: i32 or i64", extra={"operands": ("a", "indices")},
-          vjp=adj.gather_nd_vjp),
+          vjp=adj.gather_nd_vjp,
+          strings=True),
     OpDef("scatter_nd", 185, Family.MOVEMENT, (3, 3), scatter_nd_rule, scatter_nd_ref,
           "r := a with the slices addressed by the last axis of indices set to updates (ONNX "
           "ScatterND), in index order; reduction add/mul/max/min combines instead",
@@ -244,7 +246,8 @@ OPS = [
           "(np.compress; absent axis: of the flattened a); a cond longer than the axis traps",
           attrs=(AttrSpec("axis", AttrKind.INT, None, "the axis selected; absent: flatten"),),
           dtypes="a: any; cond: bool", extra={"operands": ("a", "cond")},
-          vjp=adj.compress_vjp),
+          vjp=adj.compress_vjp,
+          strings=True),
 ]
 
 

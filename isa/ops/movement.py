@@ -377,25 +377,29 @@ OPS = [
           "this dim\"; traps when the element count would change",
           attrs=(AttrSpec("shape", AttrKind.INTS, doc="the new shape; at most one -1"),),
           dtypes="any", extra={"operands": ("a",)},
-          vjp=adj.reshape_vjp),
+          vjp=adj.reshape_vjp,
+          strings=True),
     OpDef("transpose", 160, Family.MOVEMENT, (1, 1), transpose_rule, transpose_ref,
           "r := a with its axes permuted: r's axis i is a's axis perm[i] (NumPy transpose)",
           attrs=(AttrSpec("perm", AttrKind.INTS, None,
                           "a permutation of 0..rank-1; absent: the axes reversed"),),
           dtypes="any", extra={"operands": ("a",)},
-          vjp=adj.transpose_vjp),
+          vjp=adj.transpose_vjp,
+          strings=True),
     OpDef("broadcast_to", 162, Family.MOVEMENT, (1, 1), broadcast_to_rule, broadcast_to_ref,
           "r := a stretched to `shape` by NumPy broadcasting (a's dims align to the right and "
           "each is 1 or equal to the target's); traps when a size does not fit" + SHAPE_NOTE,
           attrs=(AttrSpec("shape", AttrKind.SHAPE, doc="the result shape: sizes or dim names"),),
           dtypes="any", extra={"operands": ("a",)},
-          vjp=adj.broadcast_vjp),
+          vjp=adj.broadcast_vjp,
+          strings=True),
     OpDef("expand_dims", 163, Family.MOVEMENT, (1, 1), expand_dims_rule, expand_dims_ref,
           "r := a with a size-1 dim inserted at each of `axes`, which index r's dims (NumPy "
           "expand_dims)",
           attrs=(AttrSpec("axes", AttrKind.INTS, doc="positions in the result, may be negative"),),
           dtypes="any", extra={"operands": ("a",)},
-          vjp=adj.expand_dims_vjp),
+          vjp=adj.expand_dims_vjp,
+          strings=True),
     OpDef("squeeze", 164, Family.MOVEMENT, (1, 1), squeeze_rule, squeeze_ref,
           "r := a without the size-1 dims at `axes`; absent: without every dim of size 1, and "
           "a's shape must then be static (a named or unknown dim is removed only when listed, "
@@ -403,13 +407,15 @@ OPS = [
           attrs=(AttrSpec("axes", AttrKind.INTS, None, "the dims to remove; absent: all size-1 "
                           "dims of a static shape"),),
           dtypes="any", extra={"operands": ("a",)},
-          vjp=adj.squeeze_vjp),
+          vjp=adj.squeeze_vjp,
+          strings=True),
     OpDef("concat", 165, Family.MOVEMENT, (1, None), concat_rule, concat_ref,
           "r := the operands joined along `axis`; they share one dtype and rank, and all other "
           "dims must agree (traps when named or unknown dims differ at run time)",
           attrs=(AttrSpec("axis", AttrKind.INT, doc="the axis to join along, may be negative"),),
           dtypes="any, all operands of one dtype", extra={"operands": ("a", "b", "...")},
-          vjp=adj.concat_vjp),
+          vjp=adj.concat_vjp,
+          strings=True),
     OpDef("slice", 166, Family.MOVEMENT, (1, 1), slice_rule, slice_ref,
           "r := a[starts:ends:steps] on `axes` (ONNX Slice): negative starts and ends count "
           "from the back, then clamp into the axis; a negative step walks backward; an empty "
@@ -420,7 +426,8 @@ OPS = [
                  AttrSpec("steps", AttrKind.INTS, None, "step per sliced axis, not 0; absent: "
                           "all 1")),
           dtypes="any", extra={"operands": ("a",)},
-          vjp=adj.slice_vjp),
+          vjp=adj.slice_vjp,
+          strings=True),
     OpDef("gather", 167, Family.MOVEMENT, (2, 2), gather_rule, gather_ref,
           "r := a's slices along `axis` picked by `indices` (ONNX Gather, np.take): r's shape "
           "is a.shape[:axis] + indices.shape + a.shape[axis+1:]; a negative index counts from "
@@ -428,7 +435,8 @@ OPS = [
           attrs=(AttrSpec("axis", AttrKind.INT, 0, "the axis indexed, may be negative"),),
           dtypes="a: any; indices: i32 or i64",
           extra={"operands": ("a", "indices"), "immediates": {1: "i64"}},
-          vjp=adj.gather_vjp),
+          vjp=adj.gather_vjp,
+          strings=True),
     OpDef("pad", 168, Family.MOVEMENT, (1, 1), pad_rule, pad_ref,
           "r := a with `value` added before and after each axis (constant mode); pads are in "
           "ONNX order [x1_begin, x2_begin, ..., x1_end, x2_end, ...]; a negative pad crops; "
@@ -442,7 +450,8 @@ OPS = [
     OpDef("shape_of", 169, Family.MISC, (1, 1), shape_of_rule,
           lambda attrs, x: np.array(x.shape, dtype=np.int64),
           "r := the sizes of a's dims as i64[rank]", dtypes="any", extra={"operands": ("a",)},
-          vjp=NO_GRADIENT),
+          vjp=NO_GRADIENT,
+          strings=True),
     OpDef("iota", 170, Family.MISC, (0, 0), iota_rule, iota_ref,
           "r := a tensor of `shape` whose element at index (i0, i1, ...) is i_axis, i.e. "
           "0 .. n-1 along `axis`, repeated across the other axes; integer dtypes too small for "

@@ -146,6 +146,9 @@ class OpDef:
     vjp: Adjoint | None = None      # the adjoint rule (NO_GRADIENT, NOT_DIFFERENTIABLE or a rule)
     extra: dict[str, Any] = field(default_factory=dict)
     facts: Facts = NO_FACTS         # what backends need beyond the reference (Facts)
+    # takes str operands or gives str results (movement, equality, casts, the string ops): the
+    # table refuses str for every other op before its own rule runs (isa/ops/strings_guard.py)
+    strings: bool = False
 
     def attr(self, name: str) -> AttrSpec | None:
         for a in self.attrs:

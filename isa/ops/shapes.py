@@ -75,7 +75,7 @@ def is_float(d: DType) -> bool:
 
 
 def is_numeric(d: DType) -> bool:
-    return not d.is_bool
+    return not d.is_bool and not d.is_str
 
 
 def is_int_or_bool(d: DType) -> bool:

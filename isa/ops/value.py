@@ -35,8 +35,10 @@ OPS = [
           attrs=(AttrSpec("value", AttrKind.TENSOR, doc="the literal"),
                  AttrSpec("type", AttrKind.TYPE, doc="the result type")),
           syntax=Syntax.CONST, dtypes="any",
-          vjp=NO_GRADIENT),
+          vjp=NO_GRADIENT,
+          strings=True),
     OpDef("mov", 97, Family.MISC, (1, 1), lambda types, attrs: [types[0]],
           lambda attrs, a: a, "r := a", dtypes="any",
-          vjp=adj.mov_vjp),
+          vjp=adj.mov_vjp,
+          strings=True),
 ]

@@ -47,6 +47,9 @@ def probe_values(dtype: DType) -> np.ndarray:
     """Boundary values of a dtype: the inputs on which references trap, if they ever do."""
     if dtype.is_bool:
         return np.array([False, True])
+    if dtype.is_str:
+        # text a cast may fail to parse, numbers it parses, empty and non-ASCII
+        return np.array(["", "a", "1", "-1.5", "nan", "\u00e9"], dtype=object)
     if dtype.is_int:
         lo, hi = dtype.int_range()
         vals = [0, 1, lo, hi] + ([2] if hi >= 2 else []) + ([-1] if dtype.is_signed else []) + \

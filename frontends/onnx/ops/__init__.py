@@ -17,5 +17,6 @@ from . import (  # noqa: F401
     sequence,
     shape,
     signal,
+    strings,
     training,
 )

@@ -19,6 +19,7 @@ from isa.module import Reg
 from isa.types import TensorType
 
 from ..registry import NodeCtx, onnx_op
+from ..tensors import as_text
 from ..values import Emitter, Value, known
 from .common import cast, scalar
 from .sequence import EmptySequence, stacked_empty
@@ -33,7 +34,11 @@ def constant(ctx: NodeCtx) -> list[Value]:
         if ctx.has(name):
             v = ctx.attr(name)
             return [known(np.asarray(v) if conv is None else np.asarray(v, dtype=conv))]
-    for name in ("sparse_value", "value_string", "value_strings"):
+    if ctx.has("value_string"):
+        return [known(np.array(str(ctx.attr("value_string")), dtype=object))]
+    if ctx.has("value_strings"):
+        return [known(as_text(np.array(ctx.attr("value_strings"), dtype=object).reshape(-1)))]
+    for name in ("sparse_value",):
         if ctx.has(name):
             ctx.attr(name, None)
             raise ctx.fail(f"Constant with {name} is not supported")

@@ -37,7 +37,7 @@ def tfidf_vectorizer(ctx: NodeCtx) -> list[Value]:
     x = ctx.req(0)
     if ctx.has("pool_strings"):
         ctx.attr("pool_strings", None)
-        raise ctx.fail("pool_strings: dlvm has no string tensors (integer pools only)")
+        raise ctx.fail("pool_strings: string pools are not supported yet (integer pools only)")
     weights = np.asarray(ctx.attr("weights", []), np.float32).reshape(-1)
     return [ctx.e.emit("tfidf_vectorizer", [x, known(weights)], ctx.node.output[0],
                        min_gram=int(ctx.attr("min_gram_length")),
@@ -46,3 +46,58 @@ def tfidf_vectorizer(ctx: NodeCtx) -> list[Value]:
                        pool=[int(v) for v in ctx.attr("pool_int64s", [])],
                        ngram_counts=[int(v) for v in ctx.attr("ngram_counts")],
                        ngram_indexes=[int(v) for v in ctx.attr("ngram_indexes")])]
+
+
+# LabelEncoder's keys and values come as one of these attributes each (opset 4 adds the
+# tensor forms); the defaults are ONNX's for each kind of value
+_KEYS = ("keys_strings", "keys_int64s", "keys_floats", "keys_tensor")
+_VALUES = {"values_strings": ("default_string", "_Unused", object),
+           "values_int64s": ("default_int64", -1, np.int64),
+           "values_floats": ("default_float", -0.0, np.float32),
+           "values_tensor": ("default_tensor", None, None)}
+
+
+def _listed(ctx: NodeCtx, names, what: str) -> tuple[str, np.ndarray]:
+    given = [n for n in names if ctx.has(n)]
+    if len(given) != 1:
+        raise ctx.fail(f"needs exactly one of {', '.join(names)} for its {what}, got "
+                       f"{', '.join(given) or 'none'}")
+    name = given[0]
+    v = ctx.attr(name)
+    if isinstance(v, np.ndarray):
+        return name, v.reshape(-1)
+    if name.endswith("strings"):
+        out = np.empty(len(v), dtype=object)
+        out[:] = [str(s) for s in v]
+        return name, out
+    return name, np.asarray(v, dtype=np.int64 if name.endswith("int64s") else np.float32)
+
+
+@onnx_op("LabelEncoder", since=2, domain=ML)
+def label_encoder(ctx: NodeCtx) -> list[Value]:
+    x = ctx.req(0)
+    _, keys = _listed(ctx, _KEYS, "keys")
+    vname, values = _listed(ctx, tuple(_VALUES), "values")
+    default_name, fallback, np_dtype = _VALUES[vname]
+    for dn, _, _ in _VALUES.values():
+        if dn != default_name and ctx.has(dn):
+            ctx.attr(dn)       # a default for another kind of value: it cannot apply
+    if np_dtype is None:
+        if not ctx.has(default_name):
+            raise ctx.fail("values_tensor needs default_tensor")
+        default = np.asarray(ctx.attr(default_name)).reshape(-1)
+        if default.size != 1 or default.dtype != values.dtype:
+            raise ctx.fail(f"default_tensor must be one {values.dtype} value")
+        default = default.reshape(())
+    else:
+        raw = ctx.attr(default_name, fallback)
+        default = np.empty((), dtype=object) if np_dtype is object else None
+        if default is not None:
+            default[()] = str(raw)
+        else:
+            default = np.asarray(raw, dtype=np_dtype)
+    # float keys in an f32 attribute compare with an f64 (or f16) input in the input's dtype
+    if keys.dtype != x.dtype.np and keys.dtype.kind in "fiu" and x.dtype.np.kind in "fiu":
+        keys = keys.astype(x.dtype.np)
+    return [ctx.e.emit("label_encoder", [x, known(keys), known(values), known(default)],
+                       ctx.node.output[0])]

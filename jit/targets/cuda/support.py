@@ -13,7 +13,8 @@ from jit.llvm.irutil import reg_type
 from jit.llvm.ops import TABLE, dtype_class
 from jit.regions import ELEMENTWISE, EPILOGUE_KINDS, MATMUL_EPILOGUE
 
-DTYPES = frozenset(d for d in DType if d is not DType.F16 and not d.is_narrow)  # as on the CPU
+DTYPES = frozenset(d for d in DType if d is not DType.F16 and not d.is_narrow
+                   and not d.is_str)  # as on the CPU
 STRUCTURAL = frozenset({"load", "const", "count", "cast", *REDUCE_KINDS})
 MATMUL_DTYPES = frozenset({DType.F32, DType.F64})
 
