@@ -90,6 +90,15 @@ class Library:
     def functions(self) -> list[str]:
         return list(self._fns)
 
+    def attach_vm(self, module) -> int:
+        """Let the VM run the instructions a native-tier library has no code for (`module`: the
+        program it was built from; dlvmrt/library_vm.py); how many there are."""
+        table = self.manifest.get("vm_instructions") or []
+        if table:
+            from .library_vm import attach
+            attach(self._lib, self.name, str(self.directory), table, module)
+        return len(table)
+
     def set_threads(self, n: int) -> None:
         self._set_threads(int(n))
 

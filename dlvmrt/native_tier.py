@@ -20,8 +20,11 @@ The interpreter, with its compiled regions, stays the reference and the fallback
 - Any error the library returns (a trap, a guard it was not compiled for, the block budget, out of
   memory, calls nested deeper than it allows) runs the call again on the VM, which gives the
   interpreter's result or error; a signature whose call failed that way stays on the VM.
-- A program the library cannot hold (an instruction it does not compile) or no C compiler turns
-  the tier off quietly; `status()` says why.
+- An instruction the library has no code for (a boolean mask's nonzero, unique, ...) is run by
+  the VM from inside the library call (dlvmrt/library_vm.py), so one such instruction no longer
+  costs the rest of the program its compiled code. A program the library cannot hold otherwise
+  (a dtype it has no C type for, a function signature) or no C compiler turns the tier off
+  quietly; `status()` says why.
 
 Thread safety: the library may be called from many threads at once; the tier's bookkeeping is
 under its lock, never held across a call.
@@ -84,6 +87,7 @@ class NativeTier:
         # per signature: quiet native and VM samples, then every later sample of each
         self.trials: dict[tuple, tuple[list, list, list, list]] = {}
         self.declined: set[tuple] = set()             # signatures the library failed or got wrong
+        self.vm_instructions = 0      # instructions the library hands back to the VM (library_vm.py)
         self.uses: dict[tuple, int] = {}              # calls since a timed choice
         self.retry: dict[tuple, tuple[bool, int]] = {}  # last timed choice, calls until the next
         self._lock = threading.Lock()
@@ -156,7 +160,10 @@ class NativeTier:
         text = {"waiting": f"not built yet (built after {self.after} calls)",
                 "compiling": "building the library",
                 "ready": f"library loaded; {native} of {len(self.choice)} input signatures run it, "
-                         f"{self.native_calls} native calls{self._allocations()}",
+                         f"{self.native_calls} native calls{self._allocations()}"
+                         + (f"; {self.vm_instructions} instruction"
+                            f"{'s' if self.vm_instructions != 1 else ''} run on the VM"
+                            if self.vm_instructions else ""),
                 "unavailable": f"off: {self.reason}"}[self.state]
         return f"native tier ({self.mode}): {text}"
 
@@ -270,6 +277,7 @@ class NativeTier:
             if not jit.native_available():
                 raise jit.NativeUnavailable("no C compiler (cc, or $CC) to link the library")
             lib = load(jit.native_library(self.vm.module))
+            self.vm_instructions = lib.attach_vm(self.vm.module)
             lib.set_threads(self.vm.jit.threads)
             with _budgets_lock:
                 key = str(lib.directory)

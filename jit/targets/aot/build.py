@@ -56,7 +56,9 @@ def find_cc() -> str | None:
 
 
 def compile_library(module: Module, out_dir: str | os.PathLike, *, name: str | None = None,
-                    cc: str | None = None) -> Library:
+                    cc: str | None = None, vm_fallback: bool = False) -> Library:
+    """`vm_fallback` (the native tier's libraries): instructions with no library code are run
+    by the VM that loads the library (dlvmrt/aot.py: Library.attach_vm) instead of refused."""
     t0 = time.perf_counter()
     steps: dict[str, float] = {}
     name = ident(name or module.name)
@@ -67,7 +69,7 @@ def compile_library(module: Module, out_dir: str | os.PathLike, *, name: str | N
     out = Path(out_dir)
     src = out / "src"
     src.mkdir(parents=True, exist_ok=True)
-    program: CProgram = ProgramCompiler(module, name).compile()
+    program: CProgram = ProgramCompiler(module, name, vm_fallback).compile()
     if program.unsupported:
         listing = "\n  ".join(program.unsupported)
         raise AotError(f"{len(program.unsupported)} instruction"
@@ -82,7 +84,7 @@ def compile_library(module: Module, out_dir: str | os.PathLike, *, name: str | N
     for f in RUNTIME_SOURCES:
         shutil.copyfile(RUNTIME / f, src / f)
     (src / "dlvm_aot_config.h").write_text(_config())
-    (src / f"{name}.c").write_text(program.source + _exports(name))
+    (src / f"{name}.c").write_text(program.source + _exports(name, vm_fallback))
     t = time.perf_counter()
     objects = _kernel_objects(program, src)
     steps["compile kernels"] = time.perf_counter() - t
@@ -104,7 +106,8 @@ def compile_library(module: Module, out_dir: str | os.PathLike, *, name: str | N
                                        "params": [{"name": p.name, "type": str(p.type)}
                                                   for p in f.params],
                                        "results": [str(t) for t in f.results]}
-                              for f in module.functions.values()}}
+                              for f in module.functions.values()},
+                "vm_instructions": program.vm_instructions}
     (out / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
     return Library(out, name, shared, static, header, len(program.kernels),
                    time.perf_counter() - t0, steps)
@@ -178,8 +181,12 @@ def _config() -> str:
             f"#define DLVM_GEMM_MIN_ROWS {_MIN_ROWS}\n")
 
 
-def _exports(name: str) -> str:
-    return (f"DLVM_API void {name}_free(void *data) {{ free(data); }}\n"
+def _exports(name: str, vm_fallback: bool = False) -> str:
+    vm = (f"DLVM_API void {name}_set_vm(dlvm_rt_vm_fn fn) {{ dlvm_rt_set_vm(fn); }}\n"
+          f"DLVM_API int {name}_vm_result(dlvm_val *v, int32_t dtype, int32_t rank, "
+          f"const int64_t *shape) {{ return dlvm_rt_vm_result(v, dtype, rank, shape); }}\n"
+          if vm_fallback else "")
+    return vm + (f"DLVM_API void {name}_free(void *data) {{ free(data); }}\n"
             f"DLVM_API void {name}_set_threads(int threads) {{ dlvm_rt_set_threads(threads); }}\n"
             f"DLVM_API int {name}_get_threads(void) {{ return dlvm_rt_threads(); }}\n"
             f"DLVM_API void {name}_set_max_steps(int64_t steps) {{ dlvm_rt_set_max_steps(steps); }}\n"

@@ -62,7 +62,7 @@ def cached_library(module: Module, cache_dir: str | os.PathLike | None = None) -
     _remove_stale(root)
     tmp = Path(tempfile.mkdtemp(dir=root, prefix=".tmp-"))
     try:
-        compile_library(module, tmp, name=NAME)
+        compile_library(module, tmp, name=NAME, vm_fallback=True)
         # the sources and the static archive: only `dlvm aot` keeps them
         shutil.rmtree(tmp / "src", ignore_errors=True)
         for archive in tmp.glob("*.a"):

@@ -19,7 +19,7 @@ import numpy as np
 
 from isa.dtypes import DType
 from isa.module import ConstRef, Imm, Instr, Module, Reg
-from isa.ops import OPS
+from isa.ops import OPS, AttrKind
 from isa.types import TensorType
 from isa.verify import verify_module
 from jit.build import build_kernel
@@ -136,6 +136,8 @@ class CProgram:
     kernels: list[RegionKernel] = field(default_factory=list)
     blobs: list[Blob] = field(default_factory=list)
     unsupported: list[str] = field(default_factory=list)
+    # [function, block, instruction] of each instruction the VM runs for the library, by index
+    vm_instructions: list[list] = field(default_factory=list)
 
 
 def _compute_call(op: str, a: dict, vals: list[str], dst: str, pack: str | None = None,
@@ -177,8 +179,11 @@ class _Writer:
 class ProgramCompiler:
     """Writes the C of every function of `module` (C `prefix` for exported names)."""
 
-    def __init__(self, module: Module, prefix: str):
+    def __init__(self, module: Module, prefix: str, vm_fallback: bool = False):
+        """`vm_fallback`: an instruction with no library code calls back into the VM that loads
+        the library (the native tier) instead of making the program unsupported."""
         self.module = module
+        self.vm_fallback = vm_fallback
         self.types = verify_module(module)
         self.prefix = prefix
         self.out = CProgram(prefix)
@@ -309,8 +314,17 @@ class ProgramCompiler:
                                      f"{region.end - 1}")
                         i = region.end
                         continue
-                    self._instr(bi, i, blk.instrs[i], types[bi][i],
-                                f"{where}, instruction {i} ({blk.instrs[i].op})")
+                    mark, scopes = len(self.w.lines), self._scopes
+                    try:
+                        self._instr(bi, i, blk.instrs[i], types[bi][i],
+                                    f"{where}, instruction {i} ({blk.instrs[i].op})")
+                    except Unsupported:
+                        if not self._vm_runs(blk.instrs[i]):
+                            raise
+                        del self.w.lines[mark:]         # what the failed attempt wrote
+                        self._scopes = scopes
+                        self._vm_instr(bi, i, blk.instrs[i], types[bi][i],
+                                       f"{where}, instruction {i} ({blk.instrs[i].op})")
                 except Unsupported as e:
                     loc = blk.instrs[i].loc
                     at = f"{loc.file}:{loc.line}: " if loc is not None else ""
@@ -622,6 +636,36 @@ class ProgramCompiler:
             self._one_instruction_region(bi, ii, ins, t, where, temps)
         self._close(temps)
         del func
+
+    def _vm_runs(self, ins: Instr) -> bool:
+        """Whether the VM may run `ins` for the library: a library built for the native tier, an
+        op with a reference and no control flow, whose attributes name no dim (the library does
+        not hand the VM the call's dims)."""
+        op = OPS.get(ins.op)
+        if not self.vm_fallback or op is None or op.family.name == "CONTROL" or op.reference is None:
+            return False
+        attrs = op.with_defaults(ins.attrs)
+        return not any(a.kind is AttrKind.SHAPE and isinstance(attrs.get(a.name), list)
+                       and any(isinstance(d, str) for d in attrs[a.name]) for a in op.attrs)
+
+    def _vm_instr(self, bi: int, ii: int, ins: Instr, t, where: str) -> None:
+        """`ins` run by the VM that loaded the library (dlvm_aot_rt.c: dlvm_rt_vm_instruction),
+        by its index in the library's table (the manifest's vm_instructions)."""
+        index = len(self.out.vm_instructions)
+        self.out.vm_instructions.append([self.fname, bi, ii])
+        self._open(f"{where} on the VM")
+        temps: list[str] = []
+        n = self._scopes[-1]
+        vals = [self._value(o, ot, temps) for o, ot in zip(ins.operands, t.operands)]
+        k = len(ins.results)
+        self.w(f"const dlvm_val *vin[{max(len(vals), 1)}] = {{{', '.join(vals) or 'NULL'}}};", 2)
+        self.w(f"dlvm_val vout[{k}]; memset(vout, 0, sizeof vout);", 2)
+        self.w(f"if (dlvm_rt_vm_instruction(ctx, {index}, vin, {len(vals)}, vout, {k})) {{ "
+               f"for (int j = 0; j < {k}; j++) dlvm_rt_release(&vout[j]); goto fail_{n}; }}", 2)
+        for j, res in enumerate(ins.results):
+            self.w(f"dlvm_rt_assign(&r[{self.regs[res]}], &vout[{j}]); "
+                   f"dlvm_rt_release(&vout[{j}]);", 2)
+        self._close(temps)
 
     def _one_instruction_region(self, bi: int, ii: int, ins: Instr, t, where: str,
                                 temps: list[str]) -> None:

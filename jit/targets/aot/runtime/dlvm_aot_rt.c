@@ -225,6 +225,35 @@ HIDDEN void dlvm_rt_assign(dlvm_val *dst, const dlvm_val *src) {
 static int alloc_with_room(dlvm_ctx *ctx, dlvm_val *v, int32_t dtype, int32_t rank,
                            const int64_t *shape, size_t room);
 
+/* Instructions the library has no code for, in a library the VM's native tier builds
+ * (dlvmrt/native_tier.py): the VM that loaded it registers one function that runs such an
+ * instruction by its index in the library's table (the op's reference on copies of the operands)
+ * and makes its results with dlvm_rt_vm_result. Without one (a library loaded elsewhere) such an
+ * instruction fails the call with a guard, and the caller runs it on the VM. */
+static dlvm_rt_vm_fn vm_fn;
+
+HIDDEN void dlvm_rt_set_vm(dlvm_rt_vm_fn fn) { __atomic_store_n(&vm_fn, fn, __ATOMIC_RELEASE); }
+
+HIDDEN int dlvm_rt_vm_instruction(dlvm_ctx *ctx, int32_t index, const dlvm_val *const *ins,
+                                  int32_t n_in, dlvm_val *outs, int32_t n_out) {
+    dlvm_rt_vm_fn fn = __atomic_load_n(&vm_fn, __ATOMIC_ACQUIRE);
+    if (!fn)
+        return dlvm_rt_fail(ctx, DLVM_RT_ERR_GUARD, "%s runs on the VM, and no VM is attached",
+                            ctx->where ? ctx->where : "an instruction");
+    char message[400] = "";
+    if (fn(index, ins, n_in, outs, n_out, message, (int32_t)sizeof message))
+        return dlvm_rt_fail(ctx, DLVM_RT_ERR_GUARD, "%s (on the VM): %s",
+                            ctx->where ? ctx->where : "an instruction", message);
+    return 0;
+}
+
+/* a result of the VM's function: a fresh value of `dtype` and `shape` (0, or 1 out of memory) */
+HIDDEN int dlvm_rt_vm_result(dlvm_val *v, int32_t dtype, int32_t rank, const int64_t *shape) {
+    dlvm_rt_status status = {0, {0}};
+    dlvm_ctx ctx = {&status, 0, 0, "a VM result"};
+    return dlvm_rt_alloc(&ctx, v, dtype, rank, shape);
+}
+
 /* The most bytes one tensor may take: $DLVM_MEMORY_LIMIT (with a K/M/G/T suffix) when set, else
  * RAM + swap, at most the cgroup's limit (as dlvmrt/memory_ceiling.py). Where the kernel
  * overcommits memory without limit, a larger malloc succeeds and the process is killed at the

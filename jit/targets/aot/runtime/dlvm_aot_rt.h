@@ -133,6 +133,13 @@ int dlvm_rt_reshape_dyn(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *shape,
                         dlvm_val *out);
 int dlvm_rt_broadcast_dyn(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *shape, dlvm_val *out);
 int dlvm_rt_fill_dyn(dlvm_ctx *ctx, const dlvm_val *shape, const dlvm_val *value, dlvm_val *out);
+/* instructions run by the VM that loaded the library (dlvm_aot_rt.c: vm_fn) */
+typedef int32_t (*dlvm_rt_vm_fn)(int32_t index, const dlvm_val *const *ins, int32_t n_in,
+                                 dlvm_val *outs, int32_t n_out, char *message, int32_t size);
+void dlvm_rt_set_vm(dlvm_rt_vm_fn fn);
+int dlvm_rt_vm_instruction(dlvm_ctx *ctx, int32_t index, const dlvm_val *const *ins, int32_t n_in,
+                           dlvm_val *outs, int32_t n_out);
+int dlvm_rt_vm_result(dlvm_val *v, int32_t dtype, int32_t rank, const int64_t *shape);
 int dlvm_rt_pad(dlvm_ctx *ctx, const dlvm_val *x, const int64_t *begins, const int64_t *ends,
                 double value, dlvm_val *out);
 int dlvm_rt_reduce(dlvm_ctx *ctx, const dlvm_val *x, uint32_t mask, int kind, int keepdims,
