@@ -1,5 +1,5 @@
 """The zoo's more models (`bench/zoo_more.py`) and the probes' (`bench/zoo_probe.py`,
-`bench/zoo_probe2.py`): each,
+`bench/zoo_probe2.py`, `bench/zoo_probe3.py`): each,
 exported with both torch exporters with a dynamic batch, imports and matches onnxruntime at
 batches 1 and 3; and the native tier's library (every op of these models compiles ahead of
 time) matches the interpreter on them.
@@ -22,13 +22,14 @@ import zoo_models as zm  # noqa: E402
 from zoo_more import MORE as _MORE  # noqa: E402
 from zoo_probe import PROBE  # noqa: E402
 from zoo_probe2 import PROBE2  # noqa: E402
+from zoo_probe3 import PROBE3  # noqa: E402
 
 import dlvmrt  # noqa: E402
 from frontends.onnx import import_onnx  # noqa: E402
 
 pytestmark = pytest.mark.onnx
 
-MORE = {**_MORE, **PROBE, **PROBE2}
+MORE = {**_MORE, **PROBE, **PROBE2, **PROBE3}
 ATOL, RTOL = 1e-4, 1e-4
 # the dynamo exporter writes these with ONNX sequences built in a loop (DLRM's EmbeddingBag: a
 # Loop of SequenceInsert per bag, then ConcatFromSequence): the stacked sequences of
@@ -86,6 +87,7 @@ def test_native_library_matches_the_interpreter(name):
     got = vm.run("main", *feeds.values())
     assert vm.native.state == "ready", vm.native.status()
     assert vm.native.native_calls > 0, vm.native.status()
+    assert vm.native.vm_instructions == 0, vm.native.status()    # all compiled, none handed back
     _close(got, ref.run("main", *feeds.values()), f"{name} native")
 
 
