@@ -307,6 +307,8 @@ def test_block_budget_is_a_resource_error(tmp_path_factory):
     (8, 8, 3, 1, 1, 1, 9, 11), (8, 8, 3, 2, 1, 1, 10, 7), (6, 3, 3, 1, 0, 1, 6, 6),
     (4, 4, 5, 2, 2, 2, 13, 12), (3, 3, 3, 3, 2, 1, 8, 9), (8, 8, 3, 1, 4, 1, 4, 4),
     (8, 8, 7, 1, 3, 1, 8, 8), (8, 2, 3, 2, 1, 1, 9, 9), (5, 5, 3, 1, 1, 1, 40, 3),
+    # stride 2 over rows of 33 and 70: the column phases' whole and partial vector steps
+    (4, 4, 3, 2, 1, 1, 5, 33), (6, 6, 5, 2, 2, 1, 9, 70),
     # ungrouped: the patch matrix and the product (im2col's borders, strides, dilations)
     (4, 1, 3, 2, 1, 1, 9, 11), (3, 1, 3, 1, 4, 2, 5, 6), (2, 1, 5, 3, 0, 1, 12, 13)])
 def test_grouped_and_depthwise_conv(tmp_path, c, groups, k, s, p, d, h, w):
