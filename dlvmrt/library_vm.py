@@ -24,11 +24,10 @@ from typing import Any
 
 import numpy as np
 
-from isa.dtypes import DType
 from isa.module import Module
 from isa.ops import OPS
 
-MAX_RANK = 8
+from .aot import _BY_CODE, MAX_RANK
 
 
 class Value(ctypes.Structure):
@@ -41,7 +40,6 @@ class Value(ctypes.Structure):
 VM_FN = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_int32, ctypes.POINTER(ctypes.POINTER(Value)),
                          ctypes.c_int32, ctypes.POINTER(Value), ctypes.c_int32,
                          ctypes.c_void_p, ctypes.c_int32)
-_BY_CODE = {d.code: d for d in DType if not d.is_narrow and not d.is_str}
 _attached: dict[str, Any] = {}       # library directory -> its callback (kept: see above)
 _lock = threading.Lock()
 

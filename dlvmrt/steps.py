@@ -15,19 +15,13 @@ import numpy as np
 from isa.errors import Trap
 from isa.module import Instr
 from isa.narrow import widened
-from isa.ops import OPS, AttrKind
+from isa.ops import OPS
 from isa.types import TensorType
 
 from .frame_layout import BINDINGS_SLOT, FrameLayout, readonly
 from .memory_ceiling import ceiling_bytes, nbytes
 
 Step = Callable[[list], None]
-
-
-def resolve_shape_attrs(op, attrs: dict[str, Any]) -> list[str]:
-    """Names of SHAPE attributes that mention a named dim (resolved per run from bindings)."""
-    return [a.name for a in op.attrs if a.kind is AttrKind.SHAPE and
-            isinstance(attrs.get(a.name), list) and any(isinstance(d, str) for d in attrs[a.name])]
 
 
 def make_step(ins: Instr, ins_slots: list[int], out_slots: list[int],
@@ -43,7 +37,7 @@ def make_step(ins: Instr, ins_slots: list[int], out_slots: list[int],
         def mov(r):
             r[o] = r[a]
         return mov
-    named = resolve_shape_attrs(op, attrs)
+    named = op.named_shape_attrs(attrs)
     ref = op.reference
     if narrow_outs is not None:
         ref = widened(ref, narrow_outs)

@@ -170,3 +170,10 @@ class OpDef:
         full = {a.name: a.default for a in self.attrs if not a.required}
         full.update(attrs)
         return full
+
+    def named_shape_attrs(self, attrs: dict[str, Any]) -> list[str]:
+        """Names of the SHAPE attributes in `attrs` that mention a named dim (their sizes come
+        from each call's dims)."""
+        return [a.name for a in self.attrs if a.kind is AttrKind.SHAPE and
+                isinstance(attrs.get(a.name), list)
+                and any(isinstance(d, str) for d in attrs[a.name])]

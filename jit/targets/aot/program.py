@@ -19,7 +19,7 @@ import numpy as np
 
 from isa.dtypes import DType
 from isa.module import ConstRef, Imm, Instr, Module, Reg
-from isa.ops import OPS, AttrKind
+from isa.ops import OPS
 from isa.types import TensorType
 from isa.verify import verify_module
 from jit.build import build_kernel
@@ -644,9 +644,7 @@ class ProgramCompiler:
         op = OPS.get(ins.op)
         if not self.vm_fallback or op is None or op.family.name == "CONTROL" or op.reference is None:
             return False
-        attrs = op.with_defaults(ins.attrs)
-        return not any(a.kind is AttrKind.SHAPE and isinstance(attrs.get(a.name), list)
-                       and any(isinstance(d, str) for d in attrs[a.name]) for a in op.attrs)
+        return not op.named_shape_attrs(op.with_defaults(ins.attrs))
 
     def _vm_instr(self, bi: int, ii: int, ins: Instr, t, where: str) -> None:
         """`ins` run by the VM that loaded the library (dlvm_aot_rt.c: dlvm_rt_vm_instruction),
