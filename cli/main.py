@@ -12,7 +12,7 @@ import sys
 
 from dlvmrt.devices import DeviceUnavailable
 from dlvmrt.diagnostics import attach_source_line
-from isa.errors import DlvmError
+from isa.errors import DlvmError, SettingError
 
 from . import (
     cmd_aot,
@@ -71,9 +71,9 @@ def main(argv: list[str] | None = None) -> int:
         attach_source_line(e, getattr(a, "prog", None))
         print(e.format(), file=sys.stderr)
         return 1
-    except (UsageError, DeviceUnavailable) as e:
+    except (UsageError, SettingError, DeviceUnavailable) as e:
         print(f"dlvm {a.command}: error: {e}", file=sys.stderr)
-        return 2 if isinstance(e, UsageError) else 1
+        return 1 if isinstance(e, DeviceUnavailable) else 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

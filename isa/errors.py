@@ -72,5 +72,11 @@ class InternalError(DlvmError):
     kind = "internal error"
 
 
+class SettingError(ValueError):
+    """A bad setting given to the runtime (an argument or an environment variable such as
+    DLVM_JIT): not a program's error, so it carries no location; the CLI prints it as a usage
+    error."""
+
+
 class OpTypeError(Exception):
     """Raised by an op's type rule; the verifier turns it into an InvalidError with a location."""
