@@ -20,6 +20,9 @@ def register(sub) -> None:
     s.add_argument("--dim", action="append", metavar="N=SIZE", help="size of a named dim for "
                    "generated inputs")
     s.add_argument("--seed", type=int, default=0, help="seed of the generated inputs")
+    s.add_argument("--random-seed", type=int, default=None, metavar="SEED",
+                   help="seed of the stream random ops draw from (default: $DLVM_SEED, else "
+                   "the operating system)")
     s.add_argument("--save-inputs", metavar="FILE.npz",
                    help="save the inputs the run used (generated or given), loadable by --inputs")
     s.add_argument("--jit", choices=["off", "auto", "always"], default=None,
@@ -81,8 +84,10 @@ def run(a) -> int:
         save_npz(a.save_inputs, inputs)
     if a.max_steps is not None and a.max_steps <= 0:
         raise UsageError(f"--max-steps must be a positive number of blocks, got {a.max_steps}")
+    if a.random_seed is not None and a.random_seed < 0:
+        raise UsageError(f"--random-seed must be a non-negative integer, got {a.random_seed}")
     vm = VM(program, jit=a.jit, device=a.device, profile=a.profile or bool(a.trace),
-            trace=bool(a.trace), max_steps=a.max_steps)
+            trace=bool(a.trace), max_steps=a.max_steps, seed=a.random_seed)
     outs = None
     from .progress import CompileProgress
     with CompileProgress(vm, enabled=None if not a.quiet else False):

@@ -115,7 +115,8 @@ class FunctionCode:
             row = self.types[bi][ii] if ii < len(self.types[bi]) else None
             narrow = row is not None and touches_narrow(row.operands + row.results)
             step = S.make_step(ins, ins_slots, out_slots,
-                               [t.dtype for t in row.results] if narrow else None)
+                               [t.dtype for t in row.results] if narrow else None,
+                               self.vm.random, (self.func.name, bi, ii))
             check = row and guard_for(row.results, row.operands, (bi, ii))
             if check:
                 step = _checked_first(check, step)

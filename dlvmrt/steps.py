@@ -20,16 +20,22 @@ from isa.types import TensorType
 
 from .frame_layout import BINDINGS_SLOT, FrameLayout, readonly
 from .memory_ceiling import ceiling_bytes, nbytes
+from .random_streams import RandomStreams
 
 Step = Callable[[list], None]
 
 
 def make_step(ins: Instr, ins_slots: list[int], out_slots: list[int],
-              narrow_outs: list | None = None) -> Step:
+              narrow_outs: list | None = None,
+              streams: RandomStreams | None = None, where: tuple = ()) -> Step:
     """`narrow_outs`: the result dtypes of an instruction that touches a narrow storage format
-    (computed wide and rounded back, see narrow.py); None for every other instruction."""
+    (computed wide and rounded back, see narrow.py); None for every other instruction.
+    `streams`: the VM's random state, which a random op at `where` draws from."""
     op = OPS[ins.op]
     attrs = op.with_defaults(ins.attrs)
+    if op.random:
+        return _random_step(op.reference, attrs, ins_slots[0], out_slots[0],
+                            (streams or RandomStreams()).for_instruction(attrs, where))
     if op.name == "const":
         return _const_step(attrs, out_slots[0])
     if op.name == "mov":
@@ -84,6 +90,12 @@ def _ref_step(ref, attrs, ins_slots: list[int], out_slots: list[int]) -> Step:
         for s, v in zip(out_slots, outs):
             r[s] = v
     return multi
+
+
+def _random_step(ref, attrs, a: int, o: int, rng) -> Step:
+    def draw(r):
+        r[o] = ref(attrs, r[a], rng)
+    return draw
 
 
 def _named_attr_step(ref, attrs, named: list[str], ins_slots, out_slots) -> Step:

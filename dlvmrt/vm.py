@@ -53,7 +53,7 @@ from typing import Any
 
 import numpy as np
 
-from isa.errors import InternalError, Trap
+from isa.errors import InternalError, SettingError, Trap
 
 from . import allocator
 from .devices import Device, default_accelerator, get_device, resolve_device
@@ -63,6 +63,7 @@ from .loader import ProgramSource, load
 from .native_tier import tier_for
 from .profiler import Profiler
 from .program import Program
+from .random_streams import RandomStreams, uses_random
 
 JIT_MODES = ("off", "auto", "always")
 DEFAULT_JIT = "auto"
@@ -133,10 +134,12 @@ class VM:
     trace events (`vm.profiler.write_trace(path)`), compiles as spans of their own. `native`:
     "auto" (the default with tier-up; $DLVM_NATIVE overrides), "always" or "off": the whole
     program compiled into one library and called in place of the interpreter where it is
-    faster (dlvmrt/native_tier.py; `vm.native.status()`).
+    faster (dlvmrt/native_tier.py; `vm.native.status()`). `seed`: the stream that random ops
+    without a seed of their own draw from (else $DLVM_SEED, else the OS; random_streams.py).
 
     One VM may be called from many threads at once; each run has its own frames, step budget
-    and call depth, and gives the interpreter's results.
+    and call depth, and gives the interpreter's results (random ops: numbers no other call
+    got, in the order the threads draw).
     """
 
     def __init__(self, program: ProgramSource, jit: str | None = None,
@@ -145,10 +148,11 @@ class VM:
                  max_call_depth: int = DEFAULT_MAX_CALL_DEPTH, profile: bool = False,
                  trace: bool = False, jit_options: dict[str, Any] | None = None,
                  background: bool | None = None, optimize: bool | None = None,
-                 native: str | None = None):
-        jit = jit or os.environ.get("DLVM_JIT") or DEFAULT_JIT
+                 native: str | None = None, seed: int | None = None):
+        jit_arg, jit = jit, jit or os.environ.get("DLVM_JIT") or DEFAULT_JIT
         if jit not in JIT_MODES:
-            raise ValueError(f"jit must be one of {', '.join(JIT_MODES)}, got {jit!r}")
+            raise SettingError(f"jit must be one of {', '.join(JIT_MODES)}, got {jit!r}"
+                               + ("" if jit_arg else " (from $DLVM_JIT)"))
         # the program as given (what the REPL and the debugger show) and the one that runs:
         # with tier-up, the whole-program pipeline's (Program.optimized, kept with the program)
         self.source_program = load(program)
@@ -167,7 +171,7 @@ class VM:
         self.max_steps = (max_steps if max_steps is not None
                           else _env_int("DLVM_MAX_STEPS", DEFAULT_MAX_STEPS))
         if self.max_steps <= 0:
-            raise ValueError(f"max_steps must be positive, got {self.max_steps}")
+            raise SettingError(f"max_steps must be positive, got {self.max_steps}")
         self.max_call_depth = max_call_depth
         _allow_python_depth(max_call_depth)
         # What one run changes lives per thread (its step budget and call depth; frames are per
@@ -175,6 +179,7 @@ class VM:
         # _lock: preparing a function's code, forming regions, installing compiled ones.
         self._local = threading.local()
         self._lock = threading.RLock()
+        self.random = RandomStreams(seed)     # what random ops draw from (random_streams.py)
         self.profiler = Profiler(trace=trace) if (profile or trace) else None
         self._warm: VM | None = None
         if not (self.optimized and self._defer()):
@@ -213,6 +218,8 @@ class VM:
         src = self.source_program
         if not self.background or self.profiler is not None or src._optimized is not None:
             return False
+        if uses_random(src.module):
+            return False        # one stream per instruction: the warm VM would repeat it
         size = sum(len(b.instrs) for f in src.module.functions.values() for b in f.blocks)
         if size < DEFER_PIPELINE_FROM:
             return False

@@ -161,6 +161,8 @@ LISTED_CASES: list[tuple[str, list[np.ndarray], dict]] = [
     ("shape_of", [_f(2, 0, 4)], {}),
     ("iota", [], {"shape": [2, 3], "axis": 1, "dtype": F32}),
     ("iota", [], {"shape": []}),
+    ("random_uniform", [_f(2, 3)], {"low": -1.0, "high": 1.0}),
+    ("random_normal", [sample(I64, (4,))], {"dtype": BY_NAME["f64"], "seed": 3}),
     ("const", [], {"value": np.arange(6, dtype=np.float32).reshape(2, 3),
                    "type": TensorType(F32, (2, 3))}),
     ("const", [], {"value": np.array(2, np.int64), "type": TensorType(I64, (3,))}),

@@ -138,7 +138,7 @@ class Emitter:
         except OpTypeError as e:
             shown = ", ".join(str(t) for t in types)
             raise self.error(f"{op}({shown}): {e}") from None
-        if all(a.known for a in args) and opdef.reference is not None and \
+        if all(a.known for a in args) and opdef.reference is not None and not opdef.random and \
                 opdef.family is not Family.CONTROL and not _has_named_dim(results) and \
                 all(a.const.size <= FOLD_LIMIT for a in args):
             ref = opdef.reference
@@ -172,6 +172,14 @@ class Emitter:
             return known(np.full(t.shape, arr, dtype=t.dtype.np))
         name = self.regs.fresh(hint, "t")
         self.fb.const(arr, t, into=name)
+        return Value(t, Reg(name))
+
+    def emit_shape_like(self, t: TensorType, hint: str = "like") -> Value:
+        """A register of type `t` (zeros) for an op that reads only its operand's shape (the
+        random ops): a `const` instruction, made when the VM prepares the function, where a
+        known value would become a module constant of every element in the program's file."""
+        name = self.regs.fresh(hint, "t")
+        self.fb.const(np.zeros((), dtype=t.dtype.np), t, into=name)
         return Value(t, Reg(name))
 
     def mov(self, v: Value, into: str) -> None:

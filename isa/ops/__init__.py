@@ -19,6 +19,7 @@ from . import (
     nn,
     ordering,
     pooling,
+    random,
     reduce,
     resize,
     sampling,
@@ -33,7 +34,7 @@ from .strings_guard import refusing_str
 
 _FAMILY_FILES = (elementwise, reduce, contraction, nn, pooling, movement, value, control, dynamic,
                  ordering, indexing, einsum, signal, sampling,
-                 sets, linalg, image, detection, resize, text, strings, lookup)
+                 sets, linalg, image, detection, resize, text, strings, lookup, random)
 
 OPS: dict[str, OpDef] = {}
 BY_CODE: dict[int, OpDef] = {}

@@ -149,6 +149,9 @@ class OpDef:
     # takes str operands or gives str results (movement, equality, casts, the string ops): the
     # table refuses str for every other op before its own rule runs (isa/ops/strings_guard.py)
     strings: bool = False
+    # draws from a random stream (isa/ops/random.py): its result is not a function of its
+    # operands, so no stage folds, merges, moves or fuses it; the interpreter passes the stream
+    random: bool = False
 
     def attr(self, name: str) -> AttrSpec | None:
         for a in self.attrs:

@@ -34,7 +34,7 @@ LITERAL_MAX_ELEMENTS = 64       # larger non-uniform results become module const
 def foldable(ins: Instr) -> bool:
     """Whether the op could be evaluated at compile time given known operands."""
     op = OPS[ins.op]
-    if op.family is Family.CONTROL or op.reference is None or ins.op == "const":
+    if op.family is Family.CONTROL or op.reference is None or ins.op == "const" or op.random:
         return False
     if not ins.operands:       # e.g. ops that build values from run-time dims
         return False

@@ -23,8 +23,8 @@ from .common import attr_key, operand_key, regs_of
 def expression_key(ins: Instr) -> tuple | None:
     """What the instruction computes, exactly; None for instructions CSE leaves alone."""
     op = OPS[ins.op]
-    if op.family is Family.CONTROL or ins.op == "mov" or not ins.results:
-        return None
+    if op.family is Family.CONTROL or ins.op == "mov" or not ins.results or op.random:
+        return None         # (two draws of random numbers are two different values)
     attrs = op.with_defaults(ins.attrs)
     return (ins.op, tuple(operand_key(o) for o in ins.operands),
             tuple(sorted((k, attr_key(v)) for k, v in attrs.items())),

@@ -639,10 +639,12 @@ class ProgramCompiler:
 
     def _vm_runs(self, ins: Instr) -> bool:
         """Whether the VM may run `ins` for the library: a library built for the native tier, an
-        op with a reference and no control flow, whose attributes name no dim (the library does
-        not hand the VM the call's dims)."""
+        op with a reference and no control flow, not random, whose attributes name no dim (the
+        library does not hand the VM the call's dims)."""
         op = OPS.get(ins.op)
         if not self.vm_fallback or op is None or op.family.name == "CONTROL" or op.reference is None:
+            return False
+        if op.random:       # its stream lives in the VM's interpreter (random_streams.py)
             return False
         return not op.named_shape_attrs(op.with_defaults(ins.attrs))
 
@@ -670,6 +672,9 @@ class ProgramCompiler:
         op = OPS.get(ins.op)
         if op is None or op.family.name in ("CONTROL", "MOVEMENT", "CONTRACTION", "ARGREDUCE"):
             raise Unsupported("not compiled ahead of time yet")
+        if op.random:
+            raise Unsupported("draws random numbers, whose stream the VM keeps: not compiled "
+                              "ahead of time yet")
         inputs = []
         for o in ins.operands:
             if isinstance(o, (Reg, ConstRef)) and o not in inputs:
