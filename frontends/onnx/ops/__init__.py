@@ -10,6 +10,7 @@ from . import (  # noqa: F401
     movement,
     nn,
     quant,
+    random,
     reduce,
     resize,
     rnn,

@@ -183,29 +183,30 @@ def identity(ctx: NodeCtx) -> list[Value]:
 
 @onnx_op("Dropout", since=13)
 def dropout(ctx: NodeCtx) -> list[Value]:
-    # inference, or a ratio of 0: the identity; training mode with a ratio above 0 is random
-    # and not imported (dlvm has no random op yet). Where training_mode or the ratio is known
-    # only at run time, the program checks that it is one of those and traps otherwise.
-    ctx.attr("seed", 0)
-    t, ratio = ctx.input(2), ctx.input(1)
-    e = ctx.e
+    """Inference, or a ratio of 0: the identity with an all-true mask. Training mode: each
+    element is kept where a uniform draw is at or above the ratio, and scaled by
+    1 / (1 - ratio) (ops/random.py draws it). Where training_mode is known only at run time,
+    both are computed and the flag selects."""
+    from .random import seed_of, uniform_mask
+    seed_of(ctx)                # read (and checked) even where nothing is drawn
+    t, ratio, x, e = ctx.input(2), ctx.input(1), ctx.req(0), ctx.e
     zero_ratio = ratio is not None and ratio.known and float(ratio.const) == 0.0
     training = t is not None and (t.const is None or bool(t.const))
-    if training and not zero_ratio:
-        random = "training_mode=true with a ratio above 0 is random; only Dropout in " \
-                 "inference or with ratio 0 is imported"
-        if t.known and (ratio is None or ratio.known):
-            raise ctx.fail(random)
-        ok = e.emit("eq", [ratio, scalar(0, ratio)]) if ratio is not None and not ratio.known \
-            else scalar(False, BOOL)
-        if t.const is None:
-            ok = e.emit("or", [e.emit("not", [cast(e, t, BOOL)]), ok])
-        e.fb.assert_(e.materialize(ok), f"{ctx.label}: {random}")
-    x = ctx.req(0)
-    outs = [x]
-    if len(ctx.node.output) > 1 and ctx.node.output[1]:
-        outs.append(ctx.e.emit_const_fill(True, x.type.with_dtype(BOOL), "mask"))
-    return outs
+    want_mask = len(ctx.node.output) > 1 and bool(ctx.node.output[1])
+    all_kept = e.emit_const_fill(True, x.type.with_dtype(BOOL), "mask") if want_mask else None
+    if not training or zero_ratio:
+        return [x, all_kept] if want_mask else [x]
+    if not x.dtype.is_float:
+        raise ctx.fail(f"Dropout in training mode takes a float tensor, got {x.dtype.name}")
+    ratio = scalar(0.5, x) if ratio is None else cast(e, ratio, x.dtype)
+    keep = uniform_mask(ctx, x, ratio)
+    scale = e.emit("div", [scalar(1, x), e.emit("sub", [scalar(1, x), ratio])])
+    y = where(e, keep, e.emit("mul", [x, scale]), scalar(0, x))
+    if t.const is None:         # training_mode given at run time
+        on = cast(e, t, BOOL)
+        y = where(e, on, y, x)
+        keep = e.emit("or", [keep, e.emit("not", [on])]) if want_mask else keep
+    return [y, keep] if want_mask else [y]
 
 
 @onnx_op("Clip", since=11)     # 11 on: min and max are inputs
