@@ -228,6 +228,10 @@ def test_size_arithmetic_over_a_dynamic_batch():
 
 
 SIZE_OPS: set[str] = set()
+# draws whose numbers are not torch's (dlvm's generator is its own): tests/test_random_ops.py
+# runs each of them and checks its distribution
+RANDOM_LOWERINGS = {"aten.rand.default", "aten.rand_like.default", "aten.randn.default",
+                    "aten.randn_like.default", "aten.bernoulli.default", "aten.bernoulli.p"}
 
 
 def test_every_lowering_has_a_case():
@@ -242,7 +246,8 @@ def test_every_lowering_has_a_case():
         test_torch_ops_more.test_every_case_in_one_program()
     if not SIZE_OPS:
         test_size_arithmetic_over_a_dynamic_batch()
-    reached = test_torch_ops.SEEN | SIZE_OPS | {n for n, c in DIRECT.items() if c is not None}
+    reached = test_torch_ops.SEEN | SIZE_OPS | {n for n, c in DIRECT.items() if c is not None} | \
+        RANDOM_LOWERINGS
     reached &= set(LOWERINGS)        # (a second case of one op has a name of its own)
     rejected = {n for n, c in DIRECT.items() if c is None}
     sizes = {LOWERINGS[n] for n in ("aten.sym_size.int", "_operator.ge",

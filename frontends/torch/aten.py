@@ -970,9 +970,12 @@ def _sym_size(lo: Lowerer, *_: Any) -> Any:
 
 @lowers("aten.dropout.default", "aten.native_dropout.default")
 def _dropout(lo: Lowerer, x: Value, p: float = 0.5, train: Any = False) -> Any:
-    if train:
-        raise TorchImportError("dropout in training mode is not supported (call model.eval())")
-    return x if "native" not in lo.node.target.__name__ else (x, None)
+    native = "native" in lo.node.target.__name__
+    if not train or p == 0:
+        return x if not native else (x, None)
+    from .aten_random import dropout  # training mode: a mask drawn per run
+    y, keep = dropout(lo, x, float(p))
+    return y if not native else (y, keep)
 
 
 @lowers("aten.elu.default")
@@ -1146,4 +1149,4 @@ def _repeat(lo: Lowerer, x: Value, reps: list) -> Value:
 
 
 # the rest of the table, by family (they register into LOWERINGS on import)
-from . import aten_fused, aten_indexing, aten_math  # noqa: E402,F401
+from . import aten_fused, aten_indexing, aten_math, aten_random  # noqa: E402,F401
