@@ -144,6 +144,35 @@ def test_conv_transpose_3d_with_a_dynamic_batch(args):
            [_rand(1, 4, 3, 4, 5), _rand(3, 4, 3, 4, 5)])
 
 
+@pytest.mark.parametrize("cls, args, shape, axes", [
+    (nn.ConvTranspose1d, dict(kernel_size=4, stride=2, padding=1), (2, 4, 16), {0: "b", 2: "t"}),
+    (nn.ConvTranspose1d, dict(kernel_size=5, stride=3, padding=2, output_padding=1, groups=2,
+                              dilation=2), (2, 4, 9), {2: "t"}),
+    (nn.ConvTranspose2d, dict(kernel_size=3, stride=2, padding=1, output_padding=1),
+     (2, 4, 6, 8), {0: "b", 2: "h", 3: "w"}),
+    (nn.ConvTranspose2d, dict(kernel_size=3, stride=(1, 2), padding=(0, 1)), (1, 4, 5, 7),
+     {3: "w"}),
+])
+def test_conv_transpose_with_dynamic_sizes(cls, args, shape, axes):
+    # a length (an audio U-Net's) or image size known only at run time: zeros inserted by a
+    # reshape to the run-time shape; every tier, at sizes other than the exported one
+    torch.manual_seed(0)
+    net = cls(4, 6, **args)
+    model = _torchscript(net, _rand(*shape), axes)
+    inputs = []
+    for grow in (0, 3, 1):
+        s = list(shape)
+        for ax in axes:
+            s[ax] += grow if ax else grow % 2
+        inputs.append(_rand(*s))
+    _check(model, inputs)
+    vm = dlvmrt.VM(import_onnx(model), jit="always")
+    sess = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
+    for x in inputs:
+        np.testing.assert_allclose(vm.run("main", x)[0], sess.run(None, {"x": x})[0], atol=1e-4,
+                                   rtol=1e-4)
+
+
 def test_position_ids_sliced_to_a_dynamic_sequence():
     # BERT's embeddings: a [1, max_len] buffer sliced to [:, :seq] (Slice ends from Shape)
     class Embed(nn.Module):

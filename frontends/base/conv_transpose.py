@@ -13,19 +13,26 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import numpy as np
+
 from isa.types import Dim, TensorType
 
-from .values import Emitter, Value, reshape_named
+from .values import Emitter, Value, known, reshape_named
 
 
 def conv_transpose_2d(e: Emitter, x: Value, w: Value, b: Value | None, *, strides: list[int],
                       dilations: list[int], pads: list[int], output_padding: list[int],
                       groups: int, hint: str = "t") -> Value:
-    """x: [N, C, H, W] (static but for the batch), w: [C, M/groups, kH, kW] (static), pads
-    [top, left, bottom, right] -> [N, M, Ho, Wo]."""
+    """x: [N, C, H, W] (C static; N, H and W may be named or unknown), w: [C, M/groups, kH, kW]
+    (static), pads [top, left, bottom, right] -> [N, M, Ho, Wo]. Sizes known only at run time
+    (an audio model's length) take the zero-inserted form, whose reshapes read the run-time
+    shape; static ones the faster forms below."""
     n, c, h, wd = x.shape
     s0, s1 = strides
     g = groups
+    if not (isinstance(h, int) and isinstance(wd, int)):
+        return _zero_inserted(e, x, w, b, strides=strides, dilations=dilations, pads=pads,
+                              output_padding=output_padding, groups=g, hint=hint)
 
     def batch_reshape(v: Value, dims: list[int]) -> Value:
         # a named batch is the one -1 of the target, and stays named in the result type
@@ -33,7 +40,7 @@ def conv_transpose_2d(e: Emitter, x: Value, w: Value, b: Value | None, *, stride
             return e.emit("reshape", [v], shape=[n, *dims])
         return e.emit("reshape", [v], shape=[-1, *dims],
                       result_type=TensorType(v.dtype, (n, *dims)))
-    c_out_g, kh, kw = w.shape[1], w.shape[2], w.shape[3]
+    kh, kw = w.shape[2], w.shape[3]
     if (g == 1 and (kh, kw) == (s0, s1) and (s0, s1) != (1, 1) and list(dilations) == [1, 1]
             and not any(pads) and not any(output_padding)):
         return _pixel_shuffle(e, x, w, b, batch_reshape, hint)
@@ -54,6 +61,44 @@ def conv_transpose_2d(e: Emitter, x: Value, w: Value, b: Value | None, *, stride
         t = batch_reshape(t, [c, h * s0, wd * s1])
         x = e.emit("slice", [t], starts=[0, 0], ends=[(h - 1) * s0 + 1, (wd - 1) * s1 + 1],
                    axes=[2, 3])
+    return _flipped_convolution(e, x, w, b, dilations=dilations, pads=pads,
+                                output_padding=output_padding, groups=g, hint=hint)
+
+
+def _zero_inserted(e: Emitter, x: Value, w: Value, b: Value | None, *, strides: list[int],
+                   dilations: list[int], pads: list[int], output_padding: list[int],
+                   groups: int, hint: str) -> Value:
+    """The general form for sizes known only at run time: s - 1 zeros after every element of
+    each strided axis (a unit axis after it, padded to s, merged back by a reshape to the
+    run-time shape, the trailing zeros cut), then the flipped stride-1 convolution."""
+    for a, s in ((2, strides[0]), (3, strides[1])):
+        if s == 1:
+            continue
+        dims = list(x.shape)
+        t = e.emit("expand_dims", [x], axes=[a + 1])
+        grow = [0] * (2 * t.rank)
+        grow[t.rank + a + 1] = s - 1
+        t = e.emit("pad", [t], pads=grow)
+        sizes = e.emit("shape_of", [x])
+        parts = [e.emit("slice", [sizes], starts=[0], ends=[a], axes=[0]),
+                 known(np.array([-1], np.int64)),
+                 e.emit("slice", [sizes], starts=[a + 1], ends=[x.rank], axes=[0])]
+        merged = dims[a] * s if isinstance(dims[a], int) else None
+        t = e.emit("reshape_dyn", [t, e.emit("concat", parts, axis=0)],
+                   result_type=TensorType(x.dtype, tuple(dims[:a] + [merged] + dims[a + 1:])))
+        x = e.emit("slice", [t], starts=[0], ends=[-(s - 1)], axes=[a])
+    return _flipped_convolution(e, x, w, b, dilations=dilations, pads=pads,
+                                output_padding=output_padding, groups=groups, hint=hint)
+
+
+def _flipped_convolution(e: Emitter, x: Value, w: Value, b: Value | None, *,
+                         dilations: list[int], pads: list[int], output_padding: list[int],
+                         groups: int, hint: str) -> Value:
+    """The stride-1 convolution of a zero-inserted input with the kernel flipped and its two
+    channel axes swapped per group, padded to the kernel's reach."""
+    c = x.shape[1]
+    g = groups
+    c_out_g, kh, kw = w.shape[1], w.shape[2], w.shape[3]
     wt = e.emit("reshape", [w], shape=[g, c // g, c_out_g, kh, kw])
     wt = e.emit("transpose", [wt], perm=[0, 2, 1, 3, 4])
     wt = e.emit("reshape", [wt], shape=[g * c_out_g, c // g, kh, kw])

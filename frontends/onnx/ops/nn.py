@@ -451,10 +451,14 @@ def conv_transpose(ctx: NodeCtx) -> list[Value]:
     nd = x.rank - 2
     if nd == 3 and all(isinstance(d, int) for d in x.shape[1:]) and w.type.is_static:
         return [_conv_transpose_3d(ctx, x, w, b)]
-    if nd not in (1, 2) or not (all(isinstance(d, int) for d in x.shape[1:])
-                                and w.type.is_static):
-        raise ctx.fail("ConvTranspose needs a 1-D or 2-D input (static but for the batch) "
-                       "and static weights")
+    if nd not in (1, 2) or not (isinstance(x.shape[1], int) and w.type.is_static):
+        raise ctx.fail("ConvTranspose needs a 1-D or 2-D input with static channels (a 3-D "
+                       "one static but for the batch) and static weights")
+    if not all(isinstance(d, int) for d in x.shape[2:]) and (
+            ctx.attr("output_shape", None) is not None or
+            ctx.attr("auto_pad", "NOTSET") in ("SAME_UPPER", "SAME_LOWER")):
+        raise ctx.fail("ConvTranspose with output_shape or auto_pad=SAME needs static sizes "
+                       "(its pads are computed from them at import)")
     kernel = list(ctx.attr("kernel_shape", w.shape[2:]))
     strides = list(ctx.attr("strides", [1] * nd))
     dil = list(ctx.attr("dilations", [1] * nd))
