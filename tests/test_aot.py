@@ -1001,6 +1001,57 @@ def test_convolution_then_relu_in_one_call(tmp_path):
     assert sorted(relus) == ["0", "1", "1", "1"], relus
 
 
+RESAMPLE = """module rs
+const @s2 : f32[2] = [2.0, 2.0]
+const @s4 : f32[2] = [4.0, 0.5]
+const @h : f32[2] = [3.0, 1.0]
+const @w : f32[1] = [2.5]
+func @main(%x: f32[N, 3, 7, 9], %v: f32[N, 3, 10], %u: f32[N, 2, 5, 40]) -> (f32[N, 3, 14, 18], \
+f32[N, 3, 28, 4], f32[N, 3, 21, 9], f32[N, 3, 25], f32[N, 3, 14, 18], f32[N, 3, 14, 18], \
+f32[N, 3, 28, 4], f32[N, 2, 10, 80]) {
+entry:
+  %a = resize %x, @s2 {axes = [2, 3], mode = "linear"}
+  %b = resize %x, @s4 {axes = [2, 3], mode = "linear", transform = "align_corners", antialias = true}
+  %c = resize %x, @h {axes = [2, 3], mode = "nearest", transform = "asymmetric", nearest_mode = "floor"}
+  %d = resize %v, @w {axes = [2], mode = "cubic", exclude_outside = true}
+  %e = resize %x, @s2 {axes = [2, 3], mode = "cubic", transform = "pytorch_half_pixel"}
+  %g = resize %x, @s2 {axes = [2, 3], mode = "nearest", nearest_mode = "round_prefer_ceil"}
+  %k = resize %x, @s4 {axes = [2, 3], mode = "cubic", transform = "half_pixel_symmetric"}
+  %m = resize %u, @s2 {axes = [2, 3], mode = "linear"}
+  ret %a, %b, %c, %d, %e, %g, %k, %m
+}
+"""
+
+RESIZE_CHANNELS = """module rc
+const @sz : i64[3] = [6, 7, 9]
+func @main(%x: f32[2, 3, 7, 9]) -> f32[2, 6, 7, 9] {
+entry:
+  %y = resize %x, @sz {axes = [1, 2, 3], by = "sizes", mode = "linear"}
+  ret %y
+}
+"""
+
+
+def test_resize_in_one_pass(tmp_path):
+    # a resize with a constant target of the last one or two axes: tap tables from the
+    # interpreter's tap math, one runtime pass (dlvm_rt_resample) for every mode, transform,
+    # antialias and exclude_outside, rows of up to 32 columns by permutes and wider ones
+    # element by element; a resize of other axes stays out of the library
+    module = assembler.parse(RESAMPLE)
+    compile_library(module, tmp_path)
+    from jit.targets.aot.program import ProgramCompiler
+    assert ProgramCompiler(module, "rs").compile().source.count("dlvm_rt_resample(ctx") == 8
+    lib, vm = aot.load(tmp_path), dlvmrt.VM(module, jit="off")
+    rng = np.random.default_rng(17)
+    for n in (1, 2):
+        args = [rng.standard_normal((n, 3, 7, 9)).astype(np.float32),
+                rng.standard_normal((n, 3, 10)).astype(np.float32),
+                rng.standard_normal((n, 2, 5, 40)).astype(np.float32)]
+        close(lib.run("main", *args), vm.run("main", *args), 1e-5)
+    with pytest.raises(AotError, match="resize of axes other than the last one or two"):
+        compile_library(assembler.parse(RESIZE_CHANNELS), tmp_path / "channels")
+
+
 @pytest.mark.parametrize("reduction", ["none", "add", "mul", "max", "min"])
 def test_gather_and_scatter_elements(tmp_path, reduction):
     # dlvm_rt_gather_elements / dlvm_rt_scatter_elements: indices smaller than the data off the

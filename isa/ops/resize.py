@@ -140,7 +140,7 @@ def resize_rule(types: list[TensorType], attrs) -> list[TensorType]:
     return [x.with_shape(tuple(None if i in axes else d for i, d in enumerate(x.shape)))]
 
 
-def _plan(attrs, shape: tuple[int, ...], target: np.ndarray) -> list[tuple[int, int, int, float]]:
+def resize_plan(attrs, shape: tuple[int, ...], target: np.ndarray) -> list[tuple[int, int, int, float]]:
     """(axis, input size, output size, scale) per resized axis."""
     axes = [a % len(shape) for a in attrs["axes"]]
     ins = [shape[a] for a in axes]
@@ -164,7 +164,7 @@ def _plan(attrs, shape: tuple[int, ...], target: np.ndarray) -> list[tuple[int, 
 
 def resize_ref(attrs, x: np.ndarray, target: np.ndarray) -> np.ndarray:
     y = x
-    for a, n, out, s in _plan(attrs, x.shape, target):
+    for a, n, out, s in resize_plan(attrs, x.shape, target):
         if out == n and s == 1.0:
             continue
         if n == 0 or out == 0:

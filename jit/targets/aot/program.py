@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from isa.dtypes import DType
+from isa.errors import DlvmError
 from isa.module import ConstRef, Imm, Instr, Module, Reg
 from isa.ops import OPS
 from isa.types import TensorType
@@ -43,7 +44,7 @@ HELPER_OPS = frozenset({"matmul", "conv2d", "maxpool2d", "avgpool2d", "reshape",
                         "broadcast_to", "expand_dims", "squeeze", "concat", "slice", "gather", "shape_of",
                         "reshape_dyn", "broadcast_dyn", "pad", "argmax", "argmin", "range", "gather_nd",
                         "cumsum", "cumprod", "topk", "gather_elements", "scatter_elements",
-                        "scatter_nd", "slice_dyn", "fill"})
+                        "scatter_nd", "slice_dyn", "fill", "resize"})
 CONTROL_OPS = frozenset({"jmp", "br", "ret", "call", "assert", "const", "mov"})
 
 
@@ -714,6 +715,8 @@ class ProgramCompiler:
         x_rank = t.operands[0].rank if t.operands else 0
         if op in ("matmul", "conv2d", "maxpool2d", "avgpool2d"):
             call = _compute_call(op, a, vals, dst, self._conv_pack(ins))
+        elif op == "resize":
+            call = self._resample_call(ins, a, t, vals[0], dst)
         elif op == "reshape":
             call = f"dlvm_rt_reshape(ctx, {vals[0]}, {len(a['shape'])}, {i64_array(a['shape'])}, {dst})"
         elif op in ("expand_dims", "squeeze"):
@@ -814,6 +817,52 @@ class ProgramCompiler:
         else:
             raise Unsupported(f"an epilogue region headed by {head.op}")
         self.w(f"if ({call}) {{ dlvm_rt_release({dst}); goto fail_{n}; }}", 2)
+
+    def _resample_call(self, ins: Instr, a: dict, t, x: str, dst: str) -> str:
+        """A resize whose target is a constant and whose resized axes are the input's last one
+        or two, of static sizes: tap tables computed here by the interpreter's own tap math
+        (isa/ops/resize.py), applied in one pass by dlvm_rt_resample."""
+        from isa.ops.resize import original_coords, resize_plan, taps_at
+        xt: TensorType = t.operands[0]
+        target = ins.operands[1]
+        if xt.dtype is not DType.F32 or not isinstance(target, ConstRef):
+            raise Unsupported("resize of a run-time target or of a dtype other than f32")
+        value = np.asarray(self.module.constants[target.name].value)
+        # axes with a named size must be left as they are (scaled by 1)
+        shape = [d if isinstance(d, int) else -1 for d in xt.shape]
+        try:
+            plan = resize_plan(a, tuple(max(d, 1) for d in shape), value)
+        except DlvmError as e:
+            raise Unsupported(f"resize: {e}") from None
+        active = [p for p in plan if not (p[2] == p[1] and p[3] == 1.0)]
+        if any(shape[axis] < 0 for axis, *_ in active) or not active:
+            raise Unsupported("resize of an axis whose size is known only at run time")
+        axes = sorted(axis for axis, *_ in active)
+        r = xt.rank
+        if axes not in ([r - 1], [r - 2], [r - 2, r - 1]) or shape[r - 1] < 0:
+            raise Unsupported("resize of axes other than the last one or two")
+        by_axis = {axis: (n, out, scale) for axis, n, out, scale in active}
+        tables = []
+        for axis in ([r - 2, r - 1] if r - 2 in by_axis else [r - 1]):
+            n, out, scale = by_axis.get(axis, (shape[axis], shape[axis], 1.0))
+            if axis in by_axis:
+                xo = original_coords(a["transform"], out, n, scale)
+                taps = taps_at(a["mode"], xo, n, a["nearest_mode"], a["cubic_coeff_a"],
+                               a["exclude_outside"], a["antialias"], scale)
+            else:           # the last axis, not resized: each column itself
+                taps = [(np.arange(n), np.ones(n))]
+            idx = np.stack([i for i, _ in taps]).astype(np.int64)
+            w = np.stack([np.broadcast_to(wt, (out,)) for _, wt in taps]).astype(np.float32)
+            tables.append((n, out, len(taps), self._blob(np.ascontiguousarray(idx)),
+                           self._blob(np.ascontiguousarray(w))))
+        for *_, bi, bw in tables:
+            self.w(f"extern const unsigned char {bi}[], {bw}[];", 2)
+        nd = len(tables)
+        if nd == 1:     # the last axis alone: a unit axis before it, one tap of weight 1
+            tables.insert(0, (1, 1, 1, "(const int64_t[]){0}", "(const float[]){1.0f}"))
+        (n0, o0, k0, i0, w0), (n1, o1, k1, i1, w1) = tables
+        return (f"dlvm_rt_resample(ctx, {x}, {nd}, {n0}, {o0}, {k0}, {i0}, {w0}, "
+                f"{n1}, {o1}, {k1}, {i1}, {w1}, {dst})")
 
     # -- exported entry points ------------------------------------------------------------
 

@@ -3420,6 +3420,149 @@ HIDDEN int dlvm_rt_gather(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *idx,
     return 0;
 }
 
+/* ---- resize (separable taps, tables computed by the program compiler) --------------------- */
+
+/* y [outer, O0, O1] = x [outer, N0, N1] resampled along its last two axes: row oh of a plane is
+ * the sum over k0 taps of weight w0[k][oh] times input row i0[k][oh], then each output column
+ * the sum over k1 taps of w1[k][ow] times that row's column i1[k][ow] (the order of the
+ * interpreter's resize: the first axis, then the second). One pass over the output; the
+ * separable gathers and products it replaces wrote and read every intermediate. A resize of
+ * the last axis alone has N0 = O0 = 1. */
+typedef struct {
+    const float *x;
+    float *y;
+    int64_t n0, o0, k0, n1, o1, k1;
+    const int64_t *i0, *i1;
+    const float *w0, *w1;
+    int failed;
+} resample_job;
+
+static void resample_task(void *arg, int64_t lo, int64_t hi, int64_t part) {
+    (void)part;
+    resample_job *j = arg;
+    int64_t n0 = j->n0, o0 = j->o0, n1 = j->n1, o1 = j->o1, k0 = j->k0, k1 = j->k1;
+    int64_t nv = (o1 + 15) / 16;
+#ifdef GATHER_BY_SHUFFLE
+    /* rows of at most 32 columns sit in two vector registers: each tap's 16 columns are one
+     * two-source permute (as gather_by_shuffle), times that tap's weights */
+    int shuffle = n1 <= 32;
+#else
+    int shuffle = 0;
+#endif
+    size_t bytes = (size_t)(n1 + 16) * 4 + (shuffle ? (size_t)(2 * k1 * nv) * 64 : 0) + 64;
+    float *tmp = buffer_alloc(&bytes);
+    if (!tmp) {
+        __atomic_store_n(&j->failed, 1, __ATOMIC_RELAXED);
+        return;
+    }
+#ifdef GATHER_BY_SHUFFLE
+    v16u *picks = NULL;
+    dw_vec *wts = NULL;
+    if (shuffle) {
+        picks = (v16u *)(tmp + ((n1 + 16 + 15) / 16) * 16);
+        wts = (dw_vec *)(picks + k1 * nv);
+        for (int64_t k = 0; k < k1; k++)
+            for (int64_t v = 0; v < nv; v++)
+                for (int64_t l = 0; l < 16; l++) {
+                    int64_t c = v * 16 + l;
+                    picks[k * nv + v][l] = c < o1 ? (uint32_t)j->i1[k * o1 + c] : 0;
+                    wts[k * nv + v][l] = c < o1 ? j->w1[k * o1 + c] : 0.0f;
+                }
+    }
+#endif
+    int ones = k1 == 1;         /* nearest: the permuted columns are the results */
+    for (int64_t c = 0; c < o1 && ones; c++) ones = j->w1[c] == 1.0f;
+    int rows_as_is = k0 == 1;   /* nearest rows (or an axis left as it is): read in place */
+    for (int64_t c = 0; c < o0 && rows_as_is; c++) rows_as_is = j->w0[c] == 1.0f;
+#ifdef GATHER_BY_SHUFFLE
+    __mmask16 m_lo = n1 >= 16 ? 0xFFFF : (__mmask16)((1u << (n1 & 15)) - 1);
+    __mmask16 m_hi = n1 >= 32 ? 0xFFFF : n1 > 16 ? (__mmask16)((1u << (n1 - 16)) - 1) : 0;
+    __mmask16 m_last = (o1 & 15) ? (__mmask16)((1u << (o1 & 15)) - 1) : 0xFFFF;
+#endif
+    /* (row r is output row oh of plane r / o0: counted, not divided, per row) */
+    for (int64_t r = lo, plane = lo / o0, oh = lo % o0; r < hi;
+         r++, oh = oh + 1 == o0 ? 0 : oh + 1, plane += oh == 0) {
+        const float *xp = j->x + plane * n0 * n1, *src;
+        if (rows_as_is) {
+            src = xp + j->i0[oh] * n1;
+        } else {
+            const float *a = xp + j->i0[oh] * n1;
+            float wa = j->w0[oh];
+            for (int64_t c = 0; c < n1; c++) tmp[c] = a[c] * wa;
+            for (int64_t k = 1; k < k0; k++) {
+                const float *b = xp + j->i0[k * o0 + oh] * n1;
+                float wb = j->w0[k * o0 + oh];
+                for (int64_t c = 0; c < n1; c++) tmp[c] += b[c] * wb;
+            }
+            src = tmp;
+        }
+        float *yr = j->y + r * o1;
+#ifdef GATHER_BY_SHUFFLE
+        if (shuffle) {
+            /* masked loads and stores: a memcpy of a run-time length was a library call per
+             * row and per 16 results (slower than the two gathers this replaces) */
+            __m512 mlo = _mm512_maskz_loadu_ps(m_lo, src);
+            __m512 mhi = m_hi ? _mm512_maskz_loadu_ps(m_hi, src + 16) : _mm512_setzero_ps();
+            v16u rlo, rhi;
+            memcpy(&rlo, &mlo, sizeof rlo);
+            memcpy(&rhi, &mhi, sizeof rhi);
+            for (int64_t v = 0; v < nv; v++) {
+                v16u got = __builtin_shuffle(rlo, rhi, picks[v]);
+                dw_vec acc;
+                memcpy(&acc, &got, sizeof acc);
+                if (!ones) acc *= wts[v];
+                for (int64_t k = 1; k < k1; k++) {
+                    dw_vec t;
+                    got = __builtin_shuffle(rlo, rhi, picks[k * nv + v]);
+                    memcpy(&t, &got, sizeof t);
+                    acc += t * wts[k * nv + v];
+                }
+                __m512 out;
+                memcpy(&out, &acc, sizeof out);
+                _mm512_mask_storeu_ps(yr + v * 16, v + 1 < nv ? 0xFFFF : m_last, out);
+            }
+            continue;
+        }
+#endif
+        for (int64_t c = 0; c < o1; c++) {
+            float acc = src[j->i1[c]] * j->w1[c];
+            for (int64_t k = 1; k < k1; k++) acc += src[j->i1[k * o1 + c]] * j->w1[k * o1 + c];
+            yr[c] = acc;
+        }
+    }
+    buffer_free(tmp, bytes);
+}
+
+HIDDEN int dlvm_rt_resample(dlvm_ctx *ctx, const dlvm_val *x, int nd, int64_t n0, int64_t o0,
+                            int64_t k0, const void *i0, const void *w0, int64_t n1, int64_t o1,
+                            int64_t k1, const void *i1, const void *w1, dlvm_val *out) {
+    int rank = x->rank;
+    if (nd == 1 && (n0 != 1 || o0 != 1))
+        return dlvm_rt_fail(ctx, DLVM_RT_ERR_ARGUMENT, "resize: a table for an axis not resized");
+    if (x->dtype != DT_F32 || rank < nd || x->shape[rank - 1] != n1 ||
+        (nd == 2 && x->shape[rank - 2] != n0))
+        return dlvm_rt_fail(ctx, DLVM_RT_ERR_GUARD, "resize: the input is not the f32 tensor its "
+                            "tables were computed for");
+    int64_t shape[DLVM_MAX_RANK];
+    memcpy(shape, x->shape, sizeof(int64_t) * (size_t)rank);
+    shape[rank - 1] = o1;
+    if (nd == 2) shape[rank - 2] = o0;
+    int64_t outer = n0 * n1 ? dlvm_rt_numel(x) / (n0 * n1) : 0;
+    dlvm_val tmp = {0};
+    if (dlvm_rt_alloc(ctx, &tmp, DT_F32, rank, shape)) return 1;
+    resample_job job = {x->data, tmp.data, n0, o0, k0, n1, o1, k1, i0, i1, w0, w1, 0};
+    int64_t rows = outer * o0;
+    int64_t parts = (int64_t)((size_t)(rows * o1) * 4 * (size_t)(k0 + k1) / PARALLEL_COPY_BYTES) + 1;
+    if (rows) dlvm_rt_parallel(resample_task, &job, rows, parts);
+    if (job.failed) {
+        dlvm_rt_release(&tmp);
+        return dlvm_rt_fail(ctx, DLVM_RT_ERR_RESOURCE, "out of memory (resize)");
+    }
+    dlvm_rt_release(out);
+    *out = tmp;
+    return 0;
+}
+
 /* ---- gather_elements, scatter_elements, slice_dyn ------------------------------------------ */
 
 static int64_t index_at(const dlvm_val *idx, int64_t i) {

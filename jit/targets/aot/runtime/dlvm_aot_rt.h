@@ -158,6 +158,12 @@ int dlvm_rt_concat(dlvm_ctx *ctx, dlvm_val *const *xs, int n, int64_t axis, dlvm
 int dlvm_rt_slice(dlvm_ctx *ctx, const dlvm_val *x, const int64_t *starts, const int64_t *stops,
                   const int64_t *steps, dlvm_val *out);
 int dlvm_rt_gather(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *idx, int64_t axis, dlvm_val *out);
+/* x resampled along its last `nd` (1 or 2) axes by tap tables [k][o] of indices (int64) and
+ * f32 weights that the program compiler computed (isa/ops/resize.py); nd = 1 passes n0 = o0 =
+ * 1 and a table of one tap */
+int dlvm_rt_resample(dlvm_ctx *ctx, const dlvm_val *x, int nd, int64_t n0, int64_t o0,
+                     int64_t k0, const void *i0, const void *w0, int64_t n1, int64_t o1,
+                     int64_t k1, const void *i1, const void *w1, dlvm_val *out);
 int dlvm_rt_gather_elements(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *idx, int64_t axis,
                             dlvm_val *out);
 int dlvm_rt_scatter_elements(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *idx,
