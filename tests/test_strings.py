@@ -354,7 +354,7 @@ def test_onnx_string_node_tests_pass():
 
 
 def test_onnx_string_initializer_constant_and_cast():
-    onnx = pytest.importorskip("onnx")
+    pytest.importorskip("onnx")
     from onnx import TensorProto, helper, numpy_helper
 
     from frontends.onnx import import_onnx
@@ -389,3 +389,26 @@ def test_onnx_bad_regex_fails_the_import():
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)])
     with pytest.raises(OnnxImportError, match="Python's re can compile"):
         import_onnx(model)
+
+
+def test_onnx_tfidf_vectorizer_with_a_string_pool():
+    # pool_strings: the words get ids through a label_encoder, the n-grams count as over
+    # integers; against onnx's reference evaluator, words outside the pool and 2-grams with a skip
+    pytest.importorskip("onnx")
+    from onnx import TensorProto, helper
+    from onnx.reference import ReferenceEvaluator
+
+    from frontends.onnx import import_onnx
+    node = helper.make_node("TfIdfVectorizer", ["x"], ["y"], mode="TFIDF", min_gram_length=1,
+                            max_gram_length=2, max_skip_count=1,
+                            pool_strings=["the", "cat", "sat", "the", "cat", "cat", "sat"],
+                            ngram_counts=[0, 3], ngram_indexes=[0, 1, 2, 3, 4],
+                            weights=[1.0, 2.0, 3.0, 4.0, 5.0])
+    g = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.STRING, [2, 6])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 5])])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    x = S("the", "cat", "sat", "on", "the", "cat", "a", "cat", "x", "sat", "dög", "the", shape=(2, 6))
+    want = ReferenceEvaluator(model).run(None, {"x": x})[0]
+    (got,) = dlvmrt.VM(import_onnx(model.SerializeToString())).run("main", x)
+    np.testing.assert_array_equal(got, want)
+    assert want[0, 3] == 8 and want[1, 3] == 0        # "the cat" twice; "cat x sat" skips one

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from isa.dtypes import DType
+
 from ..registry import NodeCtx, onnx_op
 from ..values import Value, known
 from .common import scalar, where
@@ -32,18 +34,37 @@ def array_feature_extractor(ctx: NodeCtx) -> list[Value]:
 
 
 
+def _string_tokens(ctx: NodeCtx, x: Value) -> tuple[Value, list[int]]:
+    """A string pool: each distinct pool string gets an integer id, the tokens are mapped to
+    their ids by a label_encoder (-1 for a word outside the pool, which no gram holds), and the
+    pool becomes those ids."""
+    if ctx.has("pool_int64s"):
+        ctx.attr("pool_int64s")
+        raise ctx.fail("pool_strings and pool_int64s are both given")
+    words = [str(w) for w in ctx.attr("pool_strings")]
+    if x.dtype is not DType.STR:
+        raise ctx.fail(f"pool_strings needs string tokens, got {x.dtype.name}")
+    ids = {w: i for i, w in enumerate(dict.fromkeys(words))}
+    keys = np.empty(len(ids), dtype=object)
+    keys[:] = list(ids)
+    tokens = ctx.e.emit("label_encoder", [x, known(keys), known(np.arange(len(ids), dtype=np.int64)),
+                                          known(np.asarray(-1, np.int64))])
+    return tokens, [ids[w] for w in words]
+
+
 @onnx_op("TfIdfVectorizer", since=9)
 def tfidf_vectorizer(ctx: NodeCtx) -> list[Value]:
     x = ctx.req(0)
     if ctx.has("pool_strings"):
-        ctx.attr("pool_strings", None)
-        raise ctx.fail("pool_strings: string pools are not supported yet (integer pools only)")
+        x, pool = _string_tokens(ctx, x)
+    else:
+        pool = [int(v) for v in ctx.attr("pool_int64s", [])]
     weights = np.asarray(ctx.attr("weights", []), np.float32).reshape(-1)
     return [ctx.e.emit("tfidf_vectorizer", [x, known(weights)], ctx.node.output[0],
                        min_gram=int(ctx.attr("min_gram_length")),
                        max_gram=int(ctx.attr("max_gram_length")),
                        max_skip=int(ctx.attr("max_skip_count", 0)), mode=str(ctx.attr("mode")),
-                       pool=[int(v) for v in ctx.attr("pool_int64s", [])],
+                       pool=pool,
                        ngram_counts=[int(v) for v in ctx.attr("ngram_counts")],
                        ngram_indexes=[int(v) for v in ctx.attr("ngram_indexes")])]
 
