@@ -354,7 +354,7 @@ def test_onnx_string_node_tests_pass():
 
 
 def test_onnx_string_initializer_constant_and_cast():
-    pytest.importorskip("onnx")
+    onnx = pytest.importorskip("onnx")
     from onnx import TensorProto, helper, numpy_helper
 
     from frontends.onnx import import_onnx
