@@ -1006,9 +1006,10 @@ const @s2 : f32[2] = [2.0, 2.0]
 const @s4 : f32[2] = [4.0, 0.5]
 const @h : f32[2] = [3.0, 1.0]
 const @w : f32[1] = [2.5]
-func @main(%x: f32[N, 3, 7, 9], %v: f32[N, 3, 10], %u: f32[N, 2, 5, 40]) -> (f32[N, 3, 14, 18], \
-f32[N, 3, 28, 4], f32[N, 3, 21, 9], f32[N, 3, 25], f32[N, 3, 14, 18], f32[N, 3, 14, 18], \
-f32[N, 3, 28, 4], f32[N, 2, 10, 80]) {
+func @main(%x: f32[N, 3, 7, 9], %v: f32[N, 3, 10], %u: f32[N, 2, 5, 40], %p: f32[N, 1, 3, 16], \
+%q: f32[N, 1, 3, 32], %o: f32[N, 1, 3, 17]) -> (f32[N, 3, 14, 18], f32[N, 3, 28, 4], \
+f32[N, 3, 21, 9], f32[N, 3, 25], f32[N, 3, 14, 18], f32[N, 3, 14, 18], f32[N, 3, 28, 4], \
+f32[N, 2, 10, 80], f32[N, 1, 6, 32], f32[N, 1, 6, 64], f32[N, 1, 6, 34]) {
 entry:
   %a = resize %x, @s2 {axes = [2, 3], mode = "linear"}
   %b = resize %x, @s4 {axes = [2, 3], mode = "linear", transform = "align_corners", antialias = true}
@@ -1018,7 +1019,10 @@ entry:
   %g = resize %x, @s2 {axes = [2, 3], mode = "nearest", nearest_mode = "round_prefer_ceil"}
   %k = resize %x, @s4 {axes = [2, 3], mode = "cubic", transform = "half_pixel_symmetric"}
   %m = resize %u, @s2 {axes = [2, 3], mode = "linear"}
-  ret %a, %b, %c, %d, %e, %g, %k, %m
+  %p2 = resize %p, @s2 {axes = [2, 3], mode = "linear"}
+  %q2 = resize %q, @s2 {axes = [2, 3], mode = "nearest"}
+  %o2 = resize %o, @s2 {axes = [2, 3], mode = "cubic"}
+  ret %a, %b, %c, %d, %e, %g, %k, %m, %p2, %q2, %o2
 }
 """
 
@@ -1035,21 +1039,29 @@ entry:
 def test_resize_in_one_pass(tmp_path):
     # a resize with a constant target of the last one or two axes: tap tables from the
     # interpreter's tap math, one runtime pass (dlvm_rt_resample) for every mode, transform,
-    # antialias and exclude_outside, rows of up to 32 columns by permutes and wider ones
+    # antialias and exclude_outside, rows of up to 32 columns by permutes (16, 17, 32: the
+    # masks) and wider ones
     # element by element; a resize of other axes stays out of the library
     module = assembler.parse(RESAMPLE)
     compile_library(module, tmp_path)
     from jit.targets.aot.program import ProgramCompiler
-    assert ProgramCompiler(module, "rs").compile().source.count("dlvm_rt_resample(ctx") == 8
+    assert ProgramCompiler(module, "rs").compile().source.count("dlvm_rt_resample(ctx") == 11
     lib, vm = aot.load(tmp_path), dlvmrt.VM(module, jit="off")
     rng = np.random.default_rng(17)
     for n in (1, 2):
         args = [rng.standard_normal((n, 3, 7, 9)).astype(np.float32),
                 rng.standard_normal((n, 3, 10)).astype(np.float32),
-                rng.standard_normal((n, 2, 5, 40)).astype(np.float32)]
+                rng.standard_normal((n, 2, 5, 40)).astype(np.float32)] + \
+            [rng.standard_normal((n, 1, 3, w)).astype(np.float32) for w in (16, 32, 17)]
         close(lib.run("main", *args), vm.run("main", *args), 1e-5)
     with pytest.raises(AotError, match="resize of axes other than the last one or two"):
         compile_library(assembler.parse(RESIZE_CHANNELS), tmp_path / "channels")
+    # a named axis the target sizes (even to 1): its size is not known here, so the VM runs it
+    named = RESIZE_CHANNELS.replace("f32[2, 3, 7, 9]) -> f32[2, 6, 7, 9]", "f32[N, 3, 7, 9]) -> "
+                                    "f32[1, 3, 14, 18]").replace("[6, 7, 9]", "[1, 14, 18]")
+    named = named.replace("axes = [1, 2, 3]", "axes = [0, 2, 3]")
+    with pytest.raises(AotError, match="known only at run time"):
+        compile_library(assembler.parse(named), tmp_path / "named")
 
 
 @pytest.mark.parametrize("reduction", ["none", "add", "mul", "max", "min"])

@@ -105,6 +105,11 @@ CASES: dict[str, list[tuple[list, dict]]] = {
     "gather_nd": [([f(4, 3), k([[1, 2], [3, 0], [1, 2]])], {})],
     "pool_grad": [([f(1, 2, 5, 5), f(1, 2, 3, 3)], {"kernel": [2, 2], "strides": [2, 2],
                                                     "ceil_mode": True, "kind": "avg"})],
+    "resize": [([f(1, 2, 3, 4), k([2.0, 1.5], np.float32)], {"axes": [2, 3], "mode": "linear"}),
+               ([f(2, 5), k([3, 2])], {"axes": [0, 1], "by": "sizes", "mode": "cubic",
+                                       "transform": "align_corners"}),
+               ([f(1, 1, 6, 4), k([0.5, 2.0], np.float32)],
+                {"axes": [2, 3], "mode": "linear", "antialias": True})],
 }
 
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import OpTypeError, Trap
+from ..errors import InvalidError, OpTypeError, Trap
 from ..types import TensorType
-from .opdef import NOT_DIFFERENTIABLE, REQUIRED, AttrKind, AttrSpec, Family, OpDef
+from .opdef import REQUIRED, AttrKind, AttrSpec, Family, OpDef
 
 TRANSFORMS = ("half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners",
               "asymmetric")
@@ -186,6 +186,45 @@ def resize_ref(attrs, x: np.ndarray, target: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(y, dtype=x.dtype)
 
 
+def resize_matrix(attrs, n: int, out: int, scale: float) -> np.ndarray:
+    """The resize of one axis as a matrix M [out, n] (output o = sum over i of M[o, i] x[i]),
+    from the same taps as the reference."""
+    xo = original_coords(attrs["transform"], out, n, scale)
+    m = np.zeros((out, n))
+    for idx, w in taps_at(attrs["mode"], xo, n, attrs["nearest_mode"], attrs["cubic_coeff_a"],
+                          attrs["exclude_outside"], attrs["antialias"], scale):
+        np.add.at(m, (np.arange(out), idx), w)
+    return m
+
+
+def resize_vjp(g, attrs, xs, y, ct):
+    """A resize with a constant target is linear and separable: per resized axis the output is
+    M x along that axis, so the cotangent goes back through M's transpose, a product with a
+    constant matrix [out, n] over that axis (taken last and back). A target known only at run
+    time, or an axis of unknown size it changes, has no adjoint here."""
+    from ..module import ConstRef
+    x, target = xs
+    tx = g.type(x)
+    if not isinstance(target, ConstRef):
+        raise InvalidError("the adjoint of resize needs a constant target (scales or sizes)")
+    value = np.asarray(g.module.constants[target.name].value, np.float64).reshape(-1)
+    axes = [a % tx.rank for a in attrs["axes"]]
+    for k, a in enumerate(axes):
+        if not isinstance(tx.shape[a], int) and not (attrs["by"] == "scales" and k < value.size
+                                                     and value[k] == 1.0):
+            raise InvalidError("the adjoint of resize needs static sizes on the axes it changes")
+    shape = tuple(d if isinstance(d, int) else 1 for d in tx.shape)
+    for a, n, out, s in reversed(resize_plan(attrs, shape, value)):
+        if out == n and s == 1.0:
+            continue
+        m = resize_matrix(attrs, n, out, s).astype(tx.dtype.np)
+        mt = g.emit("const", [], {"value": m, "type": TensorType(tx.dtype, m.shape)}, hint="c")
+        perm = [d for d in range(tx.rank) if d != a] + [a]
+        back = [perm.index(d) for d in range(tx.rank)]
+        ct = g.transpose(g.matmul(g.transpose(ct, perm=perm), mt), perm=back)
+    return [ct, None]
+
+
 OPS = [
     OpDef("resize", 190, Family.NN, (2, 2), resize_rule, resize_ref,
           "r := x resized along `axes` to a target known at run time: `by` = scales (float, out "
@@ -207,5 +246,5 @@ OPS = [
                           "downsampling widens the linear / cubic kernel by 1 / scale")),
           dtypes="x: float (nearest: any); target: float scales or integer sizes",
           extra={"operands": ("x", "target")},
-          vjp=NOT_DIFFERENTIABLE),
+          vjp=resize_vjp),
 ]

@@ -106,17 +106,18 @@ def _one_pass(ctx: NodeCtx, x: Value, axes: list[int], mode: str, in_sizes: list
     if not active or not set(active) <= {x.rank - 2, x.rank - 1} or \
             not all(isinstance(x.shape[a], int) for a in active):
         return None
+    policy = ctx.attr("keep_aspect_ratio_policy", "stretch") if ctx.version >= 18 else "stretch"
     if sizes is not None and len(sizes):
-        if not all(isinstance(d, int) for d in sizes):
-            return None
-        by, target = "sizes", known(np.array(ctx.input(3).const if ctx.input(3).const is not None
-                                             else sizes, np.int64).reshape(-1))
+        given = ctx.input(3).const
+        if given is None and (policy != "stretch" or not all(isinstance(d, int) for d in sizes)):
+            return None     # (`sizes` was rewritten by the policy: the op would apply it twice)
+        by, target = "sizes", known(np.array(given if given is not None else sizes,
+                                             np.int64).reshape(-1))
     else:
         by, target = "scales", known(np.asarray(ctx.const_input(2, "scales"), np.float32))
     shape = list(x.shape)
     for a, out in zip(axes, outs):
         shape[a] = out
-    policy = ctx.attr("keep_aspect_ratio_policy", "stretch") if ctx.version >= 18 else "stretch"
     return ctx.e.emit("resize", [x, target], ctx.node.output[0], axes=axes, by=by, mode=mode,
                       transform=ctx.attr("coordinate_transformation_mode", "half_pixel"),
                       nearest_mode=ctx.attr("nearest_mode", "round_prefer_floor"),

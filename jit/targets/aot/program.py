@@ -827,19 +827,27 @@ class ProgramCompiler:
         target = ins.operands[1]
         if xt.dtype is not DType.F32 or not isinstance(target, ConstRef):
             raise Unsupported("resize of a run-time target or of a dtype other than f32")
-        value = np.asarray(self.module.constants[target.name].value)
-        # axes with a named size must be left as they are (scaled by 1)
-        shape = [d if isinstance(d, int) else -1 for d in xt.shape]
+        value = np.asarray(self.module.constants[target.name].value, np.float64).reshape(-1)
+        axes = [ax % xt.rank for ax in a["axes"]]
+        # an axis whose size is named or unknown may only be scaled by 1 (left as it is); an
+        # empty one is left to the VM (its zeros or its trap)
+        for k, ax in enumerate(axes):
+            d = xt.shape[ax]
+            if (not isinstance(d, int) and not (a["by"] == "scales" and k < value.size and
+                                                value[k] == 1.0)) or d == 0:
+                raise Unsupported("resize of an axis whose size is known only at run time "
+                                  "or is 0")
+        shape = [d if isinstance(d, int) else 1 for d in xt.shape]
         try:
-            plan = resize_plan(a, tuple(max(d, 1) for d in shape), value)
+            plan = resize_plan(a, tuple(shape), value)
         except DlvmError as e:
             raise Unsupported(f"resize: {e}") from None
         active = [p for p in plan if not (p[2] == p[1] and p[3] == 1.0)]
-        if any(shape[axis] < 0 for axis, *_ in active) or not active:
-            raise Unsupported("resize of an axis whose size is known only at run time")
-        axes = sorted(axis for axis, *_ in active)
+        if not active:
+            raise Unsupported("a resize that changes nothing")
+        moved = sorted(axis for axis, *_ in active)
         r = xt.rank
-        if axes not in ([r - 1], [r - 2], [r - 2, r - 1]) or shape[r - 1] < 0:
+        if moved not in ([r - 1], [r - 2], [r - 2, r - 1]) or not isinstance(xt.shape[r - 1], int):
             raise Unsupported("resize of axes other than the last one or two")
         by_axis = {axis: (n, out, scale) for axis, n, out, scale in active}
         tables = []
