@@ -39,6 +39,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from isa.errors import SettingError
+
 if TYPE_CHECKING:
     from .vm import VM
 
@@ -330,7 +332,8 @@ def tier_for(vm: VM, native: str | None) -> NativeTier | None:
     instruction), or places work on devices."""
     mode = native or os.environ.get("DLVM_NATIVE") or "auto"
     if mode not in MODES:
-        raise ValueError(f"native must be one of {', '.join(MODES)}, got {mode!r}")
+        raise SettingError(f"native must be one of {', '.join(MODES)}, got {mode!r}"
+                           + ("" if native else " (from $DLVM_NATIVE)"))
     if mode == "off" or vm.jit_mode == "off" or vm.profiler is not None or vm.scheduler is not None:
         return None
     return NativeTier(vm, mode, after=max(vm.hot_threshold, 2))

@@ -33,3 +33,18 @@ def unused_name(taken: Container[str], base: str, sep: str = "") -> str:
         n += 1
         name = f"{base}{sep}{n}"
     return name
+
+
+def draws_random(module: Module, fname: str, seen: set[str] | None = None) -> bool:
+    """Whether `fname`, or a function it calls, has a random op (isa/ops/random.py)."""
+    from .ops import OPS
+    seen = set() if seen is None else seen
+    if fname in seen:
+        return False
+    seen.add(fname)
+    for b in module.functions[fname].blocks:
+        for i in b.instrs:
+            if OPS[i.op].random or (i.op == "call" and
+                                    draws_random(module, i.attrs["callee"], seen)):
+                return True
+    return False

@@ -288,3 +288,26 @@ def test_torch_dropout_and_draws_in_training_mode():
     names = {str(n.target) for n in ep.graph.nodes} | \
         {str(n.target) for n in ep.run_decompositions().graph.nodes}
     assert RANDOM_LOWERINGS <= names
+
+
+def test_an_unused_draw_is_kept_so_every_mode_draws_the_same():
+    src = """
+module r
+func @main(%x: f32[8]) -> (f32[8]) {
+  %a = random_uniform %x
+  %b = random_uniform %x
+  ret %b
+}
+"""
+    plain = dlvmrt.VM(assemble(src, "r.dlasm"), jit="off", optimize=False, seed=1).run("main", X[0, :8])
+    for jit, optimize in (("off", True), ("auto", None), ("always", None)):
+        got = dlvmrt.VM(assemble(src, "r.dlasm"), jit=jit, optimize=optimize, seed=1).run(
+            "main", X[0, :8])
+        np.testing.assert_array_equal(got[0], plain[0])
+
+
+def test_jvp_of_a_function_that_draws_is_refused_with_the_reason():
+    from isa.autodiff import jvp
+    from isa.autodiff.emitter import GradError
+    with pytest.raises(GradError, match="jvp of @main: it draws random numbers"):
+        jvp(assemble(PROGRAM, "r.dlasm"), "main")

@@ -971,7 +971,9 @@ def _sym_size(lo: Lowerer, *_: Any) -> Any:
 @lowers("aten.dropout.default", "aten.native_dropout.default")
 def _dropout(lo: Lowerer, x: Value, p: float = 0.5, train: Any = False) -> Any:
     native = "native" in lo.node.target.__name__
-    if not train or p == 0:
+    if native and train is None:        # (ATen's native_dropout: an absent flag is training)
+        train = True
+    if not train or (p == 0 and not native):
         return x if not native else (x, None)
     from .aten_random import dropout  # training mode: a mask drawn per run
     y, keep = dropout(lo, x, float(p))

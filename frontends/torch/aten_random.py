@@ -60,7 +60,7 @@ def keep_mask(lo: Lowerer, x: Value, p: Value) -> Value:
 
 def dropout(lo: Lowerer, x: Value, p: float) -> tuple[Value, Value]:
     """torch's dropout in training mode: (x scaled by 1 / (1 - p) where kept, else 0; the mask).
-    p = 1 drops everything (no division by zero)."""
+    p = 1 drops everything (no division by zero); p = 0 keeps everything (the mask all true)."""
     if not x.dtype.is_float:
         raise TorchImportError(f"dropout of a {x.dtype.name} tensor")
     keep = keep_mask(lo, x, p)

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..callgraph import unused_name
+from ..callgraph import draws_random, unused_name
 from ..module import Block, Function, Instr, Module, Param, Reg
 from ..types import TensorType
 from .api import _resolve, grad
@@ -28,6 +28,11 @@ def jvp(module: Module, func: str = "main", wrt: Sequence[str] | None = None, *,
     if func not in module.functions:
         raise GradError(f"module {module.name} has no function @{func}")
     f = module.functions[func]
+    if draws_random(module, func):
+        # the tangent comes from a second run (a grad of the function), which would draw
+        # other numbers than the run whose results are returned
+        raise GradError(f"jvp of @{func}: it draws random numbers, and a forward-mode "
+                        f"derivative here runs the function twice (use grad)")
     targets, _ = _resolve(module, f, wrt)
     names = [("%" if k == "param" else "@") + n for k, n in targets]
     vjp_name = _free(module, f"{func}.vjp_for_jvp")

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..callgraph import constants_read, unused_name
+from ..callgraph import constants_read, draws_random, unused_name
 from ..dtypes import BY_NAME, DType
 from ..errors import InvalidError, OpTypeError
 from ..module import Block, ConstRef, Function, Imm, Instr, Module, Operand, Param, Reg
@@ -367,7 +367,7 @@ class Adjoints:
     def through_call(self, ins: Instr, cts: list[Operand | None]) -> None:
         rb = self.ta.rb
         callee = rb.module.functions[ins.attrs["callee"]]
-        if _draws_random(rb.module, callee.name):
+        if draws_random(rb.module, callee.name):
             # the adjoint reruns the callee's forward code, which would draw other numbers
             # (another dropout mask) than the forward run did
             raise GradError(f"@{callee.name} draws random numbers, and the adjoint of a call "
@@ -388,20 +388,6 @@ class Adjoints:
             self.add(by_param[r], ct)
         for c, ct in zip(v.consts, rets[n_res + len(live_ct):]):
             self.add(ConstRef(c), ct)
-
-
-def _draws_random(module: Module, fname: str, seen: set[str] | None = None) -> bool:
-    """Whether `fname`, or a function it calls, has a random op (isa/ops/random.py)."""
-    seen = set() if seen is None else seen
-    if fname in seen:
-        return False
-    seen.add(fname)
-    for b in module.functions[fname].blocks:
-        for i in b.instrs:
-            if OPS[i.op].random or (i.op == "call" and
-                                    _draws_random(module, i.attrs["callee"], seen)):
-                return True
-    return False
 
 
 def dead_code_removed(instrs: list[Instr]) -> list[Instr]:

@@ -181,6 +181,9 @@ def removable_if_unused(ins: Instr, types: InstrTypes | None) -> bool:
     op = OPS[ins.op]
     if op.family is Family.CONTROL:
         return False             # jumps, returns, asserts and calls (which may trap inside)
+    if op.random:
+        return False             # an unused draw still advances its stream: the later draws
+                                 # are the same numbers with and without the optimizer
     if types is not None and any(r.is_static and math.prod(r.shape) > HUGE_RESULT_ELEMENTS
                                  for r in types.results):
         return False             # its allocation may run out of memory: a trap, observable too

@@ -83,20 +83,28 @@ def random_normal(ctx: NodeCtx) -> list[Value]:
     return [normal(ctx, _shape_like(ctx), _dtype(ctx, F32))]
 
 
-def _like_dtype(ctx: NodeCtx, x: Value) -> DType:
-    return _dtype(ctx, x.dtype if x.dtype in RESULT_DTYPES else F32)
+def _like(ctx: NodeCtx, draw_as) -> list[Value]:
+    """The *Like ops: `dtype`, else the input's; a float dtype the random ops do not draw
+    (bf16, float8) is drawn as f32 and cast."""
+    from ..graph import onnx_dtype
+    x = ctx.req(0)
+    dt = ctx.attr("dtype", None)
+    dt = x.dtype if dt is None else onnx_dtype(dt, ctx.label)
+    if dt in RESULT_DTYPES:
+        return [draw_as(ctx, x, dt)]
+    if not dt.is_float:
+        raise ctx.fail(f"random numbers of dtype {dt.name}: only floating-point types")
+    return [cast(ctx.e, draw_as(ctx, x, F32), dt)]
 
 
 @onnx_op("RandomUniformLike")
 def random_uniform_like(ctx: NodeCtx) -> list[Value]:
-    x = ctx.req(0)
-    return [uniform(ctx, x, _like_dtype(ctx, x))]
+    return _like(ctx, uniform)
 
 
 @onnx_op("RandomNormalLike")
 def random_normal_like(ctx: NodeCtx) -> list[Value]:
-    x = ctx.req(0)
-    return [normal(ctx, x, _like_dtype(ctx, x))]
+    return _like(ctx, normal)
 
 
 @onnx_op("Bernoulli")
