@@ -7,12 +7,15 @@ One without a seed draws from the VM's stream: seeded by `VM(seed=...)`, else $D
 the operating system's entropy.
 
 NumPy's generators lock themselves while drawing, so threads calling one VM at once each get
-numbers no other call got; which call gets which depends on the order the threads draw in.
+numbers no other call got; which call gets which depends on the order the threads draw in. A
+process forked from one holding a VM draws its own numbers where the VM's stream came from the
+operating system (a seed given asks for the same numbers, so it is kept).
 """
 from __future__ import annotations
 
 import os
 import threading
+import weakref
 
 import numpy as np
 
@@ -38,6 +41,13 @@ class RandomStreams:
         self.shared = np.random.default_rng(seed)
         self._own: dict[tuple, np.random.Generator] = {}
         self._lock = threading.Lock()
+        if seed is None:
+            _UNSEEDED.add(self)
+
+    def _reseed_after_fork(self) -> None:
+        # the child's copy of the generator would repeat the parent's numbers
+        self.shared.bit_generator.state = np.random.PCG64().state
+        self._lock = threading.Lock()
 
     def for_instruction(self, attrs: dict, where: tuple) -> np.random.Generator:
         """The generator the instruction at `where` (function, block, index) draws from: kept
@@ -47,6 +57,18 @@ class RandomStreams:
             return self.shared
         with self._lock:
             return self._own.setdefault(where, np.random.default_rng(seed))
+
+
+_UNSEEDED: weakref.WeakSet[RandomStreams] = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    for streams in list(_UNSEEDED):
+        streams._reseed_after_fork()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def uses_random(module: Module) -> bool:

@@ -311,3 +311,25 @@ def test_jvp_of_a_function_that_draws_is_refused_with_the_reason():
     from isa.autodiff.emitter import GradError
     with pytest.raises(GradError, match="jvp of @main: it draws random numbers"):
         jvp(assemble(PROGRAM, "r.dlasm"), "main")
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs fork")
+def test_a_forked_process_draws_its_own_numbers_unless_seeded():
+    import os
+    for seed, same in ((None, False), (5, True)):
+        vm = _vm(seed=seed)
+        read, write = os.pipe()
+        pid = os.fork()
+        if pid == 0:            # the child: its first draw, as bytes, then out
+            import signal
+            signal.alarm(30)    # (a lock held by another thread at the fork: die, never hang)
+            try:
+                os.write(write, vm.run("main", X[:2, :4])[0].tobytes())
+            finally:
+                os._exit(0)
+        os.close(write)
+        child = os.read(read, 1 << 16)
+        os.close(read)
+        os.waitpid(pid, 0)
+        mine = vm.run("main", X[:2, :4])[0].tobytes()
+        assert (child == mine) == same
