@@ -186,13 +186,35 @@ def resize_ref(attrs, x: np.ndarray, target: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(y, dtype=x.dtype)
 
 
-def resize_matrix(attrs, n: int, out: int, scale: float) -> np.ndarray:
-    """The resize of one axis as a matrix M [out, n] (output o = sum over i of M[o, i] x[i]),
-    from the same taps as the reference."""
+def constant_plan(attrs, shape: tuple, target) -> list[tuple[int, int, int, float]]:
+    """(axis, input size, output size, scale) of each axis a resize with a constant target
+    changes, for the stages that work them out before it runs (its adjoint, the native
+    library). `shape` may hold named or unknown dims where the target leaves the axis as it
+    is (scaled by 1); elsewhere, and for an empty axis, ValueError says why not."""
+    value = np.asarray(target, np.float64).reshape(-1)
+    for k, a in enumerate(a % len(shape) for a in attrs["axes"]):
+        d = shape[a]
+        if d == 0 or (not isinstance(d, int) and not (attrs["by"] == "scales" and
+                                                      k < value.size and value[k] == 1.0)):
+            raise ValueError("an axis whose size is known only at run time, or is 0")
+    try:
+        plan = resize_plan(attrs, tuple(d if isinstance(d, int) else 1 for d in shape), value)
+    except Trap as e:
+        raise ValueError(str(e)) from None
+    return [p for p in plan if not (p[2] == p[1] and p[3] == 1.0)]
+
+
+def axis_taps(attrs, n: int, out: int, scale: float) -> list[tuple[np.ndarray, np.ndarray]]:
+    """(indices, weights) per tap of one resized axis, as the reference samples it."""
     xo = original_coords(attrs["transform"], out, n, scale)
+    return taps_at(attrs["mode"], xo, n, attrs["nearest_mode"], attrs["cubic_coeff_a"],
+                   attrs["exclude_outside"], attrs["antialias"], scale)
+
+
+def resize_matrix(attrs, n: int, out: int, scale: float) -> np.ndarray:
+    """The resize of one axis as a matrix M [out, n] (output o = sum over i of M[o, i] x[i])."""
     m = np.zeros((out, n))
-    for idx, w in taps_at(attrs["mode"], xo, n, attrs["nearest_mode"], attrs["cubic_coeff_a"],
-                          attrs["exclude_outside"], attrs["antialias"], scale):
+    for idx, w in axis_taps(attrs, n, out, scale):
         np.add.at(m, (np.arange(out), idx), w)
     return m
 
@@ -207,16 +229,12 @@ def resize_vjp(g, attrs, xs, y, ct):
     tx = g.type(x)
     if not isinstance(target, ConstRef):
         raise InvalidError("the adjoint of resize needs a constant target (scales or sizes)")
-    value = np.asarray(g.module.constants[target.name].value, np.float64).reshape(-1)
-    axes = [a % tx.rank for a in attrs["axes"]]
-    for k, a in enumerate(axes):
-        if not isinstance(tx.shape[a], int) and not (attrs["by"] == "scales" and k < value.size
-                                                     and value[k] == 1.0):
-            raise InvalidError("the adjoint of resize needs static sizes on the axes it changes")
-    shape = tuple(d if isinstance(d, int) else 1 for d in tx.shape)
-    for a, n, out, s in reversed(resize_plan(attrs, shape, value)):
-        if out == n and s == 1.0:
-            continue
+    try:
+        plan = constant_plan(attrs, tx.shape, g.module.constants[target.name].value)
+    except ValueError as e:
+        raise InvalidError(f"the adjoint of resize needs static sizes on the axes it changes "
+                           f"({e})") from None
+    for a, n, out, s in reversed(plan):
         m = resize_matrix(attrs, n, out, s).astype(tx.dtype.np)
         mt = g.emit("const", [], {"value": m, "type": TensorType(tx.dtype, m.shape)}, hint="c")
         perm = [d for d in range(tx.rank) if d != a] + [a]

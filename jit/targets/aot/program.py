@@ -18,7 +18,6 @@ from typing import Any
 import numpy as np
 
 from isa.dtypes import DType
-from isa.errors import DlvmError
 from isa.module import ConstRef, Imm, Instr, Module, Reg
 from isa.ops import OPS
 from isa.types import TensorType
@@ -822,27 +821,15 @@ class ProgramCompiler:
         """A resize whose target is a constant and whose resized axes are the input's last one
         or two, of static sizes: tap tables computed here by the interpreter's own tap math
         (isa/ops/resize.py), applied in one pass by dlvm_rt_resample."""
-        from isa.ops.resize import original_coords, resize_plan, taps_at
+        from isa.ops.resize import axis_taps, constant_plan
         xt: TensorType = t.operands[0]
         target = ins.operands[1]
         if xt.dtype is not DType.F32 or not isinstance(target, ConstRef):
             raise Unsupported("resize of a run-time target or of a dtype other than f32")
-        value = np.asarray(self.module.constants[target.name].value, np.float64).reshape(-1)
-        axes = [ax % xt.rank for ax in a["axes"]]
-        # an axis whose size is named or unknown may only be scaled by 1 (left as it is); an
-        # empty one is left to the VM (its zeros or its trap)
-        for k, ax in enumerate(axes):
-            d = xt.shape[ax]
-            if (not isinstance(d, int) and not (a["by"] == "scales" and k < value.size and
-                                                value[k] == 1.0)) or d == 0:
-                raise Unsupported("resize of an axis whose size is known only at run time "
-                                  "or is 0")
-        shape = [d if isinstance(d, int) else 1 for d in xt.shape]
-        try:
-            plan = resize_plan(a, tuple(shape), value)
-        except DlvmError as e:
+        try:        # (an empty axis is left to the VM: its zeros or its trap)
+            active = constant_plan(a, xt.shape, self.module.constants[target.name].value)
+        except ValueError as e:
             raise Unsupported(f"resize: {e}") from None
-        active = [p for p in plan if not (p[2] == p[1] and p[3] == 1.0)]
         if not active:
             raise Unsupported("a resize that changes nothing")
         moved = sorted(axis for axis, *_ in active)
@@ -852,11 +839,9 @@ class ProgramCompiler:
         by_axis = {axis: (n, out, scale) for axis, n, out, scale in active}
         tables = []
         for axis in ([r - 2, r - 1] if r - 2 in by_axis else [r - 1]):
-            n, out, scale = by_axis.get(axis, (shape[axis], shape[axis], 1.0))
+            n, out, scale = by_axis.get(axis, (xt.shape[axis], xt.shape[axis], 1.0))
             if axis in by_axis:
-                xo = original_coords(a["transform"], out, n, scale)
-                taps = taps_at(a["mode"], xo, n, a["nearest_mode"], a["cubic_coeff_a"],
-                               a["exclude_outside"], a["antialias"], scale)
+                taps = axis_taps(a, n, out, scale)
             else:           # the last axis, not resized: each column itself
                 taps = [(np.arange(n), np.ones(n))]
             idx = np.stack([i for i, _ in taps]).astype(np.int64)
