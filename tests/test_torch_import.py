@@ -189,6 +189,16 @@ def test_backend_trains_layer_norm_and_gelu_in_dlvm(monkeypatch):
     (lambda: torch.nn.ConvTranspose2d(4, 3, 4, stride=3), (2, 4, 1, 1)),
     # stride 1 with pads beyond the kernel's reach: a crop before the convolution
     (lambda: torch.nn.ConvTranspose2d(2, 3, 3, stride=1, padding=3), (2, 2, 7, 6)),
+    # 16 output channels or more: one product per output phase with its own taps (_sub_pixel),
+    # including phases without taps (a kernel under the stride), inputs cropped by wide pads,
+    # outputs shorter than a phase's window, and 1-D
+    (lambda: torch.nn.ConvTranspose2d(4, 16, 3, stride=2, padding=1, output_padding=1), (2, 4, 5, 6)),
+    (lambda: torch.nn.ConvTranspose2d(3, 16, 4, stride=2, padding=1), (2, 3, 5, 4)),
+    (lambda: torch.nn.ConvTranspose2d(2, 16, (1, 3), stride=(2, 2)), (2, 2, 3, 4)),
+    (lambda: torch.nn.ConvTranspose2d(2, 16, 3, stride=2, padding=2), (1, 2, 4, 5)),
+    (lambda: torch.nn.ConvTranspose2d(2, 17, 5, stride=3, padding=4, output_padding=2), (2, 2, 3, 4)),
+    (lambda: torch.nn.ConvTranspose2d(2, 16, (5, 3), stride=(3, 2), padding=(2, 1)), (1, 2, 1, 2)),
+    (lambda: torch.nn.ConvTranspose1d(3, 16, 4, stride=2, padding=1), (2, 3, 7)),
 ])
 def test_transposed_convolutions_import(make, shape):
     from frontends.torch import import_torch
@@ -196,6 +206,27 @@ def test_transposed_convolutions_import(make, shape):
     net = make().eval()
     x = torch.randn(*shape)
     got = dlvmrt.VM(import_torch(net, (x,)), jit="off").run("main", x.numpy())[0]
+    np.testing.assert_allclose(got, net(x).detach().numpy(), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("channels, kernel, products", [
+    (32, 3, 4),     # a 3x3 kernel: 2.25 taps per phase where the shared window has 4
+    (32, 4, 4),     # 4x4 at 6x6: a fifth more multiplies over the shared window
+    (3, 4, 1),      # few output channels: one product of 4 x 3 rows fills the tiles better
+])
+def test_transposed_convolution_per_phase_choice(channels, kernel, products):
+    """_phases_pay picks one product per output phase, or one over the shared window, and
+    both give torch's result."""
+    from frontends.torch import import_torch
+    torch.manual_seed(0)
+    net = torch.nn.ConvTranspose2d(8, channels, kernel, stride=2, padding=1,
+                                   output_padding=kernel % 2).eval()
+    x = torch.randn(2, 8, 6, 6)
+    module = import_torch(net, (x,))
+    convs = sum(ins.op == "conv2d" for f in module.functions.values() for blk in f.blocks
+                for ins in blk.instrs)
+    assert convs == products
+    got = dlvmrt.VM(module, jit="off").run("main", x.numpy())[0]
     np.testing.assert_allclose(got, net(x).detach().numpy(), rtol=1e-4, atol=1e-5)
 
 

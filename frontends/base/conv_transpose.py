@@ -5,13 +5,14 @@ A transposed convolution is a stride-1 convolution of the input with s-1 zeros i
 between its elements, padded by (k_eff - 1 - pad) (plus output_padding at the end), with the
 kernel flipped and its two channel axes swapped per group. When the stride is the kernel (and
 nothing is padded), or the input is one pixel, the windows do not overlap and it is one
-product and a reshuffle. Other
-strided ones (ungrouped, undilated) are one stride-1 convolution per output phase, all phases
-in one convolution, then a reshuffle (_sub_pixel): the zeros are never multiplied.
+product and a reshuffle. Other strided ones (ungrouped, undilated) are one stride-1
+convolution per output phase, each with only its own taps, then a reshuffle (_sub_pixel): the
+zeros are never multiplied.
 """
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -137,16 +138,42 @@ def _pixel_shuffle(e: Emitter, x: Value, w: Value, b: Value | None, batch_reshap
     return y
 
 
-def _sub_pixel(e: Emitter, x: Value, w: Value, b: Value | None, batch_reshape,
+@dataclass(frozen=True)
+class _Phase:
+    """Outputs o = rho + s*t (t < length) along one axis of a transposed convolution: each is
+    sum over j < taps of x[t + shift - j] * w[r + s*j], a stride-1 correlation of x with the
+    taps r, r + s, ... reversed, reading x from t + shift - (taps - 1)."""
+    r: int
+    taps: int
+    shift: int
+    length: int
+
+
+def _axis_phases(k: int, s: int, pad: int, out: int) -> list[_Phase]:
+    """The s output phases of one axis (o = q*s + r - pad, so r = (rho + pad) mod s and
+    q = t + (rho + pad) // s). A phase of a kernel shorter than the stride may have no taps
+    (0), and one past a short output no outputs."""
+    phases = []
+    for rho in range(s):
+        r = (rho + pad) % s
+        taps, length = max(0, -(-(k - r) // s)), max(0, -(-(out - rho) // s))
+        phases.append(_Phase(r, taps, (rho + pad) // s, length))
+    return phases
+
+
+def _shared_window(e: Emitter, x: Value, w: Value, b: Value | None, batch_reshape,
                strides: list[int], pads: list[int], output_padding: list[int],
                hint: str) -> Value:
-    """A strided transposed convolution as one convolution per output phase. Along one axis,
+    """A strided transposed convolution as one convolution over all output phases. Along one axis,
     output o = q*s + r - pad_begin takes sum over j of x[q - j] * w[r + s*j]: for phase r a
     correlation of x with the taps r, r + s, ... reversed, K = ceil(k/s) of them (zeros past
     the kernel). The s0*s1 phases are the output channels (r0, r1, m) of one stride-1
     convolution over x padded by K-1 before (and after, as far as the last output needs); a
-    reshuffle interleaves them and a slice drops the begin pads. The zero-inserted form
-    multiplied s0*s1 times as many zeros as values (a DCGAN generator ran 4x slower)."""
+    reshuffle interleaves them and a slice drops the begin pads. Every phase computes the shared
+    window (a row and a column more than its own outputs) with the longest phase's taps: more
+    multiplies than _sub_pixel's, but one product of s0*s1 times the output channels, which a
+    layer of few output channels needs to fill the register tiles (a 64 -> 3 layer ran 2x
+    slower as four products of 3 rows).)"""
     n, c, h, wd = x.shape
     m, kh, kw = w.shape[1], w.shape[2], w.shape[3]
     s0, s1 = strides
@@ -171,6 +198,92 @@ def _sub_pixel(e: Emitter, x: Value, w: Value, b: Value | None, batch_reshape,
     t = batch_reshape(t, [m, q[0] * s0, q[1] * s1])
     y = e.emit("slice", [t], starts=[pads[0], pads[1]], ends=[pads[0] + out[0], pads[1] + out[1]],
                axes=[2, 3])
+    if b is not None:
+        return e.emit("add", [y, e.emit("reshape", [b], shape=[m, 1, 1])], hint)
+    return e.emit("mov", [y], hint)
+
+
+# Per-phase products pay where they save a fifth of the multiplies and each still has rows
+# enough to fill the register tiles; measured one layer at a time, batch 1 and 32 (bench/README.md
+# "eighth session"): 256 -> 128 at 4x4 and 3x3 kernels 0.65-0.9x the shared window's time;
+# 64 -> 3 at 16x16 2x, 32 -> 16 at 32x32 (6% fewer multiplies) 1.0-1.25x.
+PHASES_MIN_SAVING = 1.2
+PHASES_MIN_CHANNELS = 16
+
+
+def _phases_pay(axes: list[list[_Phase]], lengths: list[int], window: list[int], m: int) -> bool:
+    """Whether per-phase products (_sub_pixel) beat one product over the shared window
+    (_shared_window, `window` positions per axis), by the multiplies each does per output
+    channel and input channel."""
+    exact = sum(max(1, p0.taps) * max(1, p1.taps) for p0 in axes[0] for p1 in axes[1])
+    exact *= lengths[0] * lengths[1]
+    shared = 1
+    for a, q in zip(axes, window):
+        shared *= len(a) * max(p.taps for p in a) * q
+    return m >= PHASES_MIN_CHANNELS and shared >= PHASES_MIN_SAVING * exact
+
+
+def _sub_pixel(e: Emitter, x: Value, w: Value, b: Value | None, batch_reshape,
+               strides: list[int], pads: list[int], output_padding: list[int],
+               hint: str) -> Value:
+    """A strided transposed convolution as one stride-1 convolution per output phase (rho0,
+    rho1): phase rho of an axis reads only the taps r, r + s, ... of the kernel (_Phase), so
+    no zero is multiplied, and each phase computes exactly its own outputs. The phases,
+    stacked, are interleaved by one reshuffle. (The zero-inserted form multiplied s0*s1 times
+    as many zeros as values; one convolution over all phases sharing a window computed a row
+    and a column more per phase and padded every phase to the longest kernel: a 4x4, stride-2
+    layer of a DCGAN generator did 25 outputs per 16 needed, a 3x3 one 4 taps per 2.25.)"""
+    n, c, h, wd = x.shape
+    m, kh, kw = w.shape[1], w.shape[2], w.shape[3]
+    s0, s1 = strides
+    out = [(h - 1) * s0 - pads[0] - pads[2] + kh + output_padding[0],
+           (wd - 1) * s1 - pads[1] - pads[3] + kw + output_padding[1]]
+    axes = [_axis_phases(kh, s0, pads[0], out[0]), _axis_phases(kw, s1, pads[1], out[1])]
+    # every phase computes the longest phase's length (ceil(out / s)); the extra end is cut
+    lengths = [max(1, *(p.length for p in a)) for a in axes]
+    # the shared window: each input position and those past the end the last output reads
+    window = [max(size, (o - 1 + pad) // st + 1) for size, o, pad, st in
+              ((h, out[0], pads[0], s0), (wd, out[1], pads[1], s1))]
+    if not _phases_pay(axes, lengths, window, m):
+        return _shared_window(e, x, w, b, batch_reshape, strides, pads, output_padding, hint)
+    ys = []
+    for p0 in axes[0]:
+        for p1 in axes[1]:
+            # x rows [first, last] feed this phase: pad where they fall outside, crop inside
+            first = [p0.shift - (p0.taps - 1), p1.shift - (p1.taps - 1)]
+            last = [lengths[0] - 1 + p0.shift, lengths[1] - 1 + p1.shift]
+            lo, hi = [max(0, f) for f in first], [min(h, last[0] + 1), min(wd, last[1] + 1)]
+            if not p0.taps or not p1.taps or hi[0] <= lo[0] or hi[1] <= lo[1]:
+                # no taps (a kernel under the stride) or no input in reach (pads past the
+                # kernel): zeros, as a 1x1 product with zero weights over rows [0, length)
+                wz = known(np.zeros((m, c, 1, 1), dtype=w.dtype.np))
+                y = e.emit("conv2d", [x, wz], strides=[1, 1],
+                           pads=[0, 0, max(0, lengths[0] - h), max(0, lengths[1] - wd)],
+                           dilations=[1, 1], groups=1)
+                if h > lengths[0] or wd > lengths[1]:
+                    y = e.emit("slice", [y], starts=[0, 0], ends=lengths, axes=[2, 3])
+                ys.append(e.emit("expand_dims", [y], axes=[2]))
+                continue
+            begin = [max(0, -f) for f in first]
+            end = [max(0, last[0] - (h - 1)), max(0, last[1] - (wd - 1))]
+            xs = x
+            if lo != [0, 0] or hi != [h, wd]:
+                xs = e.emit("slice", [x], starts=lo, ends=hi, axes=[2, 3])
+            # taps r + s*j of [C, M, kH, kW], reversed, as [M, C, K0, K1]
+            wp = e.emit("slice", [w], starts=[p0.r, p1.r], ends=[kh, kw], axes=[2, 3],
+                        steps=[s0, s1])
+            wp = e.emit("slice", [wp], starts=[-1, -1], ends=[-(p0.taps + 1), -(p1.taps + 1)],
+                        axes=[2, 3], steps=[-1, -1])
+            wp = e.emit("transpose", [wp], perm=[1, 0, 2, 3])
+            y = e.emit("conv2d", [xs, wp], strides=[1, 1],
+                       pads=[begin[0], begin[1], end[0], end[1]], dilations=[1, 1], groups=1)
+            ys.append(e.emit("expand_dims", [y], axes=[2]))                # [N, M, 1, L0, L1]
+    t = e.emit("concat", ys, axis=2)                                       # [N, M, s0*s1, L0, L1]
+    t = batch_reshape(t, [m, s0, s1, lengths[0], lengths[1]])
+    t = e.emit("transpose", [t], perm=[0, 1, 4, 2, 5, 3])                 # [N, M, L0, s0, L1, s1]
+    y = batch_reshape(t, [m, lengths[0] * s0, lengths[1] * s1])
+    if lengths[0] * s0 != out[0] or lengths[1] * s1 != out[1]:
+        y = e.emit("slice", [y], starts=[0, 0], ends=out, axes=[2, 3])
     if b is not None:
         return e.emit("add", [y, e.emit("reshape", [b], shape=[m, 1, 1])], hint)
     return e.emit("mov", [y], hint)
