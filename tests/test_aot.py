@@ -310,10 +310,15 @@ def test_block_budget_is_a_resource_error(tmp_path_factory):
     # stride 2 over rows of 33 and 70: the column phases' whole and partial vector steps
     (4, 4, 3, 2, 1, 1, 5, 33), (6, 6, 5, 2, 2, 1, 9, 70),
     # ungrouped: the patch matrix and the product (im2col's borders, strides, dilations)
-    (4, 1, 3, 2, 1, 1, 9, 11), (3, 1, 3, 1, 4, 2, 5, 6), (2, 1, 5, 3, 0, 1, 12, 13)])
-def test_grouped_and_depthwise_conv(tmp_path, c, groups, k, s, p, d, h, w):
+    (4, 1, 3, 2, 1, 1, 9, 11), (3, 1, 3, 1, 4, 2, 5, 6), (2, 1, 5, 3, 0, 1, 12, 13),
+    # depthwise over more channels than a vector's 16 lanes, and not a multiple of them
+    (20, 20, 3, 2, 1, 1, 8, 8), (33, 33, 5, 1, 2, 1, 7, 9), (17, 17, 3, 1, 1, 2, 3, 3)])
+@pytest.mark.parametrize("lanes", ["0", "1"])
+def test_grouped_and_depthwise_conv(tmp_path, monkeypatch, c, groups, k, s, p, d, h, w, lanes):
     # the phase-image path (dlvm_aot_rt.c: grouped_conv_task): borders, strides, dilations,
-    # padding wider than the kernel, groups of several output channels, planes longer than a chunk
+    # padding wider than the kernel, groups of several output channels, planes longer than a
+    # chunk; and depthwise ones 16 channels to a vector (depthwise_lanes_task), both forced
+    monkeypatch.setenv("DLVM_DW_LANES", lanes)
     module = assembler.parse(f"""module dw
 func @main(%x: f32[N, {c}, {h}, {w}], %w: f32[{c}, {c // groups}, {k}, {k}], %b: f32[{c}]) \
 -> f32[N, {c}, ?, ?] {{
@@ -327,6 +332,31 @@ dilations = [{d}, {d}], groups = {groups}}}
     args = [rng.standard_normal((2, c, h, w)).astype(np.float32),
             rng.standard_normal((c, c // groups, k, k)).astype(np.float32),
             rng.standard_normal(c).astype(np.float32)]
+    compile_library(module, tmp_path)
+    close(aot.load(tmp_path).run("main", *args), dlvmrt.VM(module, jit="off").run("main", *args),
+          1e-5)
+
+
+@pytest.mark.parametrize("c,mult,k,s,pads,h,w", [
+    (16, 2, 3, 1, (1, 0, 2, 1), 6, 7), (5, 3, 3, 2, (0, 1, 1, 0), 9, 8), (24, 1, 5, 2, (2, 2, 1, 1), 11, 5),
+    (40, 1, 1, 1, (0, 0, 0, 0), 4, 4)])
+@pytest.mark.parametrize("lanes", ["0", "1"])
+def test_depthwise_channel_multiplier(tmp_path, monkeypatch, c, mult, k, s, pads, h, w, lanes):
+    """Depthwise with `mult` output channels per input channel and uneven pads: output channel
+    oc reads input channel oc / mult in both native forms."""
+    monkeypatch.setenv("DLVM_DW_LANES", lanes)
+    o = c * mult
+    module = assembler.parse(f"""module dwm
+func @main(%x: f32[N, {c}, {h}, {w}], %w: f32[{o}, 1, {k}, {k}], %b: f32[{o}]) -> f32[N, {o}, ?, ?] {{
+entry:
+  %y = conv2d %x, %w, %b {{strides = [{s}, {s}], pads = {list(pads)}, dilations = [1, 1], groups = {c}}}
+  ret %y
+}}
+""")
+    rng = np.random.default_rng(c + mult)
+    args = [rng.standard_normal((3, c, h, w)).astype(np.float32),
+            rng.standard_normal((o, 1, k, k)).astype(np.float32),
+            rng.standard_normal(o).astype(np.float32)]
     compile_library(module, tmp_path)
     close(aot.load(tmp_path).run("main", *args), dlvmrt.VM(module, jit="off").run("main", *args),
           1e-5)
