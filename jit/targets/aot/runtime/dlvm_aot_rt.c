@@ -1771,7 +1771,18 @@ static void conv_images_task(void *arg, int64_t lo, int64_t hi, int64_t part) {
  * convolution computed 64 lanes for 16 outputs after building four phase images, 6.7x
  * onnxruntime's time (EfficientNet's last blocks). Units are (channel block, image), block-major,
  * so consecutive units share their transposed weights. */
-#define DW_LANES_MAX_PIXELS 256
+
+/* Where the lanes pay, measured at batch 32 and 1, 2 threads, against the per-plane form: strided
+ * or wider than 3x3 (phase images, or columns of padding, per plane) at up to 56x56 outputs
+ * (0.6-0.8x the time; a 32-channel 3x3/2 at 32x32 1.15x); 3x3 stride 1 where the per-plane
+ * form's chunks of 64 waste half a small plane (8x8: 0.3-0.5x) or the image is small (144
+ * channels at 16x16 0.7x): at 576 channels of 14x14 the sixteen planes read and written side
+ * by side were 1.6x the per-plane form's one at a time. */
+static int depthwise_by_lanes(int64_t c, int64_t h, int64_t wd, int64_t pixels, int64_t taps,
+                              int64_t stride) {
+    if (stride > 1 || taps > 9) return pixels <= 4096;
+    return pixels <= 64 || (pixels <= 256 && c * h * wd <= 65536);
+}
 
 /* r[i][j] <-> r[j][i] for 16 vectors of 16: at step B, rows i and i + B (i & B == 0) swap
  * their off-diagonal B x B blocks, one two-vector shuffle per row; four steps swap every bit of
@@ -2053,7 +2064,8 @@ static int conv2d(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *w, const dlv
         int64_t work = ho * wo * cg * kh * kw, parts = (n * o * work) / 16384 + 1;
         /* DLVM_DW_LANES=0 or 1 overrides the choice (for measuring it, and for tests) */
         const char *env = getenv("DLVM_DW_LANES");
-        int lanes = env && *env ? env[0] != '0' : ho * wo <= DW_LANES_MAX_PIXELS;
+        int lanes = env && *env ? env[0] != '0' : depthwise_by_lanes(c, h, wd, ho * wo, kh * kw,
+                                                                      s[0] * s[1]);
         if (cg == 1 && lanes) {
             int64_t units = n * ((o + 15) / 16);
             dlvm_rt_parallel(depthwise_lanes_task, &g, units, parts < units ? parts : units);
