@@ -362,6 +362,37 @@ entry:
           1e-5)
 
 
+@pytest.mark.parametrize("c,o,groups,k,s,p,d,h,w", [
+    (32, 32, 2, 3, 1, 1, 1, 7, 7), (64, 32, 4, 3, 2, 1, 1, 9, 8), (32, 16, 2, 1, 1, 0, 1, 5, 6),
+    (48, 48, 3, 3, 1, 2, 2, 14, 15), (32, 64, 2, 3, 1, 1, 1, 3, 3)])
+@pytest.mark.parametrize("products", ["0", "1"])
+def test_grouped_conv_as_products(tmp_path, monkeypatch, c, o, groups, k, s, p, d, h, w, products):
+    """Groups of 8 or more input channels as one product per (group, images)
+    (dlvm_aot_rt.c: conv2d_group_products): a group's slice of each image, its rows of the
+    weights packed with the others, images side by side in one product; against the per-plane
+    form and the interpreter, with a fused relu."""
+    monkeypatch.setenv("DLVM_GROUP_PRODUCTS", products)
+    module = assembler.parse(f"""module gp
+func @main(%x: f32[N, {c}, {h}, {w}], %w: f32[{o}, {c // groups}, {k}, {k}], %b: f32[{o}]) \
+-> f32[N, {o}, ?, ?] {{
+entry:
+  %y = conv2d %x, %w, %b {{strides = [{s}, {s}], pads = [{p}, {p}, {p}, {p}], \
+dilations = [{d}, {d}], groups = {groups}}}
+  %r = relu %y
+  ret %r
+}}
+""")
+    rng = np.random.default_rng(c + o + k)
+    args = [rng.standard_normal((3, c, h, w)).astype(np.float32),
+            rng.standard_normal((o, c // groups, k, k)).astype(np.float32),
+            rng.standard_normal(o).astype(np.float32)]
+    compile_library(module, tmp_path)
+    lib = aot.load(tmp_path)
+    for batch in (3, 1):
+        got = lib.run("main", args[0][:batch], *args[1:])
+        close(got, dlvmrt.VM(module, jit="off").run("main", args[0][:batch], *args[1:]), 1e-4)
+
+
 DYNAMIC_SHAPES = """module dyn
 func @main(%x: f32[N, 6], %s: i64[3], %e: i64[3]) -> (f32[?, ?, ?], f32[?, ?, ?], f32[?, ?], i32[?, ?]) {
 entry:
