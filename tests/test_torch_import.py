@@ -211,7 +211,7 @@ def test_transposed_convolutions_import(make, shape):
 
 @pytest.mark.parametrize("channels, kernel, products", [
     (32, 3, 4),     # a 3x3 kernel: 2.25 taps per phase where the shared window has 4
-    (32, 4, 4),     # 4x4 at 6x6: a fifth more multiplies over the shared window
+    (32, 4, 4),     # 4x4 at 6x6: a third more multiplies over the shared window (7x7 of 6x6)
     (3, 4, 1),      # few output channels: one product of 4 x 3 rows fills the tiles better
 ])
 def test_transposed_convolution_per_phase_choice(channels, kernel, products):
