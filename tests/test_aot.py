@@ -1273,6 +1273,37 @@ def test_gathers_of_one_index_share_the_buffer_and_stay_values(tmp_path):
         lib.run("main", x, np.array(5), acc)
 
 
+@pytest.mark.parametrize("dtype", ["f32", "f64", "i64", "i32"])
+def test_transposes_to_a_short_last_axis(tmp_path, dtype):
+    """Transposes whose last axis is 2 to 4 long and not contiguous in the source are copied in
+    blocks of the last two axes (dlvm_aot_rt.c: strided_blocks): the phases of a transposed
+    convolution interleaved, a pixel shuffle, an axis of 3 moved last; small and large enough
+    to split across the pool."""
+    module = assembler.parse(f"""module short
+func @main(%x: {dtype}[N, 2, 2, 33, 40], %y: {dtype}[N, 3, 50, 7]) -> \
+({dtype}[N, 33, 2, 40, 2], {dtype}[N, 40, 33, 2, 2], {dtype}[N, 50, 7, 3], {dtype}[N, 7, 50, 3]) {{
+entry:
+  %a = transpose %x {{perm = [0, 3, 1, 4, 2]}}
+  %b = transpose %x {{perm = [0, 4, 3, 2, 1]}}
+  %c = transpose %y {{perm = [0, 2, 3, 1]}}
+  %d = transpose %y {{perm = [0, 3, 2, 1]}}
+  ret %a, %b, %c, %d
+}}
+""")
+    compile_library(module, tmp_path)
+    lib = aot.load(tmp_path)
+    rng = np.random.default_rng(5)
+    np_type = {"f32": np.float32, "f64": np.float64, "i64": np.int64, "i32": np.int32}[dtype]
+    for n in (1, 200):
+        x = (rng.standard_normal((n, 2, 2, 33, 40)) * 100).astype(np_type)
+        y = (rng.standard_normal((n, 3, 50, 7)) * 100).astype(np_type)
+        got = lib.run("main", x, y)
+        want = [x.transpose(0, 3, 1, 4, 2), x.transpose(0, 4, 3, 2, 1), y.transpose(0, 2, 3, 1),
+                y.transpose(0, 3, 2, 1)]
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(g, w)
+
+
 def test_large_copies_split_across_threads(tmp_path):
     # gathers, transposes and strided slices of more than PARALLEL_COPY_BYTES run across the
     # pool (dlvm_aot_rt.c: gather_task, strided_task), each part starting mid-row or mid-axis;
