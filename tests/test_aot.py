@@ -364,7 +364,9 @@ entry:
 
 @pytest.mark.parametrize("c,o,groups,k,s,p,d,h,w", [
     (32, 32, 2, 3, 1, 1, 1, 7, 7), (64, 32, 4, 3, 2, 1, 1, 9, 8), (32, 16, 2, 1, 1, 0, 1, 5, 6),
-    (48, 48, 3, 3, 1, 2, 2, 14, 15), (32, 64, 2, 3, 1, 1, 1, 3, 3)])
+    (48, 48, 3, 3, 1, 2, 2, 14, 15), (32, 64, 2, 3, 1, 1, 1, 3, 3),
+    # a group's K (cg * kH * kW) past one packed block of 256: its rows in every block
+    (32, 32, 2, 5, 1, 1, 1, 12, 12), (26, 32, 2, 5, 2, 2, 1, 11, 9)])
 @pytest.mark.parametrize("products", ["0", "1"])
 def test_grouped_conv_as_products(tmp_path, monkeypatch, c, o, groups, k, s, p, d, h, w, products):
     """Groups of 8 or more input channels as one product per (group, images)

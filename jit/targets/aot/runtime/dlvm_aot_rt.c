@@ -1005,6 +1005,7 @@ typedef struct gemm_call {
     int relu;                  /* then max(., 0) as it stores (NaN stays NaN) */
     const int64_t *b_rows;     /* non-NULL: b read in place, row k at b + b_rows[k] (flag 8) */
     int64_t ldc;               /* c's row stride (0: n) */
+    int64_t a_row0;            /* rows of the prepacked a before the call's first (a group's) */
 } gemm_call;
 
 /* Packing buffers per thread, kept between calls (a 3 MB buffer mapped afresh each call costs
@@ -1073,19 +1074,19 @@ static void gemm_task(void *arg, int64_t lo, int64_t hi, int64_t part) {
     if (g->b_rows) {        /* B unpacked: its rows where the table says, columns contiguous */
         int64_t ldc = g->ldc ? g->ldc : g->n;
         dlvm_sgemm(rows, cols, g->k, a, g->k, 1, g->b, (int64_t)(intptr_t)g->b_rows, 0,
-                   g->c + r0 * ldc + c0, ldc, pa, pb, 0, 8 | a_flag, r0, g->a_padded, c0, 0,
+                   g->c + r0 * ldc + c0, ldc, pa, pb, 0, 8 | a_flag, g->a_row0 + r0, g->a_padded, c0, 0,
                    bias, epi);
     }
     else if (g->geometry)   /* implicit GEMM: the patch matrix is read from the image in place */
         dlvm_sgemm(rows, cols, g->k, a, g->k, 1, g->b, (int64_t)(intptr_t)g->geometry,
-                   0, g->c + r0 * g->n + c0, g->n, pa, pb, 0, 4 | a_flag, r0, g->a_padded, c0, 0,
+                   0, g->c + r0 * g->n + c0, g->n, pa, pb, 0, 4 | a_flag, g->a_row0 + r0, g->a_padded, c0, 0,
                    bias, epi);
     else if (g->b_padded)
         dlvm_sgemm(rows, cols, g->k, a, g->k, 1, g->b, 0, 0, g->c + r0 * g->n + c0, g->n, pa, pb,
-                   0, 2 | a_flag, r0, g->a_padded, c0, g->b_padded, bias, epi);
+                   0, 2 | a_flag, g->a_row0 + r0, g->a_padded, c0, g->b_padded, bias, epi);
     else
         dlvm_sgemm(rows, cols, g->k, a, g->k, 1, g->b + c0, g->n, 1, g->c + r0 * g->n + c0, g->n,
-                   pa, pb, 0, a_flag, r0, g->a_padded, c0, 0, bias, epi);
+                   pa, pb, 0, a_flag, g->a_row0 + r0, g->a_padded, c0, 0, bias, epi);
 }
 
 /* A few rows: each output row is a sum of B's rows scaled by a's elements, one pass over B
@@ -1558,7 +1559,8 @@ typedef struct {
     int pointwise, split, failed;
     dlvm_ctx *ctx;
     const float *w_packed;      /* the weights packed once per call (NULL: each product packs) */
-    int64_t w_padded;
+    int64_t w_padded;           /* rows of w_packed in all */
+    int64_t w_row0;             /* rows of w_packed before this job's first (a group's) */
     int relu;                   /* max(., 0) as the products store */
     int64_t group;              /* images per product (CONV_GROUP_COLUMNS) */
     const int64_t *b_rows;      /* non-NULL: products read the (padded) image in place, row k of
@@ -1575,7 +1577,7 @@ static void relu_in_place(float *y, int64_t n) {
 /* out [m, n] = a [m, k] x b (or the patches of an image, with geometry) on this thread, then
  * + bias per row (NULL: none), then relu where asked */
 static int gemm_here(int64_t m, int64_t n, int64_t k, const float *a, const float *a_packed,
-                     int64_t a_padded, const float *b, const int64_t *geometry,
+                     int64_t a_padded, int64_t a_row0, const float *b, const int64_t *geometry,
                      const int64_t *b_rows, const float *bias, int relu, float *c, int64_t ldc) {
     if (!geometry && !b_rows && !a_packed && m < DLVM_GEMM_MIN_ROWS) {
         few_rows(m, n, k, a, b, c);
@@ -1585,7 +1587,8 @@ static int gemm_here(int64_t m, int64_t n, int64_t k, const float *a, const floa
         if (relu) relu_in_place(c, m * n);
         return 0;
     }
-    gemm_call g = {m, n, k, a, b, c, 1, 0, 0, geometry, a_packed, a_padded, bias, relu, b_rows, ldc};
+    gemm_call g = {m, n, k, a, b, c, 1, 0, 0, geometry, a_packed, a_padded, bias, relu, b_rows, ldc,
+                   a_row0};
     gemm_task(&g, 0, (m + DLVM_GEMM_MR - 1) / DLVM_GEMM_MR, 0);
     return g.failed;
 }
@@ -1595,8 +1598,8 @@ static int gemm_here(int64_t m, int64_t n, int64_t k, const float *a, const floa
 static int conv_product(conv_images *j, int64_t px, int64_t kk, const float *b,
                         const int64_t *geometry, const int64_t *b_rows, float *yb) {
     if (!j->split)
-        return gemm_here(j->o, px, kk, j->w, j->w_packed, j->w_padded, b, geometry, b_rows,
-                         j->bias, j->relu, yb, 0);
+        return gemm_here(j->o, px, kk, j->w, j->w_packed, j->w_padded, j->w_row0, b, geometry,
+                         b_rows, j->bias, j->relu, yb, 0);
     if (!geometry && !b_rows && !j->w_packed && j->o < DLVM_GEMM_MIN_ROWS) {
         int rc = sgemm(j->ctx, j->o, px, kk, j->w, b, yb);
         if (!rc && j->bias)
@@ -1606,7 +1609,7 @@ static int conv_product(conv_images *j, int64_t px, int64_t kk, const float *b,
         return rc;
     }
     gemm_call g = {j->o, px, kk, j->w, b, yb, 1, 0, 0, geometry, j->w_packed, j->w_padded, j->bias,
-                   j->relu, b_rows};
+                   j->relu, b_rows, 0, j->w_row0};
     return gemm_split(j->ctx, &g, b_rows ? 1 : geometry ? 2 : 3);
 }
 
@@ -1666,7 +1669,8 @@ static void conv_rows_task(void *arg, int64_t lo, int64_t hi, int64_t part) {
     conv_rows *r = arg;
     const conv_images *j = r->j;
     for (int64_t y = lo; y < hi; y++)
-        if (gemm_here(j->o, j->wo, r->kk, j->w, j->w_packed, j->w_padded, r->src + y * r->wp, NULL,
+        if (gemm_here(j->o, j->wo, r->kk, j->w, j->w_packed, j->w_padded, j->w_row0,
+                      r->src + y * r->wp, NULL,
                       j->b_rows, j->bias, j->relu, r->yb + y * j->wo, j->ho * j->wo)) {
             __atomic_store_n(&r->failed, 1, __ATOMIC_RELAXED);
             return;
@@ -1982,8 +1986,9 @@ static int conv_reads_in_place(int64_t o, int64_t kk, int64_t wo, int64_t wp, in
  * and more) as one product per (group, images): the per-plane form sums cg * kH * kW taps per
  * output from phase images, 1.1-1.9x onnxruntime's time at 16 channels a group on 7x7 and 14x14
  * planes; as products 0.7-0.9x the per-plane time at 8 and 16 channels a group, batch 1 and 8.
- * The weights are packed once for all groups (a group's MR-row panels start at its first row),
- * and the (group, images) products are split across the pool. */
+ * The weights are packed once for all groups (each K block of the packing holds every row, a
+ * group's from its first, a multiple of MR), and the (group, images) products are split
+ * across the pool. */
 static int grouped_by_products(int64_t cg, int64_t og) {
     return cg >= 8 && og >= DLVM_GEMM_MIN_ROWS && og % DLVM_GEMM_MR == 0;
 }
@@ -2034,8 +2039,9 @@ static int conv2d_group_products(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_va
                            bias ? bias + g * og : NULL, (float *)out->data + g * og * px, cg, h, wd,
                            og, kh, kw, ho, wo, s, p, d, pointwise, 0, 0};
         j->relu = relu;
-        j->w_packed = packed + g * og * kk;
-        j->w_padded = og;
+        j->w_packed = packed;        /* addressed by block and row: this group's from row g * og */
+        j->w_padded = o;
+        j->w_row0 = g * og;
         j->group = per;
         j->x_image = c * h * wd;
         j->y_image = o * px;
