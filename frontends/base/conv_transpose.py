@@ -6,8 +6,10 @@ between its elements, padded by (k_eff - 1 - pad) (plus output_padding at the en
 kernel flipped and its two channel axes swapped per group. When the stride is the kernel (and
 nothing is padded), or the input is one pixel, the windows do not overlap and it is one
 product and a reshuffle. Other strided ones (ungrouped, undilated) are one stride-1
-convolution per output phase, each with only its own taps, then a reshuffle (_sub_pixel): the
-zeros are never multiplied.
+convolution per output phase, each with only its own taps (_sub_pixel), or, where that saves
+few multiplies or the layer has few output channels (_phases_pay), one convolution over all
+phases sharing a window (_shared_window); then a reshuffle. The inserted zeros are never
+multiplied.
 """
 from __future__ import annotations
 
@@ -173,7 +175,7 @@ def _shared_window(e: Emitter, x: Value, w: Value, b: Value | None, batch_reshap
     window (a row and a column more than its own outputs) with the longest phase's taps: more
     multiplies than _sub_pixel's, but one product of s0*s1 times the output channels, which a
     layer of few output channels needs to fill the register tiles (a 64 -> 3 layer ran 2x
-    slower as four products of 3 rows).)"""
+    slower as four products of 3 rows)."""
     n, c, h, wd = x.shape
     m, kh, kw = w.shape[1], w.shape[2], w.shape[3]
     s0, s1 = strides
@@ -203,7 +205,7 @@ def _shared_window(e: Emitter, x: Value, w: Value, b: Value | None, batch_reshap
     return e.emit("mov", [y], hint)
 
 
-# Per-phase products pay where they save a quarter of the multiplies and each still has rows
+# Per-phase products pay where the shared window does 1.3x their multiplies and each still has rows
 # enough to fill the register tiles; measured one layer at a time, batch 1 and 32 (bench/README.md
 # "eighth session"): 256 -> 128 at 4x4 and 3x3 kernels 0.65-0.9x the shared window's time;
 # 64 -> 3 at 16x16 2x, 32 -> 16 at 32x32 (6% fewer multiplies) 1.0-1.25x; 4x4 kernels at 8x8
@@ -257,7 +259,12 @@ def _sub_pixel(e: Emitter, x: Value, w: Value, b: Value | None, batch_reshape,
             lo, hi = [max(0, f) for f in first], [min(h, last[0] + 1), min(wd, last[1] + 1)]
             if not p0.taps or not p1.taps or hi[0] <= lo[0] or hi[1] <= lo[1]:
                 # no taps (a kernel under the stride) or no input in reach (pads past the
-                # kernel): zeros, as a 1x1 product with zero weights over rows [0, length)
+                # kernel): zeros (the bias alone), not x times zero weights (an inf in x would
+                # make NaN); a batch of unknown size takes the product's shape
+                if n is not None:
+                    zeros = e.emit_const_fill(0.0, TensorType(x.dtype, (n, m, *lengths)))
+                    ys.append(e.emit("expand_dims", [zeros], axes=[2]))
+                    continue
                 wz = known(np.zeros((m, c, 1, 1), dtype=w.dtype.np))
                 y = e.emit("conv2d", [x, wz], strides=[1, 1],
                            pads=[0, 0, max(0, lengths[0] - h), max(0, lengths[1] - wd)],
