@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import functools
 
-import numpy as np
 import zoo_more
 from zoo_models import ZooModel, _torch
 
@@ -165,11 +164,7 @@ def _classes() -> dict:
     return {c.__name__: c for c in (ConvAutoencoder, RegNet, Pix2Pix, ConvMixer, MobileNetV3)}
 
 
-def _floats(*shape: int):
-    def make(batch: int, size: str, rng: np.random.Generator) -> dict[str, np.ndarray]:
-        return {"x": rng.standard_normal((batch, *shape)).astype(np.float32)}
-
-    return make
+_floats = zoo_more._floats
 
 
 def _model(name: str, cls_name: str, make_inputs) -> ZooModel:
