@@ -1306,6 +1306,33 @@ entry:
             np.testing.assert_array_equal(g, w)
 
 
+def test_iota_with_a_named_dim(tmp_path):
+    """iota whose shape names the batch (the ONNX importer's MaxPool indices build one) runs in
+    the library, sized by the call's dims: it had no kernel, and the VM cannot run an
+    instruction whose attributes name a dim for the library, so the whole program stayed on the
+    VM. Small integer dtypes wrap, as a cast from i64 would."""
+    module = assembler.parse("""module io
+func @main(%x: f32[N, 3, 4]) -> (i64[N, 3, 1, 1], f32[N, 3, 4], i8[300], i32[], f64[2, N]) {
+entry:
+  %a = iota {shape = [N, 3, 1, 1], axis = 1, dtype = i64}
+  %b = iota {shape = [N, 3, 4], axis = 0, dtype = f32}
+  %bb = add %b, %x
+  %c = iota {shape = [300], axis = 0, dtype = i8}
+  %d = iota {shape = [], axis = 0, dtype = i32}
+  %e = iota {shape = [2, N], axis = -1, dtype = f64}
+  ret %a, %bb, %c, %d, %e
+}
+""")
+    compile_library(module, tmp_path)
+    lib = aot.load(tmp_path)
+    for n in (1, 5):
+        x = np.random.default_rng(n).standard_normal((n, 3, 4)).astype(np.float32)
+        got, want = lib.run("main", x), dlvmrt.VM(module, jit="off").run("main", x)
+        for g, w in zip(got, want):
+            assert g.dtype == w.dtype and g.shape == w.shape
+            np.testing.assert_array_equal(g, w)
+
+
 def test_large_copies_split_across_threads(tmp_path):
     # gathers, transposes and strided slices of more than PARALLEL_COPY_BYTES run across the
     # pool (dlvm_aot_rt.c: gather_task, strided_task), each part starting mid-row or mid-axis;

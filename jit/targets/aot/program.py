@@ -589,6 +589,19 @@ class ProgramCompiler:
             self.w("}", 1)
             self._scopes = self._scopes[:-1]
             return
+        if op == "iota":        # its shape may name the batch: the call's dims say how long
+            a = OPS["iota"].with_defaults(ins.attrs)
+            if a["dtype"].name == "f16":
+                raise Unsupported("iota of f16")
+            shape = list(a["shape"])
+            axis = a["axis"] % len(shape) if shape else 0
+            dst = f"&r[{self.regs[ins.results[0]]}]"
+            self.w(f"if ({self._dims_bound(shape)}) {{ dlvm_rt_fail(ctx, DLVM_RT_ERR_TRAP, "
+                   f"\"a named dim of the iota is not bound\"); goto fail_{n}; }}", 2)
+            self.w(f"if (dlvm_rt_iota(ctx, {dst}, {dtype_code(a['dtype'])}, {len(shape)}, "
+                   f"{self._shape_expr(shape)}, {axis})) goto fail_{n};", 2)
+            self._close(temps)
+            return
         if op == "const":
             rt: TensorType = ins.attrs["type"]
             value = np.asarray(ins.attrs["value"])

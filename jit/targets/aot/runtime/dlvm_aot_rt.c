@@ -375,6 +375,22 @@ HIDDEN int dlvm_rt_fill(dlvm_ctx *ctx, dlvm_val *v, int32_t dtype, int32_t rank,
     return 0;
 }
 
+/* iota: element i holds its index along `axis` (a ramp repeated across the other axes),
+ * converted as a cast from i64 would (small integer dtypes wrap) */
+HIDDEN int dlvm_rt_iota(dlvm_ctx *ctx, dlvm_val *v, int32_t dtype, int32_t rank,
+                        const int64_t *shape, int32_t axis) {
+    if (dlvm_rt_alloc(ctx, v, dtype, rank, shape)) return 1;
+    int64_t n = dlvm_rt_numel(v), inner = 1, size = rank ? shape[axis] : 1;
+    for (int d = axis + 1; d < rank; d++) inner *= shape[d];
+    size_t item = dlvm_rt_itemsize(dtype);
+    char *p = v->data;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t k = rank ? i / inner % size : 0;
+        store_scalar(p + i * item, dtype, (double)k, k);
+    }
+    return 0;
+}
+
 HIDDEN int dlvm_rt_truth(const dlvm_val *v) {
     return *(const uint8_t *)v->data != 0;
 }

@@ -85,6 +85,8 @@ size_t dlvm_rt_itemsize(int32_t dtype);
 int dlvm_rt_fail(dlvm_ctx *ctx, int32_t code, const char *fmt, ...);
 int dlvm_rt_fill(dlvm_ctx *ctx, dlvm_val *v, int32_t dtype, int32_t rank, const int64_t *shape,
                  double value, int64_t ivalue);
+int dlvm_rt_iota(dlvm_ctx *ctx, dlvm_val *v, int32_t dtype, int32_t rank, const int64_t *shape,
+                 int32_t axis);
 int dlvm_rt_truth(const dlvm_val *v);
 
 /* entry: bind named dims and check a caller's tensor against its declared type */
