@@ -742,9 +742,12 @@ def test_convolution_reading_the_image_in_place(tmp_path, monkeypatch, k, pads, 
 @pytest.mark.parametrize("k,s,p,d,ceil", [((2, 2), (2, 2), (0, 0, 0, 0), (1, 1), False),
                                           ((3, 3), (2, 2), (1, 1, 1, 1), (1, 1), True),
                                           ((3, 2), (1, 3), (1, 0, 2, 1), (2, 1), False)])
-def test_max_pool(tmp_path, k, s, p, d, ceil):
-    # row-wise f32 max pooling (dlvm_aot_rt.c: maxpool_task): borders, strides, dilations,
-    # ceil mode, and a NaN inside a window wins
+@pytest.mark.parametrize("lanes", ["0", "1"])
+def test_max_pool(tmp_path, monkeypatch, k, s, p, d, ceil, lanes):
+    # row-wise f32 max pooling (dlvm_aot_rt.c: pool_task), and 16 planes to a vector
+    # (pool_lanes_task, 6 planes of 16 lanes used here): borders, strides, dilations, ceil
+    # mode, and a NaN inside a window wins
+    monkeypatch.setenv("DLVM_POOL_LANES", lanes)
     attrs = (f"kernel = {list(k)}, strides = {list(s)}, pads = {list(p)}, dilations = {list(d)}, "
              f"ceil_mode = {str(ceil).lower()}")
     module = assembler.parse(f"""module mp
@@ -758,6 +761,30 @@ entry:
     x[1, 2, 4, 5] = np.nan
     compile_library(module, tmp_path)
     close(aot.load(tmp_path).run("main", x), dlvmrt.VM(module, jit="off").run("main", x))
+
+
+def test_pooling_of_many_small_planes(tmp_path):
+    # 35 planes of 11x11 (two blocks of 16 lanes and a block of 3): SqueezeNet's 3x3/2
+    # ceil-mode max pool and PoolFormer's 3x3/1 average without the pads, chosen by lanes
+    # (dlvm_aot_rt.c: pool_planes) at two thread counts; NaN and -inf in windows
+    module = assembler.parse("""module many
+func @main(%x: f32[N, 7, 11, 11]) -> (f32[N, 7, ?, ?], f32[N, 7, ?, ?]) {
+entry:
+  %m = maxpool2d %x {kernel = [3, 3], strides = [2, 2], pads = [0, 0, 0, 0], dilations = [1, 1], \
+ceil_mode = true}
+  %a = avgpool2d %x {kernel = [3, 3], strides = [1, 1], pads = [1, 1, 1, 1], dilations = [1, 1], \
+ceil_mode = false, count_include_pad = false}
+  ret %m, %a
+}
+""")
+    x = np.random.default_rng(9).standard_normal((5, 7, 11, 11)).astype(np.float32)
+    x[4, 6, 10, 10] = np.nan
+    x[2, 3, 0, 5] = -np.inf
+    compile_library(module, tmp_path)
+    lib = aot.load(tmp_path)
+    for threads in (1, 2):
+        lib.set_threads(threads)
+        close(lib.run("main", x), dlvmrt.VM(module, jit="off").run("main", x))
 
 
 @pytest.mark.parametrize("ceil", [False, True])
@@ -790,9 +817,12 @@ entry:
     ((3, 3), (2, 2), (1, 1, 1, 1), (1, 1), True, False),
     ((3, 3), (2, 2), (1, 1, 1, 1), (1, 1), True, True),
     ((3, 2), (1, 3), (1, 0, 2, 1), (2, 1), False, True)])
-def test_avg_pool(tmp_path, k, s, p, d, ceil, include):
-    # row-wise average pooling (dlvm_aot_rt.c: avgpool_float_task): the divisor counts the
-    # image, the explicit pads with count_include_pad, never the ceil-mode overhang; f32 and f64
+@pytest.mark.parametrize("lanes", ["0", "1"])
+def test_avg_pool(tmp_path, monkeypatch, k, s, p, d, ceil, include, lanes):
+    # row-wise average pooling (dlvm_aot_rt.c: avgpool_float_task), and f32 16 planes to a
+    # vector (pool_lanes_task): the divisor counts the image, the explicit pads with
+    # count_include_pad, never the ceil-mode overhang; f32 and f64
+    monkeypatch.setenv("DLVM_POOL_LANES", lanes)
     attrs = (f"kernel = {list(k)}, strides = {list(s)}, pads = {list(p)}, dilations = {list(d)}, "
              f"ceil_mode = {str(ceil).lower()}, count_include_pad = {str(include).lower()}")
     module = assembler.parse(f"""module ap
