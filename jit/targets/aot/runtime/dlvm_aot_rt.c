@@ -1886,9 +1886,11 @@ static void depthwise_lanes_task(void *arg, int64_t lo, int64_t hi, int64_t part
                 else if (m == 16) memcpy(&r[l], xs[l] + q0, sizeof r[l]);
                 else r[l] = load_part(xs[l] + q0, m);
             transpose16(r);
-            for (int64_t k = 0; k < m; k++) {
-                int64_t q = q0 + k, i = q / wd, j = q % wd;
+            /* pixel q0 + k at row i, column j, stepped (a division per pixel cost more than
+             * the transpose) */
+            for (int64_t k = 0, i = q0 / wd, j = q0 % wd; k < m; k++) {
                 memcpy(in + ((i + p0) * wp + j + p1) * 16, &r[k], sizeof r[k]);
+                if (++j == wd) j = 0, i++;
             }
         }
         dw_vec bv;
@@ -2368,9 +2370,11 @@ static void pool2x2_plane(const float *x, int64_t w, float *y, int64_t ho, int64
  * the planes transposed into an [Hp, Wp, 16] image bordered with the pool's identity (-inf, or 0
  * for an average), each output pixel a vector max or sum over the taps, transposed back. The
  * row-at-a-time form below paid its per-row loops on rows of 5 to 16 outputs: SqueezeNet's
- * 3x3/2 ceil-mode pool of 11x11 planes at batch 32 was 10.9x onnxruntime, PoolFormer's 3x3/1
- * average on 16x16 2-3x. Units are blocks of 16 planes (image and channel flattened). */
-#define POOL_LANES_MAX_PIXELS 256
+ * 3x3/2 ceil-mode pool of 11x11 planes at batch 32 was 10.9x onnxruntime (now 1.25x),
+ * PoolFormer's 3x3/1 average on 16x16 2-3x (now 0.93x); up to 32x32 outputs 0.45-0.9x the
+ * row form's time, beyond it (a ResNet stem's 56x56) no faster. Units are blocks of 16 planes
+ * (image and channel flattened). */
+#define POOL_LANES_MAX_PIXELS 1024
 
 #if defined(__GNUC__) && !defined(__clang__)
 static void pool_lanes_task(void *arg, int64_t lo, int64_t hi, int64_t part) {
@@ -2406,14 +2410,14 @@ static void pool_lanes_task(void *arg, int64_t lo, int64_t hi, int64_t part) {
         for (int64_t c0 = 0; c0 < h * w; c0 += 16) {         /* 16 pixels of the 16 planes */
             int64_t n = h * w - c0 < 16 ? h * w - c0 : 16;
             dw_vec r[16];
-            for (int64_t l = 0; l < 16; l++) {
-                r[l] = fv;
-                if (l < lanes) memcpy(&r[l], m->x + (q0 + l) * h * w + c0, (size_t)n * 4);
-            }
+            for (int64_t l = 0; l < 16; l++)     /* whole vectors, not a copy of n floats */
+                if (l >= lanes) r[l] = fv;
+                else if (n == 16) memcpy(&r[l], m->x + (q0 + l) * h * w + c0, sizeof r[l]);
+                else r[l] = load_part(m->x + (q0 + l) * h * w + c0, n);
             transpose16(r);
-            for (int64_t t = 0; t < n; t++) {
-                int64_t at = c0 + t, i = at / w, j = at % w;
+            for (int64_t t = 0, i = c0 / w, j = c0 % w; t < n; t++) {
                 memcpy(in + ((i + p0) * wp + j + p1) * 16, &r[t], sizeof r[t]);
+                if (++j == w) j = 0, i++;
             }
         }
         for (int64_t i = 0; i < ho; i++)
@@ -2443,7 +2447,8 @@ static void pool_lanes_task(void *arg, int64_t lo, int64_t hi, int64_t part) {
                 else r[t] = fv;
             transpose16(r);
             for (int64_t l = 0; l < lanes; l++)
-                memcpy(m->y + (q0 + l) * ho * wo + c0, &r[l], (size_t)n * 4);
+                if (n == 16) memcpy(m->y + (q0 + l) * ho * wo + c0, &r[l], sizeof r[l]);
+                else memcpy(m->y + (q0 + l) * ho * wo + c0, &r[l], (size_t)n * 4);
         }
     }
     buffer_free(buf, bytes);
