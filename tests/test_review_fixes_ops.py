@@ -226,3 +226,24 @@ def test_scatter_elements_updates_must_match_indices():
   ret %r
 }""")
     assert "indices i64[1, 3] and updates f32[2, 3] differ" in msg
+
+
+@pytest.mark.parametrize("reduction", ["none", "add", "mul", "max", "min"])
+@pytest.mark.parametrize("k", [1, 2, 3])
+def test_scatter_nd_all_at_once_keeps_the_loops_meaning(reduction, k):
+    # scatter_nd's reference scatters every index at once (ufunc.at, or the last of repeated
+    # indices kept): the same result as one index at a time in order, NaN and repeats included
+    from isa.ops.indexing import scatter_nd_ref
+    rng = np.random.default_rng(k)
+    a = rng.standard_normal((4, 5, 3)).astype(np.float32)
+    idx = rng.integers(-2, 3, (7, 6, k)).astype(np.int64)     # repeats, negatives
+    upd = rng.standard_normal((7, 6) + a.shape[k:]).astype(np.float32)
+    upd.flat[5] = np.nan
+    got = scatter_nd_ref({"reduction": reduction}, a, idx, upd)
+    want = np.array(a)
+    ops = {"add": np.add, "mul": np.multiply, "max": np.maximum, "min": np.minimum}
+    for j, at in enumerate(idx.reshape(-1, k)):
+        at = tuple(int(v) % a.shape[d] for d, v in enumerate(at))
+        u = upd.reshape((-1,) + a.shape[k:])[j]
+        want[at] = u if reduction == "none" else ops[reduction](want[at], u)
+    np.testing.assert_array_equal(got, want)
