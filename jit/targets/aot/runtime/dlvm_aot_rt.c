@@ -1848,6 +1848,42 @@ static inline dw_vec load_part(const float *src, int64_t n) {
     return v;
 }
 
+/* 16 [h, w] planes (NULL: a lane of `fill`) into the lanes of an image of rows `wp` pixels wide,
+ * pixel (i, j) at (i + p0, j + p1): 16 pixels of the 16 planes per transpose, whole vectors
+ * where a chunk is whole (a copy of n floats went through the stack and cost more than the
+ * pooling), the pixel's place stepped, not divided */
+static void planes_to_lanes(const float *const *src, int64_t h, int64_t w, float *in,
+                            int64_t wp, int64_t p0, int64_t p1, dw_vec fill) {
+    for (int64_t q0 = 0; q0 < h * w; q0 += 16) {
+        int64_t n = h * w - q0 < 16 ? h * w - q0 : 16;
+        dw_vec r[16];
+        for (int64_t l = 0; l < 16; l++)
+            if (!src[l]) r[l] = fill;
+            else if (n == 16) memcpy(&r[l], src[l] + q0, sizeof r[l]);
+            else r[l] = load_part(src[l] + q0, n);
+        transpose16(r);
+        for (int64_t k = 0, i = q0 / w, j = q0 % w; k < n; k++) {
+            memcpy(in + ((i + p0) * wp + j + p1) * 16, &r[k], sizeof r[k]);
+            if (++j == w) j = 0, i++;
+        }
+    }
+}
+
+/* the first `lanes` lanes of `pixels` vectors back into planes dst[0 .. lanes) */
+static void lanes_to_planes(const float *res, int64_t pixels, float *const *dst, int64_t lanes) {
+    for (int64_t q0 = 0; q0 < pixels; q0 += 16) {
+        int64_t n = pixels - q0 < 16 ? pixels - q0 : 16;
+        dw_vec r[16];
+        for (int64_t k = 0; k < 16; k++)
+            if (k < n) memcpy(&r[k], res + (q0 + k) * 16, sizeof r[k]);
+            else r[k] = dw_splat(0.0f);
+        transpose16(r);
+        for (int64_t l = 0; l < lanes; l++)
+            if (n == 16) memcpy(dst[l] + q0, &r[l], sizeof r[l]);
+            else memcpy(dst[l] + q0, &r[l], (size_t)n * 4);
+    }
+}
+
 static void depthwise_lanes_task(void *arg, int64_t lo, int64_t hi, int64_t part) {
     (void)part;
     grouped_conv *g = arg;
@@ -1873,26 +1909,15 @@ static void depthwise_lanes_task(void *arg, int64_t lo, int64_t hi, int64_t part
             for (int64_t l = 0; l < 16; l++)
                 bias[l] = l < lanes && g->bias ? g->bias[c0 + l] : 0.0f;
         }
-        /* 16 pixels of the 16 planes at a time, transposed into their places in the bordered
-         * image (lanes past `lanes` are zero: their weights are zero and they are not stored) */
+        /* the planes into the bordered image (lanes past `lanes` are zero: their weights are
+         * zero and they are not stored) */
         const float *xs[16];
-        for (int64_t l = 0; l < 16; l++)
+        float *ys[16];
+        for (int64_t l = 0; l < 16; l++) {
             xs[l] = l < lanes ? g->x + (b * g->c + (c0 + l) / g->og) * h * wd : NULL;
-        for (int64_t q0 = 0; q0 < h * wd; q0 += 16) {
-            int64_t m = h * wd - q0 < 16 ? h * wd - q0 : 16;
-            dw_vec r[16];
-            for (int64_t l = 0; l < 16; l++)
-                if (!xs[l]) r[l] = dw_splat(0.0f);
-                else if (m == 16) memcpy(&r[l], xs[l] + q0, sizeof r[l]);
-                else r[l] = load_part(xs[l] + q0, m);
-            transpose16(r);
-            /* pixel q0 + k at row i, column j, stepped (a division per pixel cost more than
-             * the transpose) */
-            for (int64_t k = 0, i = q0 / wd, j = q0 % wd; k < m; k++) {
-                memcpy(in + ((i + p0) * wp + j + p1) * 16, &r[k], sizeof r[k]);
-                if (++j == wd) j = 0, i++;
-            }
+            ys[l] = l < lanes ? g->y + (b * o + c0 + l) * ho * wo : NULL;
         }
+        planes_to_lanes(xs, h, wd, in, wp, p0, p1, dw_splat(0.0f));
         dw_vec bv;
         memcpy(&bv, bias, sizeof bv);
         for (int64_t i = 0; i < ho; i++) {
@@ -1933,19 +1958,7 @@ static void depthwise_lanes_task(void *arg, int64_t lo, int64_t hi, int64_t part
                 memcpy(res + (i * wo + j) * 16, &a, sizeof a);
             }
         }
-        for (int64_t q0 = 0; q0 < ho * wo; q0 += 16) {     /* 16 pixels back to 16 planes */
-            int64_t m = ho * wo - q0 < 16 ? ho * wo - q0 : 16;
-            dw_vec r[16];
-            for (int64_t k = 0; k < 16; k++)
-                if (k < m) memcpy(&r[k], res + (q0 + k) * 16, sizeof r[k]);
-                else r[k] = dw_splat(0.0f);
-            transpose16(r);
-            for (int64_t l = 0; l < lanes; l++) {
-                float *yp = g->y + (b * o + c0 + l) * ho * wo + q0;
-                if (m == 16) memcpy(yp, &r[l], sizeof r[l]);
-                else memcpy(yp, &r[l], (size_t)m * 4);
-            }
-        }
+        lanes_to_planes(res, ho * wo, ys, lanes);
     }
     buffer_free(buf, bytes);
 }
@@ -2407,19 +2420,13 @@ static void pool_lanes_task(void *arg, int64_t lo, int64_t hi, int64_t part) {
         }
     for (int64_t blk = lo; blk < hi; blk++) {
         int64_t q0 = blk * 16, lanes = m->planes - q0 < 16 ? m->planes - q0 : 16;
-        for (int64_t c0 = 0; c0 < h * w; c0 += 16) {         /* 16 pixels of the 16 planes */
-            int64_t n = h * w - c0 < 16 ? h * w - c0 : 16;
-            dw_vec r[16];
-            for (int64_t l = 0; l < 16; l++)     /* whole vectors, not a copy of n floats */
-                if (l >= lanes) r[l] = fv;
-                else if (n == 16) memcpy(&r[l], m->x + (q0 + l) * h * w + c0, sizeof r[l]);
-                else r[l] = load_part(m->x + (q0 + l) * h * w + c0, n);
-            transpose16(r);
-            for (int64_t t = 0, i = c0 / w, j = c0 % w; t < n; t++) {
-                memcpy(in + ((i + p0) * wp + j + p1) * 16, &r[t], sizeof r[t]);
-                if (++j == w) j = 0, i++;
-            }
+        const float *xs[16];
+        float *ys[16];
+        for (int64_t l = 0; l < 16; l++) {
+            xs[l] = l < lanes ? m->x + (q0 + l) * h * w : NULL;
+            ys[l] = l < lanes ? m->y + (q0 + l) * ho * wo : NULL;
         }
+        planes_to_lanes(xs, h, w, in, wp, p0, p1, fv);
         for (int64_t i = 0; i < ho; i++)
             for (int64_t j = 0; j < wo; j++) {
                 dw_vec a = fv;
@@ -2439,17 +2446,7 @@ static void pool_lanes_task(void *arg, int64_t lo, int64_t hi, int64_t part) {
                 if (!is_max) a *= dw_splat(scale[i * wo + j]);
                 memcpy(res + (i * wo + j) * 16, &a, sizeof a);
             }
-        for (int64_t c0 = 0; c0 < ho * wo; c0 += 16) {      /* back to 16 planes */
-            int64_t n = ho * wo - c0 < 16 ? ho * wo - c0 : 16;
-            dw_vec r[16];
-            for (int64_t t = 0; t < 16; t++)
-                if (t < n) memcpy(&r[t], res + (c0 + t) * 16, sizeof r[t]);
-                else r[t] = fv;
-            transpose16(r);
-            for (int64_t l = 0; l < lanes; l++)
-                if (n == 16) memcpy(m->y + (q0 + l) * ho * wo + c0, &r[l], sizeof r[l]);
-                else memcpy(m->y + (q0 + l) * ho * wo + c0, &r[l], (size_t)n * 4);
-        }
+        lanes_to_planes(res, ho * wo, ys, lanes);
     }
     buffer_free(buf, bytes);
 }
