@@ -176,6 +176,23 @@ def test_epilogue_is_the_separate_pass_fused(g, m, k, n, bias, relu, threads, pa
     np.testing.assert_array_equal(got, want)
 
 
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 7, 12, 49, 50, 52, 56, 60, 99])
+@pytest.mark.parametrize("m", [1, 8, 13, 40, 65, 300])
+def test_column_tails_of_many_row_panels(g, m, n):
+    """The last few columns of N (a 7x7 image's 49th pixel) are computed several row panels
+    at a time, the panels past M's end reading the last one again: every width of tail, rows
+    ending mid-panel and mid-group, two K blocks, a row bias and relu, against float64 and,
+    bit for bit, against the same product with B prepacked (its own code path)."""
+    rng = np.random.default_rng(m * 100 + n)
+    a, b, vec = rand(rng, m, 300), rand(rng, 300, n), rand(rng, m)
+    plain = np.full((m, n), np.nan, np.float32)
+    g.matmul(a, b, plain)
+    check(a, b, plain)
+    got = np.full((m, n), np.nan, np.float32)
+    g.matmul(a, g.pack(b, "b"), got, 2, epilogue=Epilogue(row_bias=vec, relu=True))
+    np.testing.assert_array_equal(got, _relu(plain + vec[:, None]))
+
+
 def test_epilogue_accumulates_and_propagates_nan(g):
     rng = np.random.default_rng(3)
     a, b = rand(rng, 20, 300), rand(rng, 300, 60)

@@ -555,49 +555,71 @@ class _Builder:
 
     # Widths of the column-tail kernels (micro_columns): a tail of t columns runs the
     # narrowest one of at least t; wider tails run a whole-vector micro-kernel
-    COLUMN_TAILS = (4, 8, 12)
+    COLUMN_TAILS = (1, 2, 4, 8, 12)
+
+    def column_panels(self, width: int) -> int:
+        """Row panels one column-tail call computes together: enough independent sums
+        (panels x width) to hide the FMA's latency, within half the vector registers."""
+        budget = 16 if self.s.vw >= 16 else 8
+        return max(1, min(8, budget // width))
 
     def micro_columns(self, width: int) -> ir.Function:
-        """C tile [mr, nr] (+)= packed A panel x B's first nr <= `width` columns, the panel's MR
-        rows as one vector and one accumulator per column. For N's last few columns: a 7x7
-        image's 49 output pixels are a full 48-column tile and one column, which the
-        one-vector micro-kernel computes as MR whole-width FMAs per k (ResNet-18's last stage
-        spent a quarter of its time so at batch 1); here it is `width` MR-wide ones. Each
-        element sums over k in the same order as micro(), so results are the same bits. Reads
-        B up to `width` columns (a packed panel holds NR; in place, VW - 1 of slack)."""
+        """C tile [mr, nr] (+)= `column_panels(width)` packed A panels (mr rows in all) x B's
+        first nr <= `width` columns, each panel's MR rows as one vector and one accumulator per
+        panel and column. For N's last few columns: a 7x7 image's 49 output pixels are a full
+        48-column tile and one column, which the one-vector micro-kernel computes as MR
+        whole-width FMAs per k; here it is one MR-wide FMA per panel. One panel and one column
+        alone would be a single chain of FMAs, each waiting for the last (ResNet-18's last
+        stage spent 13% of its time there at batch 1): the panels side by side make
+        independent chains. Each element sums over k in the same order as micro(), so results
+        are the same bits. Reads B up to `width` columns (a packed panel holds NR; in place,
+        VW - 1 of slack); panels past the last row read the last panel again, never past it."""
         s = self.s
+        panels = self.column_panels(width)
         rvec = ir.VectorType(F32, s.mr)
         fma = intrinsic(self.mod, "llvm.fma", rvec, [rvec] * 3, suffix=f"v{s.mr}f32")
         fn, b = self._function(f"micro_columns{width}", [
             ("kc", I64), ("pa", PTR), ("pb", PTR), ("c", PTR), ("ldc", I64), ("mr", I64),
             ("nr", I64), ("beta", I64), ("bias", PTR), ("epi", I64), ("koff", PTR)])
         kc, pa, pb, c, ldc, mr, nr, beta, bias, epi, koff = fn.args
-        acc = [b.alloca(rvec, name=f"acc{j}") for j in range(width)]
-        for slot in acc:
-            b.store(ir.Constant(rvec, [0.0] * s.mr), slot)
+        last = b.sdiv(b.sub(mr, const(I64, 1)), const(I64, s.mr))
+        panel_floats = b.mul(kc, const(I64, s.mr))
+        pas = [self._at(b, pa, b.mul(self._min(b, const(I64, p), last), panel_floats))
+               for p in range(panels)]
+        acc = [[b.alloca(rvec, name=f"acc{p}_{j}") for j in range(width)] for p in range(panels)]
+        for row in acc:
+            for slot in row:
+                b.store(ir.Constant(rvec, [0.0] * s.mr), slot)
         splat_mask = ir.Constant(ir.VectorType(ir.IntType(32), s.mr), [0] * s.mr)
         with for_range(b, const(I64, 0), kc, "k") as k:
             bp = self._at(b, pb, b.load(b.gep(koff, [k], source_etype=I64), typ=I64))
-            av = b.load(self._at(b, pa, b.mul(k, const(I64, s.mr))), typ=rvec, align=4)
+            bjs = []
             for j in range(width):
                 bj = b.insert_element(ir.Constant(rvec, ir.Undefined),
                                       b.load(self._at(b, bp, const(I64, j)), typ=F32), const(I64, 0))
-                bj = b.shuffle_vector(bj, ir.Constant(rvec, ir.Undefined), splat_mask)
-                b.store(b.call(fma, [av, bj, b.load(acc[j], typ=rvec)]), acc[j])
+                bjs.append(b.shuffle_vector(bj, ir.Constant(rvec, ir.Undefined), splat_mask))
+            at = b.mul(k, const(I64, s.mr))
+            for p in range(panels):
+                av = b.load(self._at(b, pas[p], at), typ=rvec, align=4)
+                for j in range(width):
+                    b.store(b.call(fma, [av, bjs[j], b.load(acc[p][j], typ=rvec)]), acc[p][j])
         # the store, element by element, in micro()'s order: + C, bias, relu
         add_c = b.icmp_signed("!=", beta, const(I64, 0))
         row_bias, col_bias, relu = (b.icmp_signed("!=", b.and_(epi, const(I64, bit)), const(I64, 0))
                                     for bit in (1, 2, 4))
-        tile = b.alloca(rvec, size=const(I64, width), name="tile")
-        for j in range(width):
-            b.store(b.load(acc[j], typ=rvec), b.gep(tile, [const(I64, j)], source_etype=rvec))
+        tile = b.alloca(rvec, size=const(I64, width * panels), name="tile")   # column by column
+        for p in range(panels):
+            for j in range(width):
+                b.store(b.load(acc[p][j], typ=rvec),
+                        b.gep(tile, [const(I64, j * panels + p)], source_etype=rvec))
         x_slot = b.alloca(F32, name="x")
         with for_range(b, const(I64, 0), nr, "ej") as j:
-            column = b.load(b.gep(tile, [j], source_etype=rvec), typ=rvec)
             with for_range(b, const(I64, 0), mr, "ei") as i:
                 p = self._at(b, c, b.add(b.mul(i, ldc), j))
-                self._store_element(b, b.extract_element(column, i), x_slot, p, i, j, bias,
-                                    (add_c, row_bias, col_bias, relu))
+                at = b.add(b.mul(j, const(I64, panels)), b.sdiv(i, const(I64, s.mr)))
+                lane = b.load(b.gep(tile, [at], source_etype=rvec), typ=rvec)
+                self._store_element(b, b.extract_element(lane, b.srem(i, const(I64, s.mr))), x_slot,
+                                    p, i, j, bias, (add_c, row_bias, col_bias, relu))
         b.ret_void()
         return fn
 
@@ -667,15 +689,26 @@ class _Builder:
                                       self._at(b, pkb_k, b.mul(jr, kc)))
                         koff = b.select(b_direct, b.gep(b_rows, [pc], source_etype=I64),
                                         b.bitcast(panel_rows, PTR))
-                        with for_range(b, zero, mc, "ir", step=const(I64, s.mr)) as ir_:
-                            mr = self._min(b, b.sub(mc, ir_), const(I64, s.mr))
+                        head, tail, t = self._split_columns(b, nr)
+
+                        def tile_at(ir_: ir.Value) -> tuple[ir.Value, ir.Value, ir.Value]:
+                            """The packed A panel, C's tile and the bias of rows from ir_."""
                             pa = self._at(b, pka_i, b.mul(ir_, kc))
                             tile = self._at(b, c, b.add(b.mul(b.add(ic, ir_), ldc), b.add(jc, jr)))
                             # (a plain gep: bias may be null when epi has no bias bit)
                             at = b.select(by_row, b.add(ic, ir_), b.add(jc, jr))
-                            bias_t = b.gep(bias, [at], source_etype=F32)
-                            args = [kc, pa, pb, tile, ldc, mr, nr, beta_k, bias_t, epi_k, koff]
-                            self._call_micro(b, micros, nr, mr, args)
+                            return pa, tile, b.gep(bias, [at], source_etype=F32)
+
+                        with b.if_then(b.icmp_signed(">", head, zero)):
+                            with for_range(b, zero, mc, "ir", step=const(I64, s.mr)) as ir_:
+                                mr = self._min(b, b.sub(mc, ir_), const(I64, s.mr))
+                                pa, tile, bias_t = tile_at(ir_)
+                                args = [kc, pa, pb, tile, ldc, mr, head, beta_k, bias_t, epi_k, koff]
+                                self._call_whole(b, micros, head, mr, args)
+                        if self.columns:
+                            with b.if_then(tail):
+                                self._call_columns(b, t, head, mc, tile_at,
+                                                   [kc, pb, ldc, beta_k, epi_k, koff])
         b.ret(const(I32, 0))      # the status word of every kernel: nothing can fail here
         return fn
 
@@ -700,40 +733,44 @@ class _Builder:
         """Row counts of the micro-kernels: MR, and fewer for M's last panel."""
         return sorted({1, max(1, self.s.mr // 2), self.s.mr})
 
-    def _call_micro(self, b: ir.IRBuilder, micros: dict[tuple[int, int], ir.Function],
-                    nr: ir.Value, mr: ir.Value, args: list[ir.Value]) -> None:
-        """A tile of `nr` columns: its whole vectors by micro(), and a tail of a few columns
-        past them (up to the widest column kernel) by micro_columns()."""
+    def _split_columns(self, b: ir.IRBuilder, nr: ir.Value) -> tuple[ir.Value, ir.Value, ir.Value]:
+        """(head, tail, t) of a tile of `nr` columns: micro() computes the first `head`
+        columns (whole vectors); when `tail`, the last t past them (up to the widest column
+        kernel) are micro_columns()' work."""
         if not self.columns:
-            self._call_whole(b, micros, nr, mr, args)
-            return
-        vw = const(I64, self.s.vw)
-        t = b.srem(nr, vw)
-        whole = b.sub(nr, t)
+            return nr, ir.Constant(ir.IntType(1), 0), const(I64, 0)
+        t = b.srem(nr, const(I64, self.s.vw))
         tail = b.and_(b.icmp_signed(">", t, const(I64, 0)),
                       b.icmp_signed("<=", t, const(I64, max(self.columns))))
-        head = b.select(tail, whole, nr)        # the columns micro() computes
-        kc, pa, pb, c, ldc, _mr, _nr, beta, bias, epi, koff = args
-        with b.if_then(b.icmp_signed(">", head, const(I64, 0))):
-            self._call_whole(b, micros, head, mr, [kc, pa, pb, c, ldc, mr, head, beta, bias, epi, koff])
-        with b.if_then(tail):
-            col_bias = b.icmp_signed("!=", b.and_(epi, const(I64, 2)), const(I64, 0))
-            bias_t = b.select(col_bias, b.gep(bias, [whole], source_etype=F32), bias)
-            tail_args = [kc, pa, self._at(b, pb, whole), self._at(b, c, whole), ldc, mr, t, beta,
-                         bias_t, epi, koff]
-            widths = sorted(self.columns)
-            done = b.append_basic_block("columns.done")
-            for w in widths[:-1]:
-                here = b.append_basic_block(f"columns{w}")
+        return b.select(tail, b.sub(nr, t), nr), tail, t
+
+    def _call_columns(self, b: ir.IRBuilder, t: ir.Value, whole: ir.Value, mc: ir.Value,
+                      tile_at, shared: list[ir.Value]) -> None:
+        """The last t columns (from `whole`) of every row of the block, by the narrowest
+        column kernel of at least t columns, column_panels() row panels a call."""
+        kc, pb, ldc, beta, epi, koff = shared
+        col_bias = b.icmp_signed("!=", b.and_(epi, const(I64, 2)), const(I64, 0))
+        widths = sorted(self.columns)
+        done = b.append_basic_block("columns.done")
+        for n, w in enumerate(widths):
+            here = b.append_basic_block(f"columns{w}")
+            if n + 1 < len(widths):
                 nxt = b.append_basic_block(f"columns{w}.else")
                 b.cbranch(b.icmp_signed("<=", t, const(I64, w)), here, nxt)
-                b.position_at_end(here)
-                b.call(self.columns[w], tail_args)
-                b.branch(done)
-                b.position_at_end(nxt)
-            b.call(self.columns[widths[-1]], tail_args)
+            else:
+                b.branch(here)
+            b.position_at_end(here)
+            step = const(I64, self.column_panels(w) * self.s.mr)
+            with for_range(b, const(I64, 0), mc, f"ic{w}", step=step) as ir_:
+                rows = self._min(b, b.sub(mc, ir_), step)
+                pa, tile, bias_t = tile_at(ir_)
+                bias_t = b.select(col_bias, b.gep(bias_t, [whole], source_etype=F32), bias_t)
+                b.call(self.columns[w], [kc, pa, self._at(b, pb, whole), self._at(b, tile, whole),
+                                         ldc, rows, t, beta, bias_t, epi, koff])
             b.branch(done)
-            b.position_at_end(done)
+            if n + 1 < len(widths):
+                b.position_at_end(nxt)
+        b.position_at_end(done)
 
     def _call_whole(self, b: ir.IRBuilder, micros: dict[tuple[int, int], ir.Function],
                     nr: ir.Value, mr: ir.Value, args: list[ir.Value]) -> None:
