@@ -18,6 +18,7 @@ from cli import main as cli_main
 from dlvmrt import aot
 from isa.builder import ModuleBuilder
 from isa.errors import Trap
+from isa.ops import OPS
 from jit.targets.aot import AotError, compile_library, find_cc
 
 pytestmark = pytest.mark.skipif(find_cc() is None, reason="no C compiler (cc)")
@@ -1399,3 +1400,47 @@ entry:
             y = rng.standard_normal((n, 50, 60, 20)).astype(np.float32)
             z = rng.standard_normal((n, 50, 60, 9)).astype(np.float32)
             close(lib.run("main", x, i, v, y, z), vm.run("main", x, i, v, y, z), 0)
+
+
+# (input [C, D, H, W], weights [O, C/g, kD, kH, kW], strides, pads, dilations, groups, bias,
+# weights a constant): each of dlvm_rt_conv3d's forms
+CONV3D_CASES = [
+    ((3, 5, 9, 9), (8, 3, 3, 3, 3), [1, 1, 1], [1] * 6, [1, 1, 1], 1, True, True),   # in place, wide
+    ((2, 4, 6, 16), (20, 2, 3, 3, 3), [2, 1, 1], [1, 0, 1, 0, 1, 1], [1, 2, 1], 1, False, False),  # rows
+    ((6, 3, 7, 5), (12, 2, 2, 3, 1), [1, 1, 1], [0, 1, 0, 1, 2, 0], [2, 1, 1], 3, True, True),
+    ((16, 3, 5, 6), (2, 16, 1, 1, 1), [1, 1, 1], [0] * 6, [1, 1, 1], 1, True, True),  # few channels
+    ((16, 3, 5, 6), (24, 8, 1, 1, 1), [1, 1, 1], [0] * 6, [1, 1, 1], 2, False, False),  # pointwise
+    ((4, 6, 11, 10), (10, 4, 3, 3, 3), [2, 2, 2], [1] * 6, [1, 1, 1], 1, True, True),  # patches
+    ((4, 5, 12, 13), (6, 2, 2, 2, 3), [1, 3, 3], [0, 2, 1, 1, 0, 2], [1, 2, 1], 2, True, False),
+    ((40, 3, 6, 6), (16, 40, 3, 3, 3), [1, 2, 1], [1] * 6, [1, 1, 1], 1, True, True),  # K > KC
+]
+
+
+def test_conv3d_forms_match_the_reference(tmp_path):
+    """The native 3-D convolution (dlvm_aot_rt.c: dlvm_rt_conv3d) in each of its forms: read in
+    place over the padded width or row by row, pointwise (a few output channels by rows of B),
+    packed patches (strides 2 and 3), groups, bias, constant or parameter weights, K past one
+    GEMM block; batch 1 (each product split across the pool) and 3 (units across it)."""
+    rng = np.random.default_rng(33)
+    mb = ModuleBuilder("conv3d")
+    weights = []
+    for i, (xs, ws, st, pd, dl, g, bias, const_w) in enumerate(CONV3D_CASES):
+        w = (rng.standard_normal(ws) * 0.3).astype(np.float32)
+        a = OPS["conv3d"].with_defaults({"strides": st, "pads": pd, "dilations": dl, "groups": g})
+        out = OPS["conv3d"].reference(a, np.zeros((1, *xs), np.float32), w).shape[1:]
+        params = [("x", "f32[N, " + ", ".join(map(str, xs)) + "]")]
+        if not const_w:
+            params.append(("w", "f32[" + ", ".join(map(str, ws)) + "]"))
+        f = mb.function(f"f{i}", params, ["f32[N, " + ", ".join(map(str, out)) + "]"])
+        ops = [f.arg("x"), mb.constant(f"w{i}", w) if const_w else f.arg("w")]
+        if bias:
+            ops.append(mb.constant(f"b{i}", rng.standard_normal(ws[0]).astype(np.float32)))
+        f.ret(f.conv3d(*ops, strides=st, pads=pd, dilations=dl, groups=g))
+        weights.append([] if const_w else [w])
+    module = mb.finish()
+    compile_library(module, tmp_path)
+    lib, vm = aot.load(tmp_path), dlvmrt.VM(module, jit="off")
+    for i, (xs, *_rest) in enumerate(CONV3D_CASES):
+        for n in (1, 3):
+            args = [rng.standard_normal((n, *xs)).astype(np.float32), *weights[i]]
+            close(lib.run(f"f{i}", *args), vm.run(f"f{i}", *args), 1e-5)

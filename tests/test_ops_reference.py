@@ -126,6 +126,9 @@ LISTED_CASES: list[tuple[str, list[np.ndarray], dict]] = [
     ("conv2d", [_f(1, 4, 7, 8), _f(6, 2, 3, 2), _f(6)],
      {"strides": [2, 1], "pads": [1, 0, 2, 1], "dilations": [1, 2], "groups": 2}),
     ("conv2d", [_f(1, 1, 5, 5, dtype=np.float64), _f(2, 1, 1, 1, dtype=np.float64)], {}),
+    ("conv3d", [_f(2, 3, 4, 5, 5), _f(4, 3, 2, 3, 3)], {}),
+    ("conv3d", [_f(1, 4, 5, 6, 4), _f(6, 2, 3, 2, 2), _f(6)],
+     {"strides": [2, 1, 2], "pads": [1, 0, 1, 0, 1, 1], "dilations": [1, 2, 1], "groups": 2}),
     ("maxpool2d", [_f(2, 3, 6, 6)], {"kernel": [2, 2], "strides": [2, 2]}),
     ("maxpool2d", [sample(I32, (1, 2, 5, 5))], {"kernel": [3, 2], "pads": [1, 1, 0, 1]}),
     ("pool_grad", [_f(2, 3, 6, 6), _f(2, 3, 3, 3)], {"kernel": [2, 2], "strides": [2, 2]}),
@@ -355,6 +358,45 @@ def test_conv2d_reads_strided_inputs():
     got = run("conv2d", x, w, pads=[1, 1, 1, 1])
     np.testing.assert_allclose(got, _loop_conv2d(x, w, None, [1, 1], [1, 1, 1, 1], [1, 1], 1),
                                rtol=1e-12, atol=1e-12)
+
+
+def _taps_conv3d(x, w, bias, strides, pads, dilations, groups):
+    """conv3d summed tap by tap over shifted views of the padded input (not the reference's
+    depth-taps-as-channels layout)."""
+    n, c = x.shape[:2]
+    o, cg = w.shape[:2]
+    xp = np.pad(x, [(0, 0), (0, 0)] + [(pads[i], pads[i + 3]) for i in range(3)])
+    out_size = [(xp.shape[2 + i] - dilations[i] * (w.shape[2 + i] - 1) - 1) // strides[i] + 1
+                for i in range(3)]
+    out = np.zeros((n, o, *out_size))
+    og = o // groups
+    for u, p, q in np.ndindex(*w.shape[2:]):
+        view = xp[:, :, u * dilations[0]::strides[0], p * dilations[1]::strides[1],
+                  q * dilations[2]::strides[2]][:, :, :out_size[0], :out_size[1], :out_size[2]]
+        for g in range(groups):
+            out[:, g * og:(g + 1) * og] += np.einsum(
+                "ncdhw,oc->nodhw", view[:, g * cg:(g + 1) * cg], w[g * og:(g + 1) * og, :, u, p, q])
+    return out if bias is None else out + bias.reshape(1, o, 1, 1, 1)
+
+
+@pytest.mark.parametrize("xs, ws, bias, strides, pads, dilations, groups", [
+    ((2, 3, 4, 5, 5), (4, 3, 3, 3, 3), True, [1, 1, 1], [1, 1, 1, 1, 1, 1], [1, 1, 1], 1),
+    ((1, 4, 6, 5, 7), (6, 2, 2, 3, 2), False, [2, 1, 3], [0, 2, 1, 1, 0, 2], [2, 1, 2], 2),
+    ((3, 2, 3, 4, 4), (2, 2, 1, 1, 1), True, [1, 1, 1], [0] * 6, [1, 1, 1], 1),
+])
+def test_conv3d_against_taps(xs, ws, bias, strides, pads, dilations, groups):
+    x, w = _f(*xs, dtype=np.float64), _f(*ws, dtype=np.float64)
+    b = _f(ws[0], dtype=np.float64) if bias else None
+    attrs = {"strides": strides, "pads": pads, "dilations": dilations, "groups": groups}
+    got = run("conv3d", *([x, w] + ([b] if bias else [])), **attrs)
+    np.testing.assert_allclose(got, _taps_conv3d(x, w, b, strides, pads, dilations, groups),
+                               rtol=1e-12, atol=1e-12)
+
+
+def test_conv3d_traps():
+    assert "3 channels" in trap("conv3d", _f(1, 3, 4, 5, 5), _f(4, 2, 3, 3, 3))
+    assert "larger than the padded input" in trap("conv3d", _f(1, 3, 2, 5, 5), _f(4, 3, 3, 3, 3))
+    assert "bias has shape [3]" in trap("conv3d", _f(1, 3, 4, 5, 5), _f(4, 3, 3, 3, 3), _f(3))
 
 
 def test_conv2d_traps():

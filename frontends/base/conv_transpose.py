@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from isa.types import Dim, TensorType
+from isa.types import TensorType
 
 from .values import Emitter, Value, known, reshape_named
 
@@ -300,13 +300,11 @@ def _sub_pixel(e: Emitter, x: Value, w: Value, b: Value | None, batch_reshape,
 
 def conv_transpose_3d(e: Emitter, x: Value, w: Value, b: Value | None, *, strides: list[int],
                       dilations: list[int], pads: list[int], output_padding: list[int],
-                      groups: int, fail: Callable[[str], Exception], hint: str = "t",
-                      fold: Callable[[Dim, int], Dim] | None = None) -> Value:
+                      groups: int, fail: Callable[[str], Exception], hint: str = "t") -> Value:
     """x: [N, C, D, H, W] (static but for the batch), w: [C, M/groups, kD, kH, kW] (static),
     pads [d, h, w begins, d, h, w ends] -> [N, M, Do, Ho, Wo]: the 2-D construction (zeros
     inserted between the input's elements, padding to the kernel's reach, the kernel flipped
-    with its channel axes swapped per group) with a stride-1 3-D convolution (conv3d; `fold` as
-    there)."""
+    with its channel axes swapped per group) with a stride-1 3-D convolution (conv3d)."""
     from .conv3d import conv3d
     c, spatial = x.shape[1], list(x.shape[2:])
     if not (all(isinstance(d, int) for d in [c, *spatial]) and w.type.is_static):
@@ -341,7 +339,7 @@ def conv_transpose_3d(e: Emitter, x: Value, w: Value, b: Value | None, *, stride
     # negative pads (pads wider than the kernel's reach) crop
     x = e.emit("pad", [x], pads=[0, 0, *begins, 0, 0, *ends])
     return conv3d(e, x, wt, b, strides=[1, 1, 1], pads=[0] * 6, dilations=list(dilations),
-                  groups=g, hint=hint, fail=fail, fold=fold)
+                  groups=g, hint=hint, fail=fail)
 
 
 def _voxel_shuffle(e: Emitter, x: Value, w: Value, b: Value | None, hint: str) -> Value:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from . import (
     contraction,
     control,
+    conv3d,
     detection,
     dynamic,
     einsum,
@@ -32,7 +33,7 @@ from . import (
 from .opdef import REQUIRED, AttrKind, AttrSpec, Family, OpDef, Syntax
 from .strings_guard import refusing_str
 
-_FAMILY_FILES = (elementwise, reduce, contraction, nn, pooling, movement, value, control, dynamic,
+_FAMILY_FILES = (elementwise, reduce, contraction, nn, conv3d, pooling, movement, value, control, dynamic,
                  ordering, indexing, einsum, signal, sampling,
                  sets, linalg, image, detection, resize, text, strings, lookup, random)
 

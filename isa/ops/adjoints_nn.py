@@ -70,68 +70,81 @@ def batch_norm_vjp(g, attrs, xs, y, ct):
 
 # ---- convolution ---------------------------------------------------------------------------------
 
-def _static(g, v, what: str) -> list[int]:
+def _static(g, v, op: str, what: str) -> list[int]:
     shape = g.type(v).shape
     if not all(isinstance(d, int) for d in shape[1:]):
-        raise InvalidError(f"the adjoint of conv2d needs static channel and spatial sizes; "
+        raise InvalidError(f"the adjoint of {op} needs static channel and spatial sizes; "
                            f"{what} is {g.type(v)}")
     return list(shape)
 
 
-def _spread(g, ct, s: list[int], ho: list[int]):
+def _spread(g, ct, s: list[int], out: list[int]):
     """The cotangent with s-1 zeros between neighbours on each spatial axis (the stride undone):
-    [N, O, Ho, Wo] -> [N, O, (Ho-1)*s0+1, (Wo-1)*s1+1]."""
-    if s == [1, 1]:
+    [N, O, *out] -> [N, O, *((out - 1) * s + 1)]."""
+    if all(v == 1 for v in s):
         return ct
+    nd = len(s)
     o = g.type(ct).shape[1]
-    v = g.expand_dims(ct, axes=[3, 5])                   # [N, O, Ho, 1, Wo, 1]
-    v = g.pad(v, pads=[0, 0, 0, 0, 0, 0, 0, 0, 0, s[0] - 1, 0, s[1] - 1])
-    v = g.reshape(v, shape=[-1, o, ho[0] * s[0], ho[1] * s[1]])
-    return g.slice(v, starts=[0, 0], ends=[(ho[0] - 1) * s[0] + 1, (ho[1] - 1) * s[1] + 1],
-                   axes=[2, 3])
+    v = g.expand_dims(ct, axes=[3 + 2 * i for i in range(nd)])      # [N, O, Ho, 1, Wo, 1]
+    gaps = [0] * (2 + 2 * nd) + [0, 0] + [e for i in range(nd) for e in (0, s[i] - 1)]
+    v = g.pad(v, pads=gaps)
+    v = g.reshape(v, shape=[-1, o] + [out[i] * s[i] for i in range(nd)])
+    return g.slice(v, starts=[0] * nd, ends=[(out[i] - 1) * s[i] + 1 for i in range(nd)],
+                   axes=list(range(2, 2 + nd)))
 
 
-def conv2d_vjp(g, attrs, xs, y, ct):
-    x, w = xs[0], xs[1]
-    s, d, p, groups = attrs["strides"], attrs["dilations"], attrs["pads"], attrs["groups"]
-    _, c, h, wd = _static(g, x, "the input")
-    o, cg, kh, kw = _static(g, w, "the kernel")
-    _, _, ho, wo = _static(g, y, "the output")
-    og = o // groups
-    out = [None] * len(xs)
-    if len(xs) > 2:
-        out[2] = g.reduce_sum(ct, axes=[0, 2, 3])
-    # input: correlate the spread cotangent with the flipped kernel, its in/out channels swapped
-    # within each group: w [O, C/g, kh, kw] -> [C, O/g, kh, kw]
-    wf = g.slice(w, starts=[-1, -1], ends=[-(2**31), -(2**31)], axes=[2, 3], steps=[-1, -1])
-    wf = g.reshape(wf, shape=[groups, og, cg, kh, kw])
-    wf = g.reshape(g.transpose(wf, perm=[0, 2, 1, 3, 4]), shape=[c, og, kh, kw])
-    spread = _spread(g, ct, s, [ho, wo])
-    pads, crop = [], []
-    for i, (size, k, n) in enumerate(((h, kh, ho), (wd, kw, wo))):
-        span = d[i] * (k - 1)
-        begin = span - p[i]
-        # rows of the padded input after the last window's reach got no cotangent
-        end = span - p[i + 2] + (size + p[i] + p[i + 2] - ((n - 1) * s[i] + 1 + span))
-        pads.append((begin, end))
-        crop.append((max(-begin, 0), max(-end, 0)))
-    dx = g.conv2d(spread, wf, pads=[max(pads[0][0], 0), max(pads[1][0], 0),
-                                    max(pads[0][1], 0), max(pads[1][1], 0)],
-                  dilations=list(d), groups=groups)
-    if any(a or b for a, b in crop):
-        dx = g.slice(dx, starts=[crop[0][0], crop[1][0]],
-                     ends=[h + crop[0][0], wd + crop[1][0]], axes=[2, 3])
-    out[0] = dx
-    # kernel: dw[o, c, p, q] = sum over n, i, j of xpad[n, c, i*s + p*d] * ct[n, o, i, j]: a
-    # convolution with the batch as channels (grouped), stride d and dilation s
-    xt = g.reshape(x, shape=[-1, groups, cg, h, wd])
-    xt = g.reshape(g.transpose(xt, perm=[2, 1, 0, 3, 4]), shape=[cg, -1, h, wd])
-    ctt = g.reshape(ct, shape=[-1, groups, og, ho, wo])
-    ctt = g.reshape(g.transpose(ctt, perm=[1, 2, 0, 3, 4]), shape=[o, -1, ho, wo])
-    dw = g.conv2d(xt, ctt, strides=list(d), pads=list(p), dilations=list(s), groups=groups)
-    dw = g.slice(dw, starts=[0, 0], ends=[kh, kw], axes=[2, 3])
-    out[1] = g.transpose(dw, perm=[1, 0, 2, 3])
-    return out
+def _conv_vjp(op: str, nd: int):
+    """The adjoint rule of the `nd`-D convolution `op` (conv2d, conv3d): pads are the begins of
+    each spatial axis, then the ends."""
+    spatial = list(range(2, 2 + nd))
+
+    def rule(g, attrs, xs, y, ct):
+        conv = getattr(g, op)
+        x, w = xs[0], xs[1]
+        s, d, p, groups = attrs["strides"], attrs["dilations"], attrs["pads"], attrs["groups"]
+        _, c, *size = _static(g, x, op, "the input")
+        o, cg, *kernel = _static(g, w, op, "the kernel")
+        out_size = _static(g, y, op, "the output")[2:]
+        og = o // groups
+        out = [None] * len(xs)
+        if len(xs) > 2:
+            out[2] = g.reduce_sum(ct, axes=[0, *spatial])
+        # input: correlate the spread cotangent with the flipped kernel, its in/out channels
+        # swapped within each group: w [O, C/g, *k] -> [C, O/g, *k]
+        wf = g.slice(w, starts=[-1] * nd, ends=[-(2**31)] * nd, axes=spatial, steps=[-1] * nd)
+        wf = g.reshape(wf, shape=[groups, og, cg, *kernel])
+        wf = g.reshape(g.transpose(wf, perm=[0, 2, 1, *range(3, 3 + nd)]), shape=[c, og, *kernel])
+        spread = _spread(g, ct, s, out_size)
+        begins, ends, crop, past = [], [], [], []
+        for i in range(nd):
+            span = d[i] * (kernel[i] - 1)
+            begin = span - p[i]
+            # rows of the padded input after the last window's reach got no cotangent
+            end = span - p[i + nd] + (size[i] + p[i] + p[i + nd] - ((out_size[i] - 1) * s[i] + 1 + span))
+            begins.append(max(begin, 0))
+            ends.append(max(end, 0))
+            crop.append(max(-begin, 0))
+            past.append(max(-end, 0))
+        dx = conv(spread, wf, pads=begins + ends, dilations=list(d), groups=groups)
+        if any(crop) or any(past):
+            dx = g.slice(dx, starts=crop, ends=[size[i] + crop[i] for i in range(nd)], axes=spatial)
+        out[0] = dx
+        # kernel: dw[o, c, *t] = sum over n and the output positions of xpad[n, c, i*s + t*d] *
+        # ct[n, o, i]: a convolution with the batch as channels (grouped), stride d, dilation s
+        later = list(range(3, 3 + nd))
+        xt = g.reshape(x, shape=[-1, groups, cg, *size])
+        xt = g.reshape(g.transpose(xt, perm=[2, 1, 0, *later]), shape=[cg, -1, *size])
+        ctt = g.reshape(ct, shape=[-1, groups, og, *out_size])
+        ctt = g.reshape(g.transpose(ctt, perm=[1, 2, 0, *later]), shape=[o, -1, *out_size])
+        dw = conv(xt, ctt, strides=list(d), pads=list(p), dilations=list(s), groups=groups)
+        dw = g.slice(dw, starts=[0] * nd, ends=list(kernel), axes=spatial)
+        out[1] = g.transpose(dw, perm=[1, 0, *spatial])
+        return out
+    return rule
+
+
+conv2d_vjp = _conv_vjp("conv2d", 2)
+conv3d_vjp = _conv_vjp("conv3d", 3)
 
 
 def _pool_vjp(kind: str):

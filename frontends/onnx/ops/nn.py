@@ -90,16 +90,6 @@ def conv(ctx: NodeCtx) -> list[Value]:
     return [emit_conv(ctx, ctx.req(0), ctx.req(1), ctx.input(2), ctx.node.output[0])]
 
 
-def _conv3d(ctx: NodeCtx, x: Value, w: Value, b: Value | None, kernel: list[int],
-            strides: list[int], dil: list[int], group: int, pads: list[int], hint: str) -> Value:
-    """A 3-D convolution as one 2-D convolution over the depth taps laid out as channels
-    (frontends/base/conv3d.py); the folded batch N*Do keeps a derived name."""
-    derived = ctx.e.derived
-    return conv3d(ctx.e, x, w, b, strides=strides, pads=pads, dilations=dil, groups=group,
-                  hint=hint, fail=ctx.fail,
-                  fold=lambda n, d: derived.dim(derived.product([n, d])))
-
-
 def emit_conv(ctx: NodeCtx, x: Value, w: Value, b: Value | None, hint: str) -> Value:
     """ONNX Conv's attributes (kernel, strides, dilations, group, pads) on x and w."""
     e = ctx.e
@@ -110,7 +100,8 @@ def emit_conv(ctx: NodeCtx, x: Value, w: Value, b: Value | None, hint: str) -> V
     group = int(ctx.attr("group", 1))
     pads = _spatial_pads(ctx, x, kernel, strides, dil)
     if nd == 3:
-        return _conv3d(ctx, x, w, b, kernel, strides, dil, group, pads, hint)
+        return conv3d(ctx.e, x, w, b, strides=strides, pads=pads, dilations=dil, groups=group,
+                      hint=hint, fail=ctx.fail)
     x2, w2 = _to_2d(ctx, x, nd), _to_2d(ctx, w, nd)
     if nd == 1:
         strides, dil = [1] + strides, [1] + dil
@@ -427,19 +418,16 @@ def _conv_transpose_pads(ctx: NodeCtx, sizes, kernel, strides, dil, out_pad) -> 
 
 
 def _conv_transpose_3d(ctx: NodeCtx, x: Value, w: Value, b: Value | None) -> Value:
-    """A 3-D transposed convolution (frontends/base/conv_transpose.py); the folded batch keeps
-    a derived name, as in _conv3d."""
+    """A 3-D transposed convolution (frontends/base/conv_transpose.py)."""
     nd = 3
     kernel = list(ctx.attr("kernel_shape", w.shape[2:]))
     strides = list(ctx.attr("strides", [1] * nd))
     dil = list(ctx.attr("dilations", [1] * nd))
     out_pad = list(ctx.attr("output_padding", [0] * nd))
     pads = _conv_transpose_pads(ctx, list(x.shape[2:]), kernel, strides, dil, out_pad)
-    derived = ctx.e.derived
     return conv_transpose_3d(ctx.e, x, w, b, strides=strides, dilations=dil, pads=pads,
                              output_padding=out_pad, groups=int(ctx.attr("group", 1)),
-                             fail=ctx.fail, hint=ctx.node.output[0],
-                             fold=lambda n, d: derived.dim(derived.product([n, d])))
+                             fail=ctx.fail, hint=ctx.node.output[0])
 
 
 @onnx_op("ConvTranspose")

@@ -39,7 +39,7 @@ from .variant import (
 )
 
 # ops the runtime runs (dlvm_aot_rt.c) besides regions and control flow
-HELPER_OPS = frozenset({"matmul", "conv2d", "maxpool2d", "avgpool2d", "reshape", "transpose",
+HELPER_OPS = frozenset({"matmul", "conv2d", "conv3d", "maxpool2d", "avgpool2d", "reshape", "transpose",
                         "broadcast_to", "expand_dims", "squeeze", "concat", "slice", "gather", "shape_of",
                         "reshape_dyn", "broadcast_dyn", "pad", "argmax", "argmin", "range", "gather_nd",
                         "cumsum", "cumprod", "topk", "gather_elements", "scatter_elements",
@@ -151,6 +151,11 @@ def _compute_call(op: str, a: dict, vals: list[str], dst: str, pack: str | None 
         return (f"dlvm_rt_conv2d_packed(ctx, {vals[0]}, {vals[1]}, {bias}, "
                 f"{i64_array(a['strides'])}, {i64_array(a['pads'])}, {i64_array(a['dilations'])}, "
                 f"{int(a['groups'])}, {int(relu)}, {'&' + pack if pack else 'NULL'}, {dst})")
+    if op == "conv3d":
+        bias = vals[2] if len(vals) > 2 else "NULL"
+        return (f"dlvm_rt_conv3d(ctx, {vals[0]}, {vals[1]}, {bias}, {i64_array(a['strides'])}, "
+                f"{i64_array(a['pads'])}, {i64_array(a['dilations'])}, {int(a['groups'])}, "
+                f"{'&' + pack if pack else 'NULL'}, {dst})")
     k, s, p, d = a["kernel"], a["strides"], a["pads"], a["dilations"]
     if len(k) == 1:     # 1-D: the runtime pools an NCW tensor as NC1W
         k, s, p, d = [1, k[0]], [1, s[0]], [0, p[0], 0, p[1]], [1, d[0]]
@@ -249,7 +254,7 @@ class ProgramCompiler:
         """The packed-weights static of a convolution whose weights are a module constant (the
         runtime packs them once, at the first call, instead of on every call: 9% of ResNet-18's
         time at batch 1)."""
-        if ins.op != "conv2d" or not isinstance(ins.operands[1], ConstRef):
+        if ins.op not in ("conv2d", "conv3d") or not isinstance(ins.operands[1], ConstRef):
             return None
         return self._packed(ins.operands[1].name)
 
@@ -725,7 +730,7 @@ class ProgramCompiler:
         rt: TensorType = t.results[0]
         fail = f"goto fail_{n};"
         x_rank = t.operands[0].rank if t.operands else 0
-        if op in ("matmul", "conv2d", "maxpool2d", "avgpool2d"):
+        if op in ("matmul", "conv2d", "conv3d", "maxpool2d", "avgpool2d"):
             call = _compute_call(op, a, vals, dst, self._conv_pack(ins))
         elif op == "resize":
             call = self._resample_call(ins, a, t, vals[0], dst)

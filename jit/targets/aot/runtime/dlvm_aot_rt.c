@@ -1087,21 +1087,21 @@ static void gemm_task(void *arg, int64_t lo, int64_t hi, int64_t part) {
     int64_t a_flag = g->a_packed ? 1 : 0;
     const float *bias = g->bias ? g->bias + r0 : NULL;
     int64_t epi = (g->bias ? 1 : 0) | (g->relu ? 4 : 0);
+    int64_t ldc = g->ldc ? g->ldc : g->n;
     if (g->b_rows) {        /* B unpacked: its rows where the table says, columns contiguous */
-        int64_t ldc = g->ldc ? g->ldc : g->n;
         dlvm_sgemm(rows, cols, g->k, a, g->k, 1, g->b, (int64_t)(intptr_t)g->b_rows, 0,
                    g->c + r0 * ldc + c0, ldc, pa, pb, 0, 8 | a_flag, g->a_row0 + r0, g->a_padded, c0, 0,
                    bias, epi);
     }
     else if (g->geometry)   /* implicit GEMM: the patch matrix is read from the image in place */
         dlvm_sgemm(rows, cols, g->k, a, g->k, 1, g->b, (int64_t)(intptr_t)g->geometry,
-                   0, g->c + r0 * g->n + c0, g->n, pa, pb, 0, 4 | a_flag, g->a_row0 + r0, g->a_padded, c0, 0,
+                   0, g->c + r0 * ldc + c0, ldc, pa, pb, 0, 4 | a_flag, g->a_row0 + r0, g->a_padded, c0, 0,
                    bias, epi);
     else if (g->b_padded)
-        dlvm_sgemm(rows, cols, g->k, a, g->k, 1, g->b, 0, 0, g->c + r0 * g->n + c0, g->n, pa, pb,
+        dlvm_sgemm(rows, cols, g->k, a, g->k, 1, g->b, 0, 0, g->c + r0 * ldc + c0, ldc, pa, pb,
                    0, 2 | a_flag, g->a_row0 + r0, g->a_padded, c0, g->b_padded, bias, epi);
     else
-        dlvm_sgemm(rows, cols, g->k, a, g->k, 1, g->b + c0, g->n, 1, g->c + r0 * g->n + c0, g->n,
+        dlvm_sgemm(rows, cols, g->k, a, g->k, 1, g->b + c0, g->n, 1, g->c + r0 * ldc + c0, ldc,
                    pa, pb, 0, a_flag, g->a_row0 + r0, g->a_padded, c0, 0, bias, epi);
 }
 
@@ -2210,6 +2210,309 @@ static int conv2d(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *w, const dlv
         for (int64_t i = 0, n_out = dlvm_rt_numel(out); i < n_out; i++)
             y[i] = y[i] < 0.0 ? 0.0 : y[i];      /* NaN stays NaN, as max(x, 0) */
     }
+    return 0;
+}
+
+/* ---- 3-D convolution ----------------------------------------------------------------------
+ * One product per (image, output depth) and group, out[O/g, Ho*Wo] = w[O/g, C/g*kD*kH*kW] x
+ * that output depth's patches, stored in place in the NCDHW output (row stride Do*Ho*Wo). The
+ * importers' 2-D form (depth taps as channels, copies and transposes around one conv2d) spent
+ * half of a 3-D UNet's time moving data. The patches, as conv2d's:
+ * - stride 1 in height and width: read in place from the input padded once (the GEMM's flag
+ *   8, a table of where each patch row starts), over the padded width and the kept columns
+ *   copied out, or one output row at a time where a row is whole vectors;
+ * - 1x1x1, stride 1, unpadded: the image itself, one product per image;
+ * - otherwise: written in the GEMM's packed-panel layout (its flag 2).
+ * Units (image, output depth) split across the pool; with fewer units than threads each
+ * product splits itself. */
+typedef struct {
+    const float *x, *w, *bias;
+    float *y;
+    int64_t c, depth, h, wd, do_, ho, wo, kd, kh, kw;
+    const int64_t *s, *p, *d;
+    int64_t groups, cg, og, kk, px, n_pad;
+    const float *w_packed;      /* each group's weights packed (dlvm_sgemm_pack_a), one after another */
+    int64_t w_padded, w_group;  /* rows of each group's packed weights, floats between groups */
+    int pointwise;              /* units are images: each one product of the image itself */
+    const float *padded;        /* non-NULL: the input padded, [N, C, Dp, Hp, Wp], read in place */
+    const int64_t *b_rows;      /* with it: patch row k of a unit at b_rows[k] from its base */
+    int64_t dp, hp, wp;
+    int split, failed;
+    dlvm_ctx *ctx;
+} conv3d_job;
+
+/* patch row k of (image b, output depth t, group grp) into `row` [Ho*Wo], zeros where the
+ * window reaches the padding */
+static void conv3d_row(const conv3d_job *j, int64_t b, int64_t t, int64_t grp, int64_t k,
+                       float *row) {
+    const int64_t *s = j->s, *p = j->p, *d = j->d;
+    int64_t q = k % j->kw, a = k / j->kw % j->kh, u = k / (j->kw * j->kh) % j->kd;
+    int64_t ci = grp * j->cg + k / (j->kw * j->kh * j->kd);
+    int64_t z = t * s[0] + u * d[0] - p[0], wo = j->wo;
+    if (z < 0 || z >= j->depth) {
+        zero_f32(row, j->px);
+        return;
+    }
+    const float *plane = j->x + ((b * j->c + ci) * j->depth + z) * j->h * j->wd;
+    /* the output columns whose input column q*d2 - p2 + ow*s2 lies in [0, W) */
+    int64_t off = q * d[2] - p[2], lo = 0, hi;
+    if (off < 0) lo = (-off + s[2] - 1) / s[2];
+    int64_t last = j->wd - 1 - off;             /* ow * s2 <= last */
+    hi = last < 0 ? 0 : last / s[2] + 1;
+    if (hi > wo) hi = wo;
+    if (lo > hi) lo = hi;
+    for (int64_t oh = 0; oh < j->ho; oh++) {
+        float *r = row + oh * wo;
+        int64_t yy = oh * s[1] + a * d[1] - p[1];
+        if (yy < 0 || yy >= j->h) {
+            zero_f32(r, wo);
+            continue;
+        }
+        const float *src = plane + yy * j->wd + off;
+        zero_f32(r, lo);
+        if (s[2] == 1)
+            copy_f32(r + lo, src + lo, hi - lo);
+        else if (s[2] == 2)         /* vector deinterleaves: the scalar loop was 40% of it */
+            take_even(r + lo, src + 2 * lo, hi - lo);
+        else
+            for (int64_t ow = lo; ow < hi; ow++) r[ow] = src[ow * s[2]];
+        zero_f32(r + hi, wo - hi);
+    }
+}
+
+/* the patch matrix [K, Ho*Wo] of (image b, output depth t, group grp) in the packed layout the
+ * GEMM reads with flag 2: K blocks of KC rows, each block's NR-wide column panels one after
+ * another, the last panel's columns past Ho*Wo zero */
+static void conv3d_patches(const conv3d_job *j, int64_t b, int64_t t, int64_t grp, float *packed,
+                           float *row) {
+    int64_t px = j->px, nr = DLVM_GEMM_NR;
+    for (int64_t k = 0; k < j->kk; k++) {
+        conv3d_row(j, b, t, grp, k, row);
+        int64_t block = k / DLVM_GEMM_KC, kb = k - block * DLVM_GEMM_KC;
+        int64_t kc = j->kk - block * DLVM_GEMM_KC < DLVM_GEMM_KC ? j->kk - block * DLVM_GEMM_KC
+                                                                  : DLVM_GEMM_KC;
+        float *dst = packed + block * DLVM_GEMM_KC * j->n_pad + kb * nr;
+        for (int64_t col = 0; col < px; col += nr) {
+            int64_t width = px - col < nr ? px - col : nr;
+            float *panel = dst + col * kc;          /* panel col / NR holds NR * kc floats */
+            copy_f32(panel, row + col, width);
+            if (width < nr) zero_f32(panel + width, nr - width);
+        }
+    }
+}
+
+/* volumes [lo, hi) of (image, channel) copied into the zero-bordered [Dp, Hp, Wp] input */
+static void conv3d_pad_task(void *arg, int64_t lo, int64_t hi, int64_t part) {
+    (void)part;
+    const conv3d_job *j = arg;
+    const int64_t *p = j->p;
+    int64_t hp = j->hp, wp = j->wp, volume = j->dp * hp * wp;
+    for (int64_t v = lo; v < hi; v++) {
+        float *dst = (float *)j->padded + v * volume;
+        zero_f32(dst, volume);
+        for (int64_t z = 0; z < j->depth; z++)
+            for (int64_t i = 0; i < j->h; i++)
+                copy_f32(dst + ((z + p[0]) * hp + i + p[1]) * wp + p[2],
+                         j->x + ((v * j->depth + z) * j->h + i) * j->wd, j->wd);
+    }
+}
+
+/* one product of the job's weights (group grp) into c (row stride ldc) */
+static int conv3d_product(conv3d_job *j, int64_t grp, int64_t n, const float *b,
+                          const int64_t *b_rows, int64_t b_padded, float *c, int64_t ldc) {
+    const float *bias = j->bias ? j->bias + grp * j->og : NULL;
+    if (!b_rows && !b_padded && j->og < DLVM_GEMM_MIN_ROWS && ldc == n) {
+        /* a few output channels of a pointwise convolution: one pass over the image per
+         * channel, where the packed product computed whole register tiles of rows (2 output
+         * channels: 2.3x onnxruntime's time) */
+        const float *a = j->w + grp * j->og * j->kk;
+        int threads = dlvm_rt_threads();
+        if (j->split && threads > 1 && n >= 256) {
+            few_rows_call f = {j->og, n, j->kk, a, b, c};
+            dlvm_rt_parallel(few_rows_task, &f, n, threads);
+        } else
+            few_rows(j->og, n, j->kk, a, b, c);
+        if (bias)
+            for (int64_t i = 0; i < j->og; i++)
+                for (int64_t q = 0; q < n; q++) c[i * n + q] += bias[i];
+        return 0;
+    }
+    gemm_call g = {.m = j->og, .n = n, .k = j->kk, .b = b, .c = c, .by_rows = 1,
+                   .b_padded = b_padded, .a_packed = j->w_packed + grp * j->w_group,
+                   .a_padded = j->w_padded, .bias = bias, .b_rows = b_rows, .ldc = ldc};
+    if (j->split) return gemm_split(j->ctx, &g, 1);
+    gemm_task(&g, 0, (j->og + DLVM_GEMM_MR - 1) / DLVM_GEMM_MR, 0);
+    return g.failed;
+}
+
+/* one unit read in place: (image b, output depth t) of group grp, over the padded width into
+ * `wide` and its kept columns copied out, or row by row straight into the output */
+static int conv3d_in_place(conv3d_job *j, int64_t b, int64_t t, int64_t grp, float *wide) {
+    const float *base = j->padded + ((b * j->c + grp * j->cg) * j->dp + t * j->s[0]) * j->hp * j->wp;
+    float *out = j->y + ((b * j->groups + grp) * j->og * j->do_ + t) * j->px;
+    int64_t ldc = j->do_ * j->px;
+    if (!wide) {            /* rows of whole vectors */
+        for (int64_t oh = 0; oh < j->ho; oh++)
+            if (conv3d_product(j, grp, j->wo, base + oh * j->wp, j->b_rows, 0, out + oh * j->wo, ldc))
+                return 1;
+        return 0;
+    }
+    int64_t wide_n = (j->ho - 1) * j->wp + j->wo;
+    if (conv3d_product(j, grp, wide_n, base, j->b_rows, 0, wide, wide_n)) return 1;
+    for (int64_t oc = 0; oc < j->og; oc++)
+        for (int64_t oh = 0; oh < j->ho; oh++)
+            copy_f32(out + oc * ldc + oh * j->wo, wide + oc * wide_n + oh * j->wp, j->wo);
+    return 0;
+}
+
+static void conv3d_task(void *arg, int64_t lo, int64_t hi, int64_t part) {
+    (void)part;
+    conv3d_job *j = arg;
+    int by_rows = j->wo % DLVM_GEMM_VW == 0;
+    size_t buf_bytes = 0, row_bytes = 0;
+    if (j->padded && !by_rows)
+        buf_bytes = ((size_t)(j->og * ((j->ho - 1) * j->wp + j->wo)) * 4 + 63) / 64 * 64;
+    else if (!j->padded && !j->pointwise) {
+        buf_bytes = ((size_t)(j->kk * j->n_pad + DLVM_GEMM_SLACK + 16) * 4 + 63) / 64 * 64;
+        row_bytes = ((size_t)(j->px + 16) * 4 + 63) / 64 * 64;
+    }
+    float *buf = buf_bytes ? buffer_alloc(&buf_bytes) : NULL;
+    float *row = row_bytes ? buffer_alloc(&row_bytes) : NULL;
+    if ((buf_bytes && !buf) || (row_bytes && !row)) {
+        __atomic_store_n(&j->failed, 1, __ATOMIC_RELAXED);
+        if (buf) buffer_free(buf, buf_bytes);
+        if (row) buffer_free(row, row_bytes);
+        return;
+    }
+    int64_t depths = j->pointwise ? 1 : j->do_;
+    for (int64_t unit = lo; unit < hi; unit++) {
+        int64_t b = unit / depths, t = unit % depths;
+        for (int64_t grp = 0; grp < j->groups; grp++) {
+            int rc;
+            if (j->pointwise) {         /* the image's [C, D*H*W] as it is */
+                int64_t volume = j->depth * j->px;
+                rc = conv3d_product(j, grp, volume, j->x + (b * j->c + grp * j->cg) * volume, NULL, 0,
+                                    j->y + (b * j->groups + grp) * j->og * volume, volume);
+            } else if (j->padded) {
+                rc = conv3d_in_place(j, b, t, grp, buf);
+            } else {
+                conv3d_patches(j, b, t, grp, buf, row);
+                rc = conv3d_product(j, grp, j->px, buf, NULL, j->n_pad,
+                                    j->y + ((b * j->groups + grp) * j->og * j->do_ + t) * j->px,
+                                    j->do_ * j->px);
+            }
+            if (rc) {
+                __atomic_store_n(&j->failed, 1, __ATOMIC_RELAXED);
+                unit = hi;
+                break;
+            }
+        }
+    }
+    if (buf) buffer_free(buf, buf_bytes);
+    if (row) buffer_free(row, row_bytes);
+}
+
+HIDDEN int dlvm_rt_conv3d(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *w, const dlvm_val *bias,
+                          const int64_t *s, const int64_t *p, const int64_t *d, int64_t groups,
+                          dlvm_rt_packed *pack, dlvm_val *out) {
+    if (x->rank != 5 || w->rank != 5)
+        return dlvm_rt_fail(ctx, DLVM_RT_ERR_GUARD, "conv3d takes NCDHW tensors");
+    if (x->dtype != DT_F32 || w->dtype != DT_F32 || (bias && bias->dtype != DT_F32))
+        return dlvm_rt_fail(ctx, DLVM_RT_ERR_GUARD, "conv3d of %s is not compiled ahead of time",
+                            dtype_name(x->dtype));
+    int64_t n = x->shape[0], c = x->shape[1], o = w->shape[0], cg = w->shape[1];
+    if (c != cg * groups || o % groups)
+        return dlvm_rt_fail(ctx, DLVM_RT_ERR_TRAP, "conv3d input has %lld channels, but the "
+                            "weights take %lld per group x %lld groups", (long long)c,
+                            (long long)cg, (long long)groups);
+    if (bias && (bias->rank != 1 || bias->shape[0] != o))
+        return dlvm_rt_fail(ctx, DLVM_RT_ERR_TRAP, "conv3d bias must have shape [%lld]", (long long)o);
+    int64_t shape[5] = {n, o, 0, 0, 0};
+    for (int i = 0; i < 3; i++) {
+        int64_t span = d[i] * (w->shape[2 + i] - 1) + 1, size = x->shape[2 + i] + p[i] + p[i + 3];
+        if (size < span)
+            return dlvm_rt_fail(ctx, DLVM_RT_ERR_TRAP, "conv3d: the kernel is larger than the "
+                                "padded input");
+        shape[2 + i] = (size - span) / s[i] + 1;
+    }
+    if (dlvm_rt_alloc(ctx, out, DT_F32, 5, shape)) return 1;
+    conv3d_job j = {.x = x->data, .w = w->data, .bias = bias ? bias->data : NULL, .y = out->data, .c = c,
+                    .depth = x->shape[2], .h = x->shape[3], .wd = x->shape[4], .do_ = shape[2],
+                    .ho = shape[3], .wo = shape[4], .kd = w->shape[2], .kh = w->shape[3],
+                    .kw = w->shape[4], .s = s, .p = p, .d = d, .groups = groups, .cg = cg,
+                    .og = o / groups, .ctx = ctx};
+    j.kk = cg * j.kd * j.kh * j.kw;
+    j.px = j.ho * j.wo;
+    j.n_pad = (j.px + DLVM_GEMM_NR - 1) / DLVM_GEMM_NR * DLVM_GEMM_NR;
+    int64_t total = dlvm_rt_numel(out);
+    if (total == 0) return 0;
+    if (j.kk == 0) {                    /* no input channels: the bias alone */
+        float *y = out->data;
+        for (int64_t i = 0; i < total; i++)
+            y[i] = j.bias ? j.bias[i / (j.do_ * j.px) % o] : 0.0f;
+        return 0;
+    }
+    j.w_padded = (j.og + DLVM_GEMM_MR - 1) / DLVM_GEMM_MR * DLVM_GEMM_MR;
+    j.w_group = j.w_padded * j.kk;
+    float *w_packed = NULL, *padded = NULL;
+    int64_t *b_rows = NULL;
+    size_t w_bytes = 0, padded_bytes = 0, rows_bytes = 0;
+    const float *kept = pack && groups == 1 ? packed_weights(pack, o, j.kk, w->data) : NULL;
+    if (kept) {
+        j.w_packed = kept;
+        j.w_padded = pack->padded;
+    } else {
+        w_bytes = ((size_t)(groups * j.w_group) * 4 + 63) / 64 * 64;
+        w_packed = buffer_alloc(&w_bytes);
+        if (!w_packed) return dlvm_rt_fail(ctx, DLVM_RT_ERR_RESOURCE, "out of memory (conv3d)");
+        const float *wd = w->data;
+        for (int64_t grp = 0; grp < groups; grp++)
+            dlvm_sgemm_pack_a(j.og, j.kk, wd + grp * j.og * j.kk, j.kk, 1, w_packed + grp * j.w_group);
+        j.w_packed = w_packed;
+    }
+    int threads = dlvm_rt_threads();
+    int unpadded = !p[0] && !p[1] && !p[2] && !p[3] && !p[4] && !p[5];
+    /* (read as a plain operand, whose packing stops at the image's end: a caller's array too) */
+    j.pointwise = j.kd == 1 && j.kh == 1 && j.kw == 1 && s[0] == 1 && s[1] == 1 && s[2] == 1 &&
+                  unpadded;
+    if (!j.pointwise && s[1] == 1 && s[2] == 1) {
+        j.dp = j.depth + p[0] + p[3];
+        j.hp = j.h + p[1] + p[4];
+        j.wp = j.wd + p[2] + p[5];
+        padded_bytes = ((size_t)(n * c * j.dp * j.hp * j.wp + DLVM_GEMM_SLACK + 16) * 4 + 63) / 64 * 64;
+        rows_bytes = (size_t)j.kk * 8;
+        padded = buffer_alloc(&padded_bytes);
+        b_rows = padded ? buffer_alloc(&rows_bytes) : NULL;
+        if (b_rows) {
+            for (int64_t k = 0; k < j.kk; k++) {
+                int64_t q = k % j.kw, a = k / j.kw % j.kh, u = k / (j.kw * j.kh) % j.kd;
+                int64_t ci = k / (j.kw * j.kh * j.kd);
+                b_rows[k] = ((ci * j.dp + u * d[0]) * j.hp + a * d[1]) * j.wp + q * d[2];
+            }
+            memset((char *)padded + (size_t)(n * c * j.dp * j.hp * j.wp) * 4, 0,
+                   padded_bytes - (size_t)(n * c * j.dp * j.hp * j.wp) * 4);
+            j.padded = padded;
+            j.b_rows = b_rows;
+            int64_t volumes = n * c;
+            if ((size_t)(volumes * j.dp * j.hp * j.wp) * 4 >= PARALLEL_COPY_BYTES && threads > 1)
+                dlvm_rt_parallel(conv3d_pad_task, &j, volumes, threads < volumes ? threads : volumes);
+            else
+                conv3d_pad_task(&j, 0, volumes, 0);
+        }
+    }
+    int64_t units = n * (j.pointwise ? 1 : j.do_);
+    if (units >= 2 && threads > 1)
+        dlvm_rt_parallel(conv3d_task, &j, units, threads < units ? threads : units);
+    else {
+        j.split = 1;                    /* one unit (or one thread): each product splits itself */
+        conv3d_task(&j, 0, units, 0);
+    }
+    if (w_packed) buffer_free(w_packed, w_bytes);
+    if (padded) buffer_free(padded, padded_bytes);
+    if (b_rows) buffer_free(b_rows, rows_bytes);
+    if (j.failed)
+        return ctx->status->code ? ctx->status->code
+                                 : dlvm_rt_fail(ctx, DLVM_RT_ERR_RESOURCE, "out of memory (conv3d)");
     return 0;
 }
 

@@ -116,6 +116,10 @@ int dlvm_rt_matmul_const(dlvm_ctx *ctx, const dlvm_val *a, const dlvm_val *b, dl
 int dlvm_rt_conv2d_packed(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *w, const dlvm_val *bias,
                           const int64_t *strides, const int64_t *pads, const int64_t *dilations,
                           int64_t groups, int relu, dlvm_rt_packed *pack, dlvm_val *out);
+/* conv3d (NCDHW, f32); `pack` as for conv2d (used when groups is 1) */
+int dlvm_rt_conv3d(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *w, const dlvm_val *bias,
+                   const int64_t *strides, const int64_t *pads, const int64_t *dilations,
+                   int64_t groups, dlvm_rt_packed *pack, dlvm_val *out);
 int dlvm_rt_maxpool2d(dlvm_ctx *ctx, const dlvm_val *x, const int64_t *kernel,
                       const int64_t *strides, const int64_t *pads, const int64_t *dilations,
                       int ceil_mode, dlvm_val *out);
