@@ -618,6 +618,31 @@ def test_zero_pads_fold_into_the_convolution():
     assert same_outcome(run_vm(m, *args), run_vm(out, *args))
 
 
+PADDED_CONV3D = """
+module padded3
+
+func @main(%x: f32[N, 2, 4, 5, 6], %w: f32[3, 2, 2, 3, 3]) -> (f32[N, 3, ?, ?, ?], f32[N, 3, ?, ?, ?]) {
+entry:
+  %xp = pad %x {pads = [0, 0, 1, 2, 0, 0, 0, 1, 0, 2], value = 0.0}
+  %y = conv3d %xp, %w {strides = [1, 2, 1], pads = [0, 1, 0, 1, 0, 1], dilations = [1, 1, 2], groups = 1}
+  %one = pad %x {pads = [0, 0, 1, 1, 1, 0, 0, 1, 1, 1], value = 1.0}
+  %u = conv3d %one, %w {strides = [1, 1, 1], pads = [0, 0, 0, 0, 0, 0], dilations = [1, 1, 1], groups = 1}
+  ret %y, %u
+}
+"""
+
+
+def test_zero_pads_fold_into_the_3d_convolution():
+    # a 3-D transposed convolution's zero pad becomes its conv3d's own pads; a pad of ones stays
+    assembler = pytest.importorskip("assembler")
+    m = assembler.assemble(PADDED_CONV3D, "padded3.dlasm")
+    out = optimize(m)
+    assert ops_of(out).count("pad") == 1
+    rng = np.random.default_rng(14)
+    args = [rng.standard_normal(s).astype(np.float32) for s in ((2, 2, 4, 5, 6), (3, 2, 2, 3, 3))]
+    assert same_outcome(run_vm(m, *args), run_vm(out, *args))
+
+
 SOFTMAX_AXES = """module sm
 func @main(%s: f32[N, T, 1], %x: f32[N, 4, 3, 5]) -> (f32[N, T, 1], f32[N, 4, 3, 5], \
 f32[N, 4, 3, 5]) {

@@ -13,7 +13,7 @@ Rules (each exact; see specs/passes.md):
 - reshape(reshape(x, s), t) -> reshape(x, t) (both keep row-major element order); reshape to
   x's own shape -> x.
 - select with a known all-true / all-false condition -> the chosen operand; select(c, a, a) -> a.
-- conv2d of a zero `pad` of its spatial dims -> conv2d of the unpadded input with the pads added
+- conv2d (conv3d) of a zero `pad` of its spatial dims -> conv2d (conv3d) of the unpadded input with the pads added
   to its own (the reference pads with zeros the same way, so the padded array is the same); also
   through the expand_dims of a 1-D convolution (pad on the length, then expand_dims: the
   expand_dims moves before the pad, a new register). An explicit F.pad before a causal or
@@ -97,6 +97,8 @@ class Simplifier:
             return self.reshape(ins, t, facts)
         if ins.op == "conv2d":
             return self.conv_of_pad(ins, t, facts)
+        if ins.op == "conv3d":
+            return self.conv3d_of_pad(ins, facts)
         if ins.op in ("softmax", "log_softmax"):
             return self.softmax_last(ins, t)
         return None
@@ -157,6 +159,24 @@ class Simplifier:
                        through.loc)
         return [lifted, Instr("conv2d", list(ins.results), [Reg(name), *ins.operands[1:]], attrs,
                               ins.result_type, ins.loc)]
+
+    def conv3d_of_pad(self, ins: Instr, facts: Facts) -> Instr | None:
+        """conv3d of a zero pad of its spatial dims (a 3-D transposed convolution's) -> conv3d
+        of the unpadded input with the pads added: the library pads as it reads."""
+        x = self.definition(ins.operands[0], facts)
+        if x is None or x.op != "pad" or not isinstance(x.operands[0], Reg):
+            return None
+        value = float(x.attrs.get("value", 0.0))
+        pads = list(x.attrs["pads"])
+        if value != 0.0 or np.signbit(value) or min(pads) < 0 or len(pads) != 10 or \
+                any(pads[:2]) or any(pads[5:7]):
+            return None
+        attrs = OPS["conv3d"].with_defaults(ins.attrs)
+        old = list(attrs["pads"])
+        attrs["pads"] = [old[i] + pads[2 + i] for i in range(3)] + \
+                        [old[3 + i] + pads[7 + i] for i in range(3)]
+        return Instr("conv3d", list(ins.results), [x.operands[0], *ins.operands[1:]], attrs,
+                     ins.result_type, ins.loc)
 
     def fresh(self, stem: str) -> str:
         name, n = stem, 0
