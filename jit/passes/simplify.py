@@ -13,11 +13,11 @@ Rules (each exact; see specs/passes.md):
 - reshape(reshape(x, s), t) -> reshape(x, t) (both keep row-major element order); reshape to
   x's own shape -> x.
 - select with a known all-true / all-false condition -> the chosen operand; select(c, a, a) -> a.
-- conv2d (conv3d) of a zero `pad` of its spatial dims -> conv2d (conv3d) of the unpadded input with the pads added
-  to its own (the reference pads with zeros the same way, so the padded array is the same); also
-  through the expand_dims of a 1-D convolution (pad on the length, then expand_dims: the
-  expand_dims moves before the pad, a new register). An explicit F.pad before a causal or
-  "same" convolution otherwise costs a copy of the activations.
+- conv2d (conv3d) of a zero `pad` of its spatial dims -> conv2d (conv3d) of the unpadded input
+  with the pads added to its own (the reference pads with zeros the same way, so the padded
+  array is the same); also through the expand_dims of a 1-D convolution (pad on the length,
+  then expand_dims: the expand_dims moves before the pad, a new register). An explicit F.pad
+  before a causal or "same" convolution otherwise costs a copy of the activations.
 
 A rewrite to x happens only when the instruction's result is surely x's dtype and shape at run
 time: every other operand must be broadcast-neutral (rank no larger, each dim 1 or the very
