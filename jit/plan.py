@@ -20,6 +20,12 @@ class Decline(Exception):
     """These arguments cannot run compiled; the message says why (the interpreter runs them)."""
 
 
+# Innermost axes shorter than this get a variant whose vector loops are not interleaved (see
+# _KernelLowering._no_interleave): 4 interleaved 16-wide f32 iterations need 64 elements, and
+# the scalar remainder of a 100-element row is then 36 elements.
+SHORT_ROW = 256
+
+
 @dataclass(frozen=True)
 class Spec:
     outer: int                           # loop axes over rows; axis 0 is split across threads

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -25,6 +25,7 @@ from isa.verify import verify_module
 from jit.build import build_kernel
 from jit.kernel_ir import REDUCE_KINDS, Kernel
 from jit.llvm.lower import lower_kernel
+from jit.plan import SHORT_ROW
 from jit.regions import ELEMENTWISE, EPILOGUE_KINDS, REDUCE, Region, form_regions
 from jit.row_split import RowSplit, row_split
 
@@ -171,6 +172,26 @@ def _compute_call(op: str, a: dict, vals: list[str], dst: str, pack: str | None 
                 f"{int(bool(a['count_include_pad']))}, {dst})")
     return (f"dlvm_rt_maxpool2d(ctx, {vals[0]}, {i64_array(k)}, {i64_array(s)}, "
             f"{i64_array(p)}, {i64_array(d)}, {int(bool(a['ceil_mode']))}, {dst})")
+
+
+def _static_inner_extent(shapes: list, variant: Variant) -> int | None:
+    """The length of the variant's innermost (merged) axis where every input fixes it, else
+    None. A reduction's rows shorter than SHORT_ROW (an attention's softmax over 32 keys) get
+    the JIT's short-row vector loops, as the JIT's own runner gives them from the run's shapes:
+    LLVM's interleaved loop takes 64 floats a trip, and such a row ran in its scalar remainder
+    (a fifth of a small multi-head attention's time)."""
+    n, extent = variant.domain_rank, 1
+    for ax in variant.groups[-1] if variant.groups else []:
+        size = 1
+        for s in shapes:
+            i = ax - (n - len(s))
+            if i < 0:
+                continue
+            if not isinstance(s[i], int):
+                return None
+            size = max(size, s[i])
+        extent *= size
+    return extent
 
 
 class _Writer:
@@ -472,6 +493,10 @@ class ProgramCompiler:
         rows_of = _row_nodes(k)
         cnames = []
         for variant in variants:
+            inner = _static_inner_extent(shapes, variant)
+            if inner is not None and inner < SHORT_ROW:
+                variant = Variant(replace(variant.spec, short_rows=True), variant.domain_rank,
+                                  variant.groups)
             cname = f"dlvm_{ident(self.prefix)}_k{len(self.out.kernels)}"
             ir_module, slots = lower_kernel(k, variant.spec, cname + "_fn")
             self.out.kernels.append(RegionKernel(cname, k, variant, where, str(ir_module), slots,

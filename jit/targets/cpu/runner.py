@@ -31,7 +31,7 @@ from isa.verify import verify_module
 from jit import background as background_compiler
 from jit.build import KernelBuildError, build_kernel
 from jit.kernel_ir import Kernel
-from jit.plan import Decline, Plan, Spec, make_plan
+from jit.plan import SHORT_ROW, Decline, Plan, Spec, make_plan
 from jit.regions import EPILOGUE_KINDS, Region
 from jit.status import status_text
 
@@ -44,10 +44,6 @@ from .threads import warm as warm_pool
 
 # ops that are a math-library call or polynomial, not one instruction (their op records say so)
 MATH_OPS = frozenset(name for name, op in OPS.items() if op.facts.costly)
-# Innermost axes shorter than this get a variant whose vector loops are not interleaved (see
-# _KernelLowering._no_interleave): 4 interleaved 16-wide f32 iterations need 64 elements, and
-# the scalar remainder of a 100-element row is then 36 elements.
-SHORT_ROW = 256
 _MAX_SHAPES = 32
 # per-process helper kernels whose background build failed: the next call builds them in the
 # foreground, which reports the failure once and turns the helper off (see _gemm, _maxpool)
