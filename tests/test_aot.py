@@ -1444,3 +1444,66 @@ def test_conv3d_forms_match_the_reference(tmp_path):
         for n in (1, 3):
             args = [rng.standard_normal((n, *xs)).astype(np.float32), *weights[i]]
             close(lib.run(f"f{i}", *args), vm.run(f"f{i}", *args), 1e-5)
+
+
+def test_transposes_of_the_last_two_axes_move_tiles(tmp_path):
+    """A copy whose last two axes are the source's swapped (K^T, NCHW -> NHWC) moves 16x16
+    tiles through registers (dlvm_aot_rt.c: transposed_tiles), with edges of any size."""
+    module = assembler.parse("""module tiles
+func @main(%k: f32[N, 16, 1030], %x: f32[N, 19, 5, 33], %s: f32[40, 17]) -> \
+(f32[N, 1030, 16], f32[N, 5, 33, 19], f32[17, 40]) {
+entry:
+  %kt = transpose %k {perm = [0, 2, 1]}
+  %nhwc = transpose %x {perm = [0, 2, 3, 1]}
+  %st = transpose %s {perm = [1, 0]}
+  ret %kt, %nhwc, %st
+}
+""")
+    compile_library(module, tmp_path)
+    lib = aot.load(tmp_path)
+    rng = np.random.default_rng(21)
+    for n in (1, 3):
+        k = rng.standard_normal((n, 16, 1030)).astype(np.float32)
+        x = rng.standard_normal((n, 19, 5, 33)).astype(np.float32)
+        s = rng.standard_normal((40, 17)).astype(np.float32)
+        got = lib.run("main", k, x, s)
+        for g, w in zip(got, [k.transpose(0, 2, 1), x.transpose(0, 2, 3, 1), s.T]):
+            np.testing.assert_array_equal(g, w)
+
+
+def test_batched_products_split_across_the_pool(tmp_path):
+    """A batch of products each too small to split (an attention's heads), or enough of them
+    for every thread, runs several products to a thread (dlvm_aot_rt.c: batched_task), with
+    broadcast batch dims and products of fewer rows than a register tile."""
+    module = assembler.parse("""module heads
+func @main(%q: f32[N, 8, 64, 32], %k: f32[N, 8, 32, 64], %a: f32[N, 1, 5, 256], \
+%b: f32[6, 256, 100]) -> (f32[N, 8, 64, 64], f32[N, 6, 5, 100]) {
+entry:
+  %s = matmul %q, %k
+  %t = matmul %a, %b
+  ret %s, %t
+}
+""")
+    compile_library(module, tmp_path)
+    lib, vm = aot.load(tmp_path), dlvmrt.VM(module, jit="off")
+    rng = np.random.default_rng(22)
+    for n in (1, 5):
+        args = [rng.standard_normal(s).astype(np.float32)
+                for s in ((n, 8, 64, 32), (n, 8, 32, 64), (n, 1, 5, 256), (6, 256, 100))]
+        close(lib.run("main", *args), vm.run("main", *args), 1e-4)     # sums of up to 256
+
+
+def test_short_static_rows_get_short_row_vector_loops():
+    """A reduction region whose innermost axis is static and shorter than SHORT_ROW (a softmax
+    over 32 keys) is compiled with the JIT's short-row vector loops; a named one is not."""
+    from jit.targets.aot.program import ProgramCompiler
+    module = assembler.parse("""module rows
+func @main(%s: f32[N, 4, 32, 32], %t: f32[N, T]) -> (f32[N, 4, 32, 32], f32[N, T]) {
+entry:
+  %p = softmax %s {axis = -1}
+  %q = softmax %t {axis = -1}
+  ret %p, %q
+}
+""")
+    kernels = ProgramCompiler(module, "rows").compile().kernels
+    assert sorted(k.variant.spec.short_rows for k in kernels) == [False, True]

@@ -1312,6 +1312,43 @@ HIDDEN int dlvm_rt_region_any(dlvm_ctx *ctx, const dlvm_rt_kernel *const *varian
     return 0;
 }
 
+/* f32 products of a batched matmul, several to a thread: [lo, hi) of the batch, each on this
+ * thread. A batch of small products (an attention's 32 heads of [32, 16] x [16, 32]) ran one
+ * after another on the calling thread, each too small to split. */
+typedef struct {
+    const float *a, *b;
+    float *c;
+    int64_t m, n, k;
+    int batch_rank, ar, br;
+    const int64_t *batch, *as, *bs;
+    int failed;
+} batched_products;
+
+static void batched_task(void *arg, int64_t lo, int64_t hi, int64_t part) {
+    (void)part;
+    batched_products *j = arg;
+    int64_t m = j->m, n = j->n, k = j->k;
+    for (int64_t t = lo; t < hi; t++) {
+        int64_t oa = 0, ob = 0, sa = 1, sb = 1, rest = t;
+        for (int d = j->batch_rank - 1; d >= 0; d--) {
+            int64_t i = rest % j->batch[d];
+            rest /= j->batch[d];
+            int ia = d - (j->batch_rank - (j->ar - 2)), ib = d - (j->batch_rank - (j->br - 2));
+            if (ia >= 0) { if (j->as[ia] != 1) oa += i * sa; sa *= j->as[ia]; }
+            if (ib >= 0) { if (j->bs[ib] != 1) ob += i * sb; sb *= j->bs[ib]; }
+        }
+        const float *a = j->a + oa * m * k, *b = j->b + ob * k * n;
+        float *c = j->c + t * m * n;
+        if (m < DLVM_GEMM_MIN_ROWS) {
+            few_rows(m, n, k, a, b, c);
+            continue;
+        }
+        gemm_call g = {.m = m, .n = n, .k = k, .a = a, .b = b, .c = c, .by_rows = 1};
+        gemm_task(&g, 0, (m + DLVM_GEMM_MR - 1) / DLVM_GEMM_MR, 0);
+        if (g.failed) __atomic_store_n(&j->failed, 1, __ATOMIC_RELAXED);
+    }
+}
+
 HIDDEN int dlvm_rt_matmul(dlvm_ctx *ctx, const dlvm_val *a, const dlvm_val *b, dlvm_val *out) {
     /* NumPy's matmul: a vector a is a row, a vector b a column; batch dims broadcast */
     int64_t as[DLVM_MAX_RANK + 1], bs[DLVM_MAX_RANK + 1];
@@ -1342,6 +1379,18 @@ HIDDEN int dlvm_rt_matmul(dlvm_ctx *ctx, const dlvm_val *a, const dlvm_val *b, d
     /* b shared by every batch (2-D or 1-D): one product of all of a's rows */
     if (br == 2 && b->rank <= 2)
         return product(ctx, a->dtype, nbatch * m, n, k, a->data, b->data, out->data);
+    int threads = dlvm_rt_threads();
+    /* across the pool by products where each is too small to split itself, or there are
+     * enough of them for every thread */
+    if (a->dtype == DT_F32 && threads > 1 && nbatch >= 2 && m * n * k > 0 &&
+        nbatch * m * n * k >= DLVM_GEMM_PARALLEL_MACS / 16 &&
+        (m * n * k < DLVM_GEMM_PARALLEL_MACS / 16 || nbatch >= 2 * threads)) {
+        batched_products j = {a->data, b->data, out->data, m, n, k, batch_rank, ar, br, batch, as,
+                              bs, 0};
+        dlvm_rt_parallel(batched_task, &j, nbatch, threads < nbatch ? threads : nbatch);
+        if (j.failed) return dlvm_rt_fail(ctx, DLVM_RT_ERR_RESOURCE, "out of memory (GEMM packing)");
+        return 0;
+    }
     int64_t idx[DLVM_MAX_RANK] = {0};
     for (int64_t t = 0; t < nbatch; t++) {
         int64_t oa = 0, ob = 0, sa = 1, sb = 1;
@@ -3172,6 +3221,36 @@ static void strided_blocks(char *dst, const char *src, size_t item, int rank, co
     }
 }
 
+/* Units [u0, u1) of an f32 copy whose last two axes are a transpose of the source's, [R, C]
+ * blocks with dst[a][b] = src[b * step + a]: a unit is 16 rows of one block, moved as 16x16
+ * tiles through registers (transpose16). Element by element, an attention's K^T ([8, 16,
+ * 1024] -> [8, 1024, 16]) was half of a batched product's time. */
+static void transposed_tiles(float *dst, const float *src, int rank, const int64_t *shape,
+                             const int64_t *strides, int64_t offset, int64_t u0, int64_t u1) {
+    int64_t inner = shape[rank - 1], step = strides[rank - 1], rows = shape[rank - 2];
+    int64_t tiles = (rows + 15) / 16;
+    for (int64_t u = u0; u < u1; u++) {
+        int64_t blk = u / tiles, a0 = u % tiles * 16, na = rows - a0 < 16 ? rows - a0 : 16;
+        int64_t pos = offset, rest = blk;
+        for (int dd = rank - 3; dd >= 0; dd--) {
+            pos += rest % shape[dd] * strides[dd];
+            rest /= shape[dd];
+        }
+        const float *s = src + pos + a0;
+        float *d = dst + (blk * rows + a0) * inner;
+        int64_t b = 0;
+        if (na == 16)
+            for (; b + 16 <= inner; b += 16) {
+                dw_vec r[16];
+                for (int i = 0; i < 16; i++) memcpy(&r[i], s + (b + i) * step, sizeof r[i]);
+                transpose16(r);
+                for (int i = 0; i < 16; i++) memcpy(d + i * inner + b, &r[i], sizeof r[i]);
+            }
+        for (int64_t a = 0; a < na; a++)
+            for (int64_t c = b; c < inner; c++) d[a * inner + c] = s[c * step + a];
+    }
+}
+
 typedef struct {
     char *dst;
     const char *src;
@@ -3180,12 +3259,16 @@ typedef struct {
     const int64_t *shape, *strides;
     int64_t offset;
     int blocks;         /* units are blocks of the last two axes (strided_blocks), not rows */
+    int tiles;          /* units are 16-row tiles of transposed blocks (transposed_tiles) */
 } strided_job;
 
 static void strided_task(void *arg, int64_t lo, int64_t hi, int64_t part) {
     (void)part;
     const strided_job *j = arg;
-    if (j->blocks)
+    if (j->tiles)
+        transposed_tiles((float *)j->dst, (const float *)j->src, j->rank, j->shape, j->strides,
+                         j->offset, lo, hi);
+    else if (j->blocks)
         strided_blocks(j->dst, j->src, j->item, j->rank, j->shape, j->strides, j->offset, lo, hi);
     else
         strided_rows(j->dst, j->src, j->item, j->rank, j->shape, j->strides, j->offset, lo, hi);
@@ -3205,8 +3288,12 @@ static void strided_copy(char *dst, const char *src, size_t item, int rank, cons
     }
     int blocks = rank >= 2 && shape[rank - 1] <= SHORT_ROW && strides[rank - 1] != 1 &&
                  shape[rank - 2] > 1;
+    /* the last two axes a transpose of the source's (its rows along our second-last axis) */
+    int tiles = !blocks && item == 4 && rank >= 2 && strides[rank - 2] == 1 &&
+                strides[rank - 1] != 1 && shape[rank - 1] >= 16 && shape[rank - 2] >= 16;
     int64_t units = blocks ? n / (shape[rank - 1] * shape[rank - 2]) : n / shape[rank - 1];
-    strided_job job = {dst, src, item, rank, shape, strides, offset, blocks};
+    if (tiles) units = n / (shape[rank - 1] * shape[rank - 2]) * ((shape[rank - 2] + 15) / 16);
+    strided_job job = {dst, src, item, rank, shape, strides, offset, blocks, tiles};
     int64_t parts = (int64_t)((size_t)n * item / PARALLEL_COPY_BYTES) + 1;
     dlvm_rt_parallel(strided_task, &job, units, parts);
 }
