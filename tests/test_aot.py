@@ -1507,3 +1507,28 @@ entry:
 """)
     kernels = ProgramCompiler(module, "rows").compile().kernels
     assert sorted(k.variant.spec.short_rows for k in kernels) == [False, True]
+
+
+def test_argmax_over_inner_axes_keeps_numpys_rules(tmp_path):
+    """f32 argmax / argmin over an axis that is not the last (dlvm_aot_rt.c: whole rows of the
+    other axes at a time): the first extreme wins a tie, the first NaN wins and stays."""
+    module = assembler.parse("""module am
+func @main(%x: f32[N, 7, 9, 11]) -> (i64[N, 9, 11], i64[N, 7, 11], i64[N, 1, 9, 11], i64[N, 7, 9]) {
+entry:
+  %a = argmax %x {axis = 1}
+  %b = argmin %x {axis = 2}
+  %c = argmax %x {axis = 1, keepdims = true}
+  %d = argmax %x {axis = 3}
+  ret %a, %b, %c, %d
+}
+""")
+    compile_library(module, tmp_path)
+    lib, vm = aot.load(tmp_path), dlvmrt.VM(module, jit="off")
+    rng = np.random.default_rng(23)
+    for n in (1, 4):
+        x = rng.standard_normal((n, 7, 9, 11)).astype(np.float32)
+        x[0, 3, 2, 4] = x[0, 5, 2, 4] = x[0, 0, 1, 1] = np.nan
+        x[0, :, 5, 5] = 1.0
+        x[-1, :, 6, 2] = -1.0
+        for g, w in zip(lib.run("main", x), vm.run("main", x)):
+            np.testing.assert_array_equal(g, w)

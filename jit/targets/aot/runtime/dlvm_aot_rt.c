@@ -3706,6 +3706,34 @@ HIDDEN int dlvm_rt_argext(dlvm_ctx *ctx, const dlvm_val *x, int64_t axis, int ke
     if (dlvm_rt_alloc(ctx, &tmp, DT_I64, r, shape)) return 1;
     int64_t outer = numel_of((int)axis, x->shape), inner = numel_of(rank - (int)axis - 1, x->shape + axis + 1);
     int64_t *y = tmp.data;
+    size_t best_bytes = (size_t)inner * 4;
+    float *best_row = x->dtype == DT_F32 && inner > 1 ? buffer_alloc(&best_bytes) : NULL;
+    if (best_row) {
+        /* f32 over an inner axis (a segmentation map's argmax over classes): whole rows of the
+         * other axes at a time, contiguous and vectorizable, where one position at a time
+         * strode across every plane (2.3x onnxruntime's time) */
+        const float *xf = x->data;
+        for (int64_t a = 0; a < outer; a++) {
+            const float *plane = xf + a * size * inner;
+            int64_t *yi = y + a * inner;
+            memcpy(best_row, plane, (size_t)inner * 4);
+            for (int64_t b = 0; b < inner; b++) yi[b] = 0;
+            for (int64_t k = 1; k < size; k++) {
+                const float *row = plane + k * inner;
+                for (int64_t b = 0; b < inner; b++) {
+                    float v = row[b], cur = best_row[b];
+                    /* the first NaN wins and stays */
+                    int take = cur == cur && (v != v || (sign > 0 ? v > cur : v < cur));
+                    best_row[b] = take ? v : cur;
+                    yi[b] = take ? k : yi[b];
+                }
+            }
+        }
+        buffer_free(best_row, best_bytes);
+        dlvm_rt_release(out);
+        *out = tmp;
+        return 0;
+    }
     for (int64_t a = 0; a < outer; a++)
         for (int64_t b = 0; b < inner; b++) {
             int64_t best_i = 0;
