@@ -1532,3 +1532,41 @@ entry:
         x[-1, :, 6, 2] = -1.0
         for g, w in zip(lib.run("main", x), vm.run("main", x)):
             np.testing.assert_array_equal(g, w)
+
+
+@pytest.mark.parametrize("dtype", ["f32", "i32", "f64"])
+def test_topk_of_most_of_a_row_sorts_by_keys(tmp_path, dtype):
+    """topk of most of a row or all of it (torch.sort) sorts 64-bit keys for f32 and i32
+    (dlvm_aot_rt.c: topk_by_keys, rows across the pool) and merges pairs for other dtypes;
+    either way the reference's order: ties by index, NaNs last, -0 equal to +0."""
+    results = f"{dtype}[N, 5, ?], i64[N, 5, ?], {dtype}[N, ?, 70], i64[N, ?, 70]"
+    module = assembler.parse(f"""module tk
+func @main(%x: {dtype}[N, 5, 70], %k: i64[1]) -> ({results}) {{
+entry:
+  %v, %i = topk %x, %k {{axis = -1, largest = true}}
+  %w, %j = topk %x, %k {{axis = 1, largest = false}}
+  ret %v, %i, %w, %j
+}}
+func @rows(%x: {dtype}[N, 5, 70], %k: i64[1]) -> ({dtype}[N, 5, ?], i64[N, 5, ?]) {{
+entry:
+  %v, %i = topk %x, %k {{axis = -1, largest = false}}
+  ret %v, %i
+}}
+""")
+    compile_library(module, tmp_path)
+    lib, vm = aot.load(tmp_path), dlvmrt.VM(module, jit="off")
+    rng = np.random.default_rng(24)
+    np_type = {"f32": np.float32, "i32": np.int32, "f64": np.float64}[dtype]
+    for n in (1, 3):
+        x = rng.integers(-4, 4, (n, 5, 70)).astype(np_type)      # many ties
+        if dtype == "i32":
+            x[0, 1, :2] = [np.iinfo(np.int32).min, np.iinfo(np.int32).max]
+        else:
+            x[0, 1, ::7] = np.nan
+            x[0, 2, 3:7] = [-0.0, 0.0, np.inf, -np.inf]
+            x[-1, 4] = rng.standard_normal(70)
+        calls = [("main", k) for k in (5, 3, 0)] + [("rows", k) for k in (70, 40, 18)]
+        for fn, k in calls:         # all, most and none of rows of 5; all and most of 70
+            got, want = lib.run(fn, x, np.array([k])), vm.run(fn, x, np.array([k]))
+            for g, w in zip(got, want):
+                np.testing.assert_array_equal(g, w)
