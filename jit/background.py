@@ -12,8 +12,9 @@ Keys deduplicate: a region that keeps running interpreted while its kernel compi
 every call, and gets the one task already queued.
 
 Processes: the thread is a daemon, so a compile in flight never keeps a process alive; at exit
-queued tasks are dropped and exit waits for the task in flight to finish (bounded), so neither
-LLVM nor the interpreter is torn down under it. A forked child starts with an empty
+queued tasks are dropped, the C compilers a task started are killed (`exit_hooks`), and exit waits
+a few seconds for the task in flight to end, then for its LLVM call, so neither LLVM nor the
+interpreter is torn down under it. A forked child starts with an empty
 compiler (the parent's thread does not exist there); its tasks run on a thread of its own.
 """
 from __future__ import annotations
@@ -26,8 +27,10 @@ import threading
 import time
 from collections.abc import Callable, Hashable
 
-# the longest interpreter exit waits for the compile task in flight, then for its LLVM call
-# (one kernel's optimization or code generation: milliseconds to a few seconds)
+# the longest interpreter exit waits for the compile task in flight (its Python half: lowering
+# takes milliseconds to a second or two; its subprocesses are killed first), then for the task's
+# LLVM call (one kernel's optimization or code generation: milliseconds to a few seconds)
+EXIT_TASK_WAIT_S = 5.0
 EXIT_LLVM_WAIT_S = 60.0
 # the GIL's switch interval while compiles run (Python's default is 5 ms)
 SWITCH_INTERVAL_S = 0.0005
@@ -143,6 +146,9 @@ _held_over_fork: list = []
 # called in a forked child, with this process's (new) compiler: a VM re-arms the tier-ups that
 # were queued in the parent, which the child's compiler never saw
 child_hooks: list[Callable[[], None]] = []
+# called at exit before the wait for the task in flight: what a task waits on that exit makes
+# useless (jit/targets/aot/build.py kills the C compiler of a native library still building)
+exit_hooks: list[Callable[[], None]] = []
 
 
 def _before_fork() -> None:
@@ -172,6 +178,11 @@ def _after_fork_in_child() -> None:
 
 def _at_exit() -> None:
     _compiler.close()
+    for hook in list(exit_hooks):
+        try:
+            hook()
+        except Exception:  # noqa: BLE001 - exit goes on whatever a hook meets
+            pass
     # A task still running when the interpreter finalizes is killed (pthread_exit) the next
     # time it takes the GIL; with C++ frames on its stack (a garbage collection on this thread
     # freeing another library's objects: torch's FX graphs release the GIL in their
@@ -180,7 +191,7 @@ def _at_exit() -> None:
     # leaves its loop (close() woke it).
     thread = _compiler._thread
     if thread is not None and thread is not threading.current_thread():
-        thread.join(EXIT_LLVM_WAIT_S)
+        thread.join(EXIT_TASK_WAIT_S)
     # Past that bound a compile still running would be inside LLVM while LLVM's static data is
     # destroyed under it (an assertion or a segfault in the code generator): exit waits for
     # the LLVM call in flight and then keeps LLVM's lock for good, so the task can only go on

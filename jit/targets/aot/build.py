@@ -16,11 +16,13 @@ import os
 import shutil
 import subprocess
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from isa.module import Module
+from jit import background
 from jit.errors import NativeUnavailable
 
 from .cnames import ident
@@ -161,11 +163,46 @@ def _shared_objects(src: Path, cc: str) -> list[Path]:
     return out
 
 
+# the C compiler and archiver runs in flight, which exit kills (a library that a background
+# tier-up builds is of no use once the process ends; `cc` on a large program takes seconds)
+_running: set[subprocess.Popen] = set()
+_running_lock = threading.Lock()
+_exiting = False
+
+
 def _run(cmd: list[str]) -> None:
-    done = subprocess.run(cmd, capture_output=True, text=True)
-    if done.returncode:
+    with _running_lock:
+        if _exiting:
+            raise AotError("the process is exiting: the library's build was stopped")
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        _running.add(proc)
+    try:
+        _, stderr = proc.communicate()
+    finally:
+        with _running_lock:
+            _running.discard(proc)
+    if _exiting:
+        raise AotError("the process is exiting: the library's build was stopped")
+    if proc.returncode:
         raise AotError(f"{' '.join(cmd[:2])} ... failed (this is a bug in dlvm):\n"
-                       f"{done.stderr[-4000:]}")
+                       f"{stderr[-4000:]}")
+
+
+def _stop_builds() -> None:
+    global _exiting
+    with _running_lock:
+        _exiting = True
+        procs = list(_running)
+    for proc in procs:
+        proc.kill()
+    for proc in procs:
+        try:
+            proc.wait(timeout=1.0)
+        except subprocess.TimeoutExpired:
+            pass
+
+
+background.exit_hooks.append(_stop_builds)
 
 
 def _config() -> str:
