@@ -136,10 +136,19 @@ def test_older_opsets_convert_batchnorm_and_lstm(opset):
 
 @pytest.mark.parametrize("args", [dict(stride=2, padding=1, output_padding=1),
                                   dict(stride=(1, 2, 3), padding=(0, 1, 1), groups=2,
-                                       dilation=(2, 1, 1))])
+                                       dilation=(2, 1, 1)),
+                                  # the shared window: kernels over, under and at the stride,
+                                  # pads past the kernel's reach, unit strides on some axes
+                                  dict(kernel_size=4, stride=2, padding=1),
+                                  dict(kernel_size=2, stride=3),
+                                  dict(kernel_size=(2, 3, 5), stride=(2, 1, 3),
+                                       padding=(1, 0, 2), output_padding=(1, 0, 2)),
+                                  dict(kernel_size=3, stride=2, padding=3, output_padding=1),
+                                  dict(kernel_size=3, stride=(1, 1, 2), bias=False)])
 def test_conv_transpose_3d_with_a_dynamic_batch(args):
     torch.manual_seed(0)
-    net = nn.ConvTranspose3d(4, 6, 3, **args)
+    args = {"kernel_size": 3, **args}
+    net = nn.ConvTranspose3d(4, 6, **args)
     _check(_torchscript(net, _rand(2, 4, 3, 4, 5), {0: "batch"}),
            [_rand(1, 4, 3, 4, 5), _rand(3, 4, 3, 4, 5)])
 

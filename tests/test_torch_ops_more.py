@@ -107,6 +107,9 @@ CASES = {
     "conv_transpose3d": (nn.ConvTranspose3d(4, 6, 3, stride=(2, 1, 2), padding=1,
                                             output_padding=(1, 0, 0), groups=2),
                          [r(2, 4, 3, 4, 3)]),
+    "conv_transpose3d_phases": (nn.ConvTranspose3d(4, 6, (3, 4, 2), stride=(2, 2, 3),
+                                                   padding=(1, 1, 0), output_padding=(1, 0, 2)),
+                                [r(2, 4, 3, 4, 3)]),
     "empty_permuted": (lambda a: torch.empty_like(a).fill_(1.0) + a, [r(3, 4)]),
 }
 
