@@ -1570,3 +1570,32 @@ entry:
             got, want = lib.run(fn, x, np.array([k])), vm.run(fn, x, np.array([k]))
             for g, w in zip(got, want):
                 np.testing.assert_array_equal(g, w)
+
+
+def test_batched_products_of_constant_weights(tmp_path):
+    """Products by a stack of constant matrices (a bidirectional RNN's two directions):
+    [nb, ..., m, k] x [nb, 1, ..., k, n] with each matrix packed once (dlvm_aot_rt.c:
+    matmul_const_batched), few rows read unpacked, several products to a thread when large;
+    a batch that only broadcasts takes the general product."""
+    rng = np.random.default_rng(34)
+    mb = ModuleBuilder("constprod")
+    cases = [("f32[2, N, 8]", (2, 8, 20)), ("f32[2, 3, N, 8]", (2, 1, 8, 24)),
+             ("f32[2, N, 64]", (2, 64, 256)), ("f32[N, 5, 8]", (3, 8, 4))]
+    for i, (xt, ws) in enumerate(cases):
+        w = (rng.standard_normal(ws) * 0.3).astype(np.float32)
+        out = xt.replace(str(ws[-2]) + "]", str(ws[-1]) + "]")
+        if i == 3:          # a batch of 1 broadcasts against the weights' 3
+            out = "f32[3, 5, 4]"
+        f = mb.function(f"f{i}", [("x", xt)], [out])
+        bias = mb.constant(f"b{i}", rng.standard_normal(ws[-1]).astype(np.float32))
+        f.ret(f.relu(f.add(f.matmul(f.arg("x"), mb.constant(f"w{i}", w)), bias)))
+    module = mb.finish()
+    compile_library(module, tmp_path)
+    source = (tmp_path / "src" / "constprod.c").read_text()
+    assert source.count("dlvm_rt_matmul_const") >= len(cases)
+    lib, vm = aot.load(tmp_path), dlvmrt.VM(module, jit="off")
+    for i, (xt, _) in enumerate(cases):
+        dims = [int(d) if d.strip() != "N" else None for d in xt[4:-1].split(",")]
+        for n in (1, 3) if i == 3 else (1, 3, 16, 32):
+            x = rng.standard_normal([n if d is None else d for d in dims]).astype(np.float32)
+            close(lib.run(f"f{i}", x), vm.run(f"f{i}", x), 1e-5)

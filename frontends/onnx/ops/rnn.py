@@ -84,24 +84,35 @@ def _activations(ctx: NodeCtx, defaults: list[str], n_dir: int) -> list[list[Act
 
 
 class _Cell:
-    """One direction's weights, as Values the step function reads."""
+    """One direction's weights, as Values the step function reads; or, with `d` None, both
+    directions' stacked on a leading axis of 2 (states [2, B, H], products batched)."""
 
-    def __init__(self, ctx: NodeCtx, d: int, gates: int, hidden: int):
+    def __init__(self, ctx: NodeCtx, d: int | None, gates: int, hidden: int):
         e = ctx.e
         self.e, self.hidden = e, hidden
-        pick = lambda v: e.emit("gather", [v, scalar(d, I64)], "w", axis=0)  # noqa: E731
-        self.w_t = e.emit("transpose", [pick(ctx.req(1))], "wt", perm=[1, 0])
-        self.r_t = e.emit("transpose", [pick(ctx.req(2))], "rt", perm=[1, 0])
+        if d is None:
+            pick = lambda v: v  # noqa: E731
+            swap = [0, 2, 1]
+        else:
+            pick = lambda v: e.emit("gather", [v, scalar(d, I64)], "w", axis=0)  # noqa: E731
+            swap = [1, 0]
+        self.w_t = e.emit("transpose", [pick(ctx.req(1))], "wt", perm=swap)
+        self.r_t = e.emit("transpose", [pick(ctx.req(2))], "rt", perm=swap)
         b = ctx.input(3)
         gh = gates * hidden
         if b is None:
-            b = known(np.zeros((2 * gh,), ctx.req(0).dtype.np))
+            b = known(np.zeros((2, 2 * gh), ctx.req(0).dtype.np))
+            b = b if d is None else pick(b)
         else:
             b = pick(b)
-        self.wb = e.emit("slice", [b], "wb", starts=[0], ends=[gh], axes=[0])
-        self.rb = e.emit("slice", [b], "rb", starts=[gh], ends=[2 * gh], axes=[0])
+        if d is None:      # [2, 1, 2GH]: broadcasts against the stacked [2, B, GH]
+            b = e.emit("expand_dims", [b], axes=[1])
+        self.wb = e.emit("slice", [b], "wb", starts=[0], ends=[gh], axes=[-1])
+        self.rb = e.emit("slice", [b], "rb", starts=[gh], ends=[2 * gh], axes=[-1])
         p = ctx.input(7) if ctx.node.op_type == "LSTM" else None
-        self.p = None if p is None else pick(p)
+        if p is not None:
+            p = pick(p) if d is not None else e.emit("expand_dims", [p], axes=[1])
+        self.p = p
 
     def gate(self, v: Value, k: int, width: int = 1) -> Value:
         h = self.hidden
@@ -165,6 +176,74 @@ def _run_direction(ctx: NodeCtx, x: Value, cell: _Cell, acts: list[Act], states:
     return acc, regs
 
 
+def _reverse_time(e: Emitter, v: Value, axis: int) -> Value:
+    return e.emit("slice", [v], "rev", starts=[-1], ends=[-(2 ** 62)], axes=[axis], steps=[-1])
+
+
+def _run_both(ctx: NodeCtx, x: Value, cell: _Cell, acts: list[Act], states: list[Value],
+              lens: Value | None, clip: float | None) -> tuple[Value, list]:
+    """Both directions of a bidirectional layer in one loop: step i runs the forward direction
+    at time i and the reverse one at time T-1-i on states stacked [2, B, H], so each step is one
+    batched product (the two directions' on two threads) and one set of gate kernels, where two
+    loops ran twice the steps of half the work. Y grows by appending (the reverse direction's
+    outputs in step order, reversed in time once at the end). Returns Y [T, 2, B, H] and the
+    final states [2, B, H]."""
+    e, op = ctx.e, ctx.node.op_type
+    # the input projections, the reverse direction's over the input reversed in time: the
+    # inputs stacked [2, T, B, I] times the weights [2, 1, I, GH], one batched product
+    xs = e.emit("concat", [e.emit("expand_dims", [x], axes=[0]),
+                           e.emit("expand_dims", [_reverse_time(e, x, 0)], axes=[0])], "x", axis=0)
+    bias = cell.wb if op == "GRU" else e.emit("add", [cell.wb, cell.rb], "b")
+    xw = e.emit("add", [e.emit("matmul", [xs, e.emit("expand_dims", [cell.w_t], axes=[1])], "xw"),
+                        e.emit("expand_dims", [bias], axes=[1])], "xw")   # [2, T, B, GH]
+    t_len = x.shape[0]
+    if isinstance(t_len, int):
+        trip = known(np.array(t_len, np.int64))
+    else:
+        trip = e.emit("gather", [e.emit("shape_of", [x]), scalar(0, I64)], "trip", axis=0)
+    i = _reg(e, "step", TensorType(I64, ()))
+    e.mov(known(np.array(0, np.int64)), i.operand.name)
+    regs = []
+    for st in states:
+        r = _reg(e, "state", st.type)
+        e.mov(st, r.operand.name)
+        regs.append(r)
+    h_t = states[0].type
+    if None in h_t.shape:
+        raise ctx.fail(f"RNN states of type {h_t} need a static or named batch size")
+    acc = _reg(e, "ys", h_t.with_shape((None,) + h_t.shape))
+    e.mov(e.emit_const_fill(0, h_t.with_shape((0,) + h_t.shape), "ys"), acc.operand.name)
+
+    l_head, l_body, l_exit = e.label("rnn"), e.label("rnnstep"), e.label("endrnn")
+    e.fb.jmp(l_head)
+    e.fb.label(l_head)
+    e.fb.br(e.materialize(e.emit("lt", [i, trip], "inrange")), l_body, l_exit)
+    e.fb.label(l_body)
+    x_t = e.emit("gather", [xw, i], "xt", axis=1)                          # [2, B, GH]
+    new = _step(e, op, ctx, cell, acts, x_t, regs, clip)
+    y = new[0]
+    if lens is not None:
+        # the forward direction is at time i, the reverse one at T-1-i
+        back = e.emit("sub", [e.emit("sub", [trip, scalar(1, I64)]), i], "t")
+        ts = e.emit("concat", [e.emit("expand_dims", [i], axes=[0]),
+                               e.emit("expand_dims", [back], axes=[0])], "t", axis=0)
+        valid = e.emit("lt", [e.emit("expand_dims", [ts], axes=[1]),
+                              e.emit("expand_dims", [lens], axes=[0])], "valid")   # [2, B]
+        valid = e.emit("expand_dims", [valid], axes=[2])
+        new = [where(e, valid, n, r) for n, r in zip(new, regs)]
+        y = where(e, valid, new[0], scalar(0, y))
+    grown = e.emit("concat", [acc, e.emit("expand_dims", [y], axes=[0])], "ys", axis=0)
+    for r, v in zip(regs, new):
+        e.mov(v, r.operand.name)
+    e.mov(grown, acc.operand.name)
+    e.mov(e.emit("add", [i, scalar(1, I64)], "next"), i.operand.name)
+    e.fb.jmp(l_head)
+    e.fb.label(l_exit)
+    fwd = e.emit("slice", [acc], "y", starts=[0], ends=[1], axes=[1])
+    back = _reverse_time(e, e.emit("slice", [acc], "y", starts=[1], ends=[2], axes=[1]), 0)
+    return e.emit("concat", [fwd, back], "y", axis=1), regs
+
+
 def _step(e: Emitter, op: str, ctx: NodeCtx, cell: _Cell, acts: list[Act], x_t: Value,
           regs: list[Value], clip: float | None) -> list[Value]:
     h = regs[0]
@@ -207,6 +286,19 @@ def _step(e: Emitter, op: str, ctx: NodeCtx, cell: _Cell, acts: list[Act], x_t: 
     return [e.emit("mul", [og, hact(c_new)], "h"), c_new]
 
 
+def _same_activations(ctx: NodeCtx, k: int) -> bool:
+    """Whether both directions apply the same gate activations (the defaults, or halves equal
+    in name and in alpha / beta): then one loop runs both."""
+    names = [str(a).lower() for a in ctx.attr("activations", [])]
+    if names and names[:k] != names[k:]:
+        return False
+    for attr in ("activation_alpha", "activation_beta"):
+        vals = list(ctx.attr(attr, []))
+        if vals and (len(vals) % 2 or vals[:len(vals) // 2] != vals[len(vals) // 2:]):
+            return False
+    return True
+
+
 _GATES = {"RNN": (1, ["Tanh"]), "GRU": (3, ["Sigmoid", "Tanh"]),
           "LSTM": (4, ["Sigmoid", "Tanh", "Tanh"])}
 
@@ -244,6 +336,22 @@ def recurrent(ctx: NodeCtx) -> list[Value]:
             v = e.emit("transpose", [v], "init", perm=[1, 0, 2])
         inits.append(v)
     n_states = 2 if op == "LSTM" else 1
+    if n_dir == 2 and _same_activations(ctx, len(default_acts)):
+        cell = _Cell(ctx, None, gates, hidden)
+        states = []
+        for k in range(n_states):
+            v = inits[k]
+            if v is None:
+                if batch is None:
+                    raise ctx.fail("initial states need a static or named batch size")
+                v = e.emit_const_fill(0, TensorType(x.dtype, (2, batch, hidden)), "h0")
+            states.append(v)
+        y, fin = _run_both(ctx, x, cell, acts[0], states, lens, clip)
+        outs = [y, *fin]
+        if layout:
+            outs = [e.emit("transpose", [outs[0]], "y", perm=[2, 0, 1, 3])] + \
+                   [e.emit("transpose", [v], "yh", perm=[1, 0, 2]) for v in outs[1:]]
+        return outs[:max(1, len(ctx.node.output))]
     ys, finals = [], []
     for d in range(n_dir):
         cell = _Cell(ctx, d, gates, hidden)

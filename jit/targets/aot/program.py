@@ -851,7 +851,7 @@ class ProgramCompiler:
         vals = [self._value(o, ot, temps) for o, ot in zip(head.operands, rows.operands)]
         a = OPS[head.op].with_defaults(head.attrs)
         if head.op == "matmul" and isinstance(head.operands[1], ConstRef) and \
-                rows.operands[1].rank == 2 and rows.operands[1].dtype is DType.F32:
+                rows.operands[1].rank >= 2 and rows.operands[1].dtype is DType.F32:
             pack = self._packed(head.operands[1].name)
             call = f"dlvm_rt_matmul_const(ctx, {vals[0]}, {vals[1]}, &{pack}, {dst})"
         elif head.op in ("matmul", "conv2d", "maxpool2d"):

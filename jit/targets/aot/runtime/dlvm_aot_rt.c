@@ -1208,8 +1208,98 @@ static void pack_lock_reset(void) {
     pack_lock = fresh;
 }
 
+/* A batch of products with constant right operands, [nb, m, k] x [nb, k, n] (a bidirectional
+ * RNN step: both directions' states times their recurrent weights): each B packed once, and the
+ * products several to a thread where there are enough multiplies to share. As a batched matmul
+ * of unpacked operands each step packed both weights again, and its two products ran one after
+ * the other, each split across the pool: a 2-layer bidirectional LSTM at batch 32 took 1.2x the
+ * time of two loops of 2-D products with prepacked weights. */
+typedef struct {
+    const float *a, *b, *packed;
+    float *c;
+    int64_t m, n, k, padded;
+    int failed;
+} const_products;
+
+static void const_products_task(void *arg, int64_t lo, int64_t hi, int64_t part) {
+    (void)part;
+    const_products *j = arg;
+    int64_t m = j->m, n = j->n, k = j->k;
+    for (int64_t t = lo; t < hi; t++) {
+        const float *a = j->a + t * m * k;
+        float *c = j->c + t * m * n;
+        if (m < DLVM_GEMM_MIN_ROWS || !j->packed) {
+            few_rows(m, n, k, a, j->b + t * k * n, c);
+            continue;
+        }
+        gemm_call g = {.m = m, .n = n, .k = k, .a = a, .b = j->packed + t * j->padded * k, .c = c,
+                       .by_rows = 1, .b_padded = j->padded};
+        gemm_task(&g, 0, (m + DLVM_GEMM_MR - 1) / DLVM_GEMM_MR, 0);
+        if (g.failed) __atomic_store_n(&j->failed, 1, __ATOMIC_RELAXED);
+    }
+}
+
+/* the constant's packed panels, made on first use; NULL where there is no memory for them */
+static const float *packed_once(dlvm_rt_packed *pack, const float *b, int64_t nb, int64_t k,
+                                int64_t n) {
+    float *packed = __atomic_load_n(&pack->packed, __ATOMIC_ACQUIRE);
+    if (packed) return packed;
+    pthread_mutex_lock(&pack_lock);
+    packed = pack->packed;
+    if (!packed) {
+        int64_t padded = (n + DLVM_GEMM_NR - 1) / DLVM_GEMM_NR * DLVM_GEMM_NR;
+        size_t panel = (size_t)(padded * (k ? k : 1));
+        packed = aligned_alloc(64, ((size_t)nb * panel * 4 + 63) / 64 * 64);
+        if (packed) {
+            if (n && k)
+                for (int64_t t = 0; t < nb; t++)
+                    dlvm_sgemm_pack_b(n, k, b + t * k * n, 1, n, packed + (size_t)t * panel);
+            pack->padded = padded;
+            __atomic_store_n(&pack->packed, packed, __ATOMIC_RELEASE);
+        }
+    }
+    pthread_mutex_unlock(&pack_lock);
+    return packed;
+}
+
+/* a [nb, ..., m, k] x constant b [nb, 1, ..., 1, k, n]: product t is a's rows of batch t (all of
+ * its middle axes' rows) times b's t-th matrix */
+static int matmul_const_batched(dlvm_ctx *ctx, const dlvm_val *a, const dlvm_val *b,
+                                dlvm_rt_packed *pack, dlvm_val *out) {
+    int r = a->rank;
+    int64_t nb = b->shape[0], k = b->shape[r - 2], n = b->shape[r - 1];
+    int64_t m = numel_of(r - 2, a->shape + 1);
+    const float *packed = m >= DLVM_GEMM_MIN_ROWS ? packed_once(pack, b->data, nb, k, n) : NULL;
+    int64_t shape[DLVM_MAX_RANK];
+    memcpy(shape, a->shape, 8 * (size_t)r);
+    shape[r - 1] = n;
+    if (dlvm_rt_alloc(ctx, out, DT_F32, r, shape)) return 1;
+    if (m == 0 || n == 0) return 0;
+    if (k == 0) {
+        memset(out->data, 0, (size_t)(nb * m * n) * 4);
+        return 0;
+    }
+    int threads = dlvm_rt_threads();
+    int64_t padded = packed ? pack->padded : 0;
+    if (threads > 1 && nb >= 2 && nb * m * n * k >= DLVM_GEMM_PARALLEL_MACS / 16) {
+        const_products j = {a->data, b->data, packed, out->data, m, n, k, padded, 0};
+        dlvm_rt_parallel(const_products_task, &j, nb, threads < nb ? threads : nb);
+        if (j.failed) return dlvm_rt_fail(ctx, DLVM_RT_ERR_RESOURCE, "out of memory (GEMM packing)");
+        return 0;
+    }
+    for (int64_t t = 0; t < nb; t++)
+        if (sgemm_with(ctx, m, n, k, (const float *)a->data + t * m * k,
+                       (const float *)b->data + t * k * n, (float *)out->data + t * m * n,
+                       packed ? packed + t * padded * k : NULL, padded))
+            return 1;
+    return 0;
+}
+
 HIDDEN int dlvm_rt_matmul_const(dlvm_ctx *ctx, const dlvm_val *a, const dlvm_val *b,
                                 dlvm_rt_packed *pack, dlvm_val *out) {
+    if (a->dtype == DT_F32 && b->rank >= 3 && a->rank == b->rank && a->shape[0] == b->shape[0] &&
+        a->shape[a->rank - 1] == b->shape[b->rank - 2] && numel_of(b->rank - 3, b->shape + 1) == 1)
+        return matmul_const_batched(ctx, a, b, pack, out);
     if (a->dtype != DT_F32 || b->rank != 2 || a->rank < 2)
         return dlvm_rt_matmul(ctx, a, b, out);
     int64_t k = b->shape[0], n = b->shape[1];
