@@ -1,4 +1,4 @@
-"""Two-operand einsums imported as transposes and one product (frontends/base/einsum.py), the
+"""Einsums imported as transposes and products a pair at a time (frontends/base/einsum.py), the
 rest kept as the einsum op; results against np.einsum, with a named batch dim too."""
 from __future__ import annotations
 
@@ -29,9 +29,14 @@ def _model(equation: str, shapes: list[list]) -> bytes:
     ("i,j->ji", [[3], [4]], True),                                    # outer product
     ("bij,bj->bi", [[2, 3, 4], [2, 4]], True),
     ("ii->i", [[3, 3]], False),                                       # a diagonal
-    ("ij,jk,kl->il", [[2, 3], [3, 4], [4, 5]], False),                # three operands
+    ("ij,jk,kl->il", [[2, 3], [3, 4], [4, 5]], True),                 # three operands
     ("ij,ij->", [[3, 4], [3, 4]], True),                              # a full contraction
-    ("ij,jk->k", [[3, 4], [4, 5]], False),                            # i summed in A alone
+    ("ij,jk->k", [[3, 4], [4, 5]], True),                             # i summed in A alone
+    ("bhnd,bhde,bhn->bhne", [["N", 2, 5, 3], ["N", 2, 3, 4], ["N", 2, 5]], True),  # linear attn
+    ("bhne,bhn->bhne", [["N", 2, 5, 4], ["N", 2, 5]], True),          # nothing summed: a multiply
+    ("ai,bj,ck,ijk->abc", [[2, 3], [4, 5], [6, 7], [3, 5, 7]], True),  # a Tucker product
+    ("ij,jk,kk->ij", [[2, 3], [3, 4], [4, 4]], False),                # a diagonal stays the op
+    ("bij,bjk,bkl->bli", [["N", 2, 3], ["N", 3, 4], ["N", 4, 2]], True),
 ])
 def test_einsum_lowering(equation, shapes, lowered):
     module = import_onnx(_model(equation, shapes))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from frontends.base.einsum import einsum_as_matmul
+from frontends.base.einsum import einsum_lowered
 from isa.dtypes import BY_NAME
 
 from ..registry import NodeCtx, onnx_op
@@ -80,9 +80,7 @@ def top_k(ctx: NodeCtx) -> list[Value]:
 def einsum(ctx: NodeCtx) -> list[Value]:
     vals = [v for v in ctx.inputs if v is not None]
     equation = str(ctx.attr("equation"))
-    y = einsum_as_matmul(ctx.e, vals, equation, ctx.node.output[0])
-    return [y if y is not None else
-            ctx.e.emit("einsum", vals, ctx.node.output[0], equation=equation)]
+    return [einsum_lowered(ctx.e, vals, equation, ctx.node.output[0])]
 
 
 @onnx_op("BitCast")
