@@ -1,5 +1,5 @@
 """Every model of the zoo (bench/zoo_models.py, zoo_more.py, zoo_probe.py, zoo_probe2.py,
-zoo_probe3.py, zoo_probe4.py, zoo_probe5.py)
+zoo_probe3.py, zoo_probe4.py, zoo_probe5.py, zoo_probe6.py)
 through the torch frontend as a new user would take it: imported from torch.export with a
 dynamic batch and run at two batch sizes, and compiled with `torch.compile(backend="dlvm")`
 (no fallback to torch), each against torch eager. Tolerances: specs/tolerances.md (torch
@@ -22,11 +22,12 @@ from zoo_probe2 import PROBE2  # noqa: E402
 from zoo_probe3 import PROBE3  # noqa: E402
 from zoo_probe4 import PROBE4  # noqa: E402
 from zoo_probe5 import PROBE5  # noqa: E402
+from zoo_probe6 import PROBE6  # noqa: E402
 
 import dlvmrt  # noqa: E402
 from frontends.torch import import_torch  # noqa: E402
 
-EVERY = {**zm.ZOO, **MORE, **PROBE, **PROBE2, **PROBE3, **PROBE4, **PROBE5}
+EVERY = {**zm.ZOO, **MORE, **PROBE, **PROBE2, **PROBE3, **PROBE4, **PROBE5, **PROBE6}
 RTOL, ATOL = 1e-3, 1e-4
 # the backend's cases in the default run, one or two per kind (the rest run with the slow tests)
 BACKEND_FAST = {"small_cnn", "lstm", "encoder_small_post", "mixer", "style", "bigru", "llama_block",
