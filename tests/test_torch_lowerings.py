@@ -25,6 +25,11 @@ from frontends.torch.importer import op_name  # noqa: E402
 A = torch.ops.aten
 
 
+def _read(e):
+    """Something of e's shape and dtype computed from it, 0 whatever its values are."""
+    return A._to_copy.default(A.ne.Tensor(e, e), dtype=e.dtype) * 0
+
+
 def r(*shape, lo=-2.0, hi=2.0):
     return torch.rand(*shape) * (hi - lo) + lo
 
@@ -83,12 +88,14 @@ DIRECT = {
     "aten.copy_.default": (lambda x, y: A.copy_.default(x.clone(), y[:1]), [X, Y]),
     "aten.dropout.default": (lambda x: A.dropout.default(x, 0.5, False), [X]),
     "aten.native_dropout.default": (lambda x: A.native_dropout.default(x, 0.5, False)[0], [X]),
-    "aten.empty_like.default": (lambda x: A.empty_like.default(x) * 0 + x, [X]),
-    "aten.empty_strided.default": (lambda x: A.empty_strided.default([3, 4], [4, 1]) * 0 + x,
+    # (an empty tensor's values are whatever the memory held, NaN and inf too: read only as
+    # "is it NaN", times 0)
+    "aten.empty_like.default": (lambda x: _read(A.empty_like.default(x)) + x, [X]),
+    "aten.empty_strided.default": (lambda x: _read(A.empty_strided.default([3, 4], [4, 1])) + x,
                                    [X]),
     "aten.new_empty_strided.default": (
-        lambda x: A.new_empty_strided.default(x, [3, 4], [4, 1]) * 0 + x, [X]),
-    "aten.new_empty.default": (lambda x: A.new_empty.default(x, [3, 4]) * 0 + x, [X]),
+        lambda x: _read(A.new_empty_strided.default(x, [3, 4], [4, 1])) + x, [X]),
+    "aten.new_empty.default": (lambda x: _read(A.new_empty.default(x, [3, 4])) + x, [X]),
     "aten.new_full.default": (lambda x: A.new_full.default(x, [2, 2], 3.5), [X]),
     "aten.new_ones.default": (lambda x: A.new_ones.default(x, [2, 2]), [X]),
     "aten.new_zeros.default": (lambda x: A.new_zeros.default(x, [2, 2]), [X]),
