@@ -1534,6 +1534,34 @@ entry:
             np.testing.assert_array_equal(g, w)
 
 
+@pytest.mark.parametrize("dtype", ["i64", "u64"])
+def test_argmax_of_64_bit_integers_is_exact(tmp_path, dtype):
+    """argmax / argmin of i64 and u64 (token ids: CLIP's end-of-text token is the largest id)
+    compare exactly, values past 2^53 included, the first extreme winning a tie; a guard here
+    sent a whole text encoder to the VM."""
+    module = assembler.parse(f"""module am64
+func @main(%x: {dtype}[N, 6, 5]) -> (i64[N, 5], i64[N, 6], i64[N, 1, 5]) {{
+entry:
+  %a = argmax %x {{axis = 1}}
+  %b = argmin %x {{axis = -1}}
+  %c = argmin %x {{axis = 1, keepdims = true}}
+  ret %a, %b, %c
+}}
+""")
+    compile_library(module, tmp_path)
+    lib, vm = aot.load(tmp_path), dlvmrt.VM(module, jit="off")
+    rng = np.random.default_rng(24)
+    big = 2 ** 60 if dtype == "i64" else 2 ** 63
+    x = rng.integers(0, 1000, (3, 6, 5)).astype({"i64": np.int64, "u64": np.uint64}[dtype])
+    x[0, 2, 1], x[0, 4, 1] = big + 1, big    # equal as doubles, not as integers
+    x[1, :, 3] = 7                           # a tie: the first wins
+    if dtype == "i64":
+        x[2, 5, 0] = -big
+    for g, w in zip(lib.run("main", x), vm.run("main", x)):
+        np.testing.assert_array_equal(g, w)
+    assert lib.run("main", x)[0][0, 1] == 2
+
+
 @pytest.mark.parametrize("dtype", ["f32", "i32", "f64"])
 def test_topk_of_most_of_a_row_sorts_by_keys(tmp_path, dtype):
     """topk of most of a row or all of it (torch.sort) sorts 64-bit keys for f32 and i32

@@ -3796,12 +3796,32 @@ static double element_as_double(const dlvm_val *x, int64_t i) {
     }
 }
 
+/* argmax / argmin of 64-bit integers, compared exactly (as doubles they would lose precision):
+ * token ids, where a text encoder picks each sequence's end token by the largest id (CLIP); a
+ * guard there sent the whole model to the VM */
+#define ARGEXT_INT(T, NAME)                                                                    \
+    static void NAME(const T *x, int64_t *y, int64_t outer, int64_t size, int64_t inner,    \
+                     int sign) {                                                           \
+        for (int64_t a = 0; a < outer; a++)                                                \
+            for (int64_t b = 0; b < inner; b++) {                                          \
+                const T *v = x + a * size * inner + b;                                     \
+                T best = v[0];                                                             \
+                int64_t at = 0;                                                            \
+                for (int64_t k = 1; k < size; k++) {                                       \
+                    T e = v[k * inner];                                                    \
+                    if (sign > 0 ? e > best : e < best) { best = e; at = k; }              \
+                }                                                                          \
+                y[a * inner + b] = at;                                                     \
+            }                                                                              \
+    }
+ARGEXT_INT(int64_t, argext_i64)
+ARGEXT_INT(uint64_t, argext_u64)
+
 /* argmax (sign 1) / argmin (sign -1) along `axis`: the i64 index of the first extreme, a NaN
- * counting as the extreme (NumPy's rule). 64-bit integers would lose precision as doubles: the
- * VM runs those (a guard). */
+ * counting as the extreme (NumPy's rule). */
 HIDDEN int dlvm_rt_argext(dlvm_ctx *ctx, const dlvm_val *x, int64_t axis, int keepdims, int sign,
                           dlvm_val *out) {
-    if (x->dtype == DT_I64 || x->dtype == DT_U64 || x->dtype == DT_F16)
+    if (x->dtype == DT_F16)
         return dlvm_rt_fail(ctx, DLVM_RT_ERR_GUARD, "arg%s of %s is not compiled ahead of time",
                             sign > 0 ? "max" : "min", dtype_name(x->dtype));
     int rank = x->rank;
@@ -3818,6 +3838,13 @@ HIDDEN int dlvm_rt_argext(dlvm_ctx *ctx, const dlvm_val *x, int64_t axis, int ke
     if (dlvm_rt_alloc(ctx, &tmp, DT_I64, r, shape)) return 1;
     int64_t outer = numel_of((int)axis, x->shape), inner = numel_of(rank - (int)axis - 1, x->shape + axis + 1);
     int64_t *y = tmp.data;
+    if (x->dtype == DT_I64 || x->dtype == DT_U64) {
+        if (x->dtype == DT_I64) argext_i64(x->data, y, outer, size, inner, sign);
+        else argext_u64(x->data, y, outer, size, inner, sign);
+        dlvm_rt_release(out);
+        *out = tmp;
+        return 0;
+    }
     size_t best_bytes = (size_t)inner * 4;
     float *best_row = x->dtype == DT_F32 && inner > 1 ? buffer_alloc(&best_bytes) : NULL;
     if (best_row) {
