@@ -331,6 +331,35 @@ def test_instructions_without_library_code_run_on_the_vm_from_the_library():
     close(vm.run("main", x, np.abs(w)), ref.run("main", x, np.abs(w)))
 
 
+def test_a_dtype_the_library_has_no_code_for_runs_on_the_vm_alone():
+    # a cumulative sum of i16 and a 3-D convolution of f64: decided when the library is built,
+    # so those two instructions run on the VM and the rest natively (the runtime's guard
+    # failed every call, and the whole program stayed on the VM)
+    results = "i16[N, 6], f64[N, 4, 3, 3, 3], f32[N, 6]"
+    module = assembler.parse(f"""module dtypes
+func @main(%x: i16[N, 6], %v: f64[N, 2, 3, 3, 3], %w: f64[4, 2, 1, 1, 1]) -> ({results}) {{
+entry:
+  %c = cumsum %x, 1
+  %y = conv3d %v, %w
+  %f = cast %c {{to = f32}}
+  %g = tanh %f
+  ret %c, %y, %g
+}}
+""")
+    vm = native_vm(module)
+    ref = dlvmrt.VM(module, jit="off")
+    rng = np.random.default_rng(4)
+    w = rng.standard_normal((4, 2, 1, 1, 1))
+    for n in (3, 1, 3):
+        args = (rng.integers(-5, 5, (n, 6)).astype(np.int16),
+                rng.standard_normal((n, 2, 3, 3, 3)), w)
+        for _ in range(2):
+            for g, want in zip(vm.run("main", *args), ref.run("main", *args)):
+                np.testing.assert_allclose(g, want, rtol=1e-6)
+    assert vm.native.vm_instructions == 2, vm.native.status()
+    assert "2 of 2 input signatures run it" in vm.native.status(), vm.native.status()
+
+
 def test_a_trap_in_an_instruction_the_vm_runs_is_the_interpreters(tmp_path):
     # gather_nd with an index out of range traps inside the callback: the library call fails
     # with a guard and the VM runs the call, giving the interpreter's error

@@ -99,6 +99,24 @@ def _no_c_type(d: DType) -> str:
     return f"the {d} dtype (no library code for it; the VM runs it)"
 
 
+_FLOATS = frozenset({DType.F32, DType.F64})
+_INTEGERS = frozenset({DType.I8, DType.I16, DType.I32, DType.I64, DType.U8, DType.U16, DType.U32,
+                       DType.U64})
+# the operand dtypes each helper of the runtime (runtime/dlvm_aot_rt.c) has code for; any other
+# is a guard there
+HELPER_DTYPES: dict[str, frozenset] = {
+    "matmul": _FLOATS | _INTEGERS,
+    "conv2d": _FLOATS, "maxpool2d": _FLOATS, "avgpool2d": _FLOATS,
+    "conv3d": frozenset({DType.F32}),
+    "pad": _FLOATS | _INTEGERS | {DType.BOOL},
+    "argmax": _FLOATS | _INTEGERS | {DType.BOOL}, "argmin": _FLOATS | _INTEGERS | {DType.BOOL},
+    "cumsum": frozenset({DType.F32, DType.F64, DType.I32, DType.I64}),
+    "cumprod": frozenset({DType.F32, DType.F64, DType.I32, DType.I64}),
+    "topk": frozenset({DType.F32, DType.F64, DType.I32, DType.I64}),
+    "range": frozenset({DType.F32, DType.F64, DType.I32, DType.I64}),
+}
+
+
 class Unsupported(Exception):
     pass
 
@@ -750,6 +768,11 @@ class ProgramCompiler:
 
     def _helper(self, ins: Instr, t, temps: list[str], n: int) -> None:
         op, a = ins.op, OPS[ins.op].with_defaults(ins.attrs)
+        allowed = HELPER_DTYPES.get(op)
+        if allowed is not None and t.operands and t.operands[0].dtype not in allowed:
+            # decided here, so the VM runs this instruction alone from inside the library:
+            # the runtime's guard would fail the whole call (and keep the signature on the VM)
+            raise Unsupported(f"{op} of {t.operands[0].dtype} has no library code")
         vals = [self._value(o, ot, temps) for o, ot in zip(ins.operands, t.operands)]
         dst = f"&r[{self.regs[ins.results[0]]}]"
         rt: TensorType = t.results[0]
