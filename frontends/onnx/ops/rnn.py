@@ -127,53 +127,24 @@ def _clip(e: Emitter, v: Value, clip: float | None) -> Value:
 
 def _run_direction(ctx: NodeCtx, x: Value, cell: _Cell, acts: list[Act], states: list[Value],
                    reverse: bool, lens: Value | None, clip: float | None) -> tuple[Value, list]:
-    """One direction's loop; returns Y_d [T, B, H] and the final states."""
+    """One direction's loop; returns Y_d [T, B, H] and the final states. The reverse direction
+    reads the input projections reversed in time and its outputs are reversed once at the end
+    (prepending each step's output copied all of them per step)."""
     e, op = ctx.e, ctx.node.op_type
     # every step's input projection at once: [T, B, I] @ [I, G*H]
     xw = e.emit("add", [e.emit("matmul", [x, cell.w_t], "xw"), cell.wb], "xw")
     if op != "GRU":
         xw = e.emit("add", [xw, cell.rb], "xw")
-    t_len = x.shape[0]
-    if isinstance(t_len, int):
-        trip = known(np.array(t_len, np.int64))
-    else:
-        trip = e.emit("gather", [e.emit("shape_of", [x]), scalar(0, I64)], "trip", axis=0)
-    i = _reg(e, "step", TensorType(I64, ()))
-    e.mov(known(np.array(0, np.int64)), i.operand.name)
-    regs = []
-    for s in states:
-        r = _reg(e, "state", s.type)
-        e.mov(s, r.operand.name)
-        regs.append(r)
-    h_t = states[0].type
-    if None in h_t.shape:
-        raise ctx.fail(f"RNN states of type {h_t} need a static or named batch size")
-    acc = _reg(e, "ys", h_t.with_shape((None,) + h_t.shape))
-    # no step yet: [0, batch, hidden] (a named batch binds when the program runs)
-    e.mov(e.emit_const_fill(0, h_t.with_shape((0,) + h_t.shape), "ys"), acc.operand.name)
+    if reverse:
+        xw = _reverse_time(e, xw, 0)
 
-    l_head, l_body, l_exit = e.label("rnn"), e.label("rnnstep"), e.label("endrnn")
-    e.fb.jmp(l_head)
-    e.fb.label(l_head)
-    e.fb.br(e.materialize(e.emit("lt", [i, trip], "inrange")), l_body, l_exit)
-    e.fb.label(l_body)
-    t = e.emit("sub", [e.emit("sub", [trip, scalar(1, I64)]), i], "t") if reverse else i
-    x_t = e.emit("gather", [xw, t], "xt", axis=0)
-    new = _step(e, op, ctx, cell, acts, x_t, regs, clip)
-    y = new[0]
-    if lens is not None:
-        valid = e.emit("expand_dims", [e.emit("lt", [t, lens], "valid")], axes=[1])
-        new = [where(e, valid, n, r) for n, r in zip(new, regs)]
-        y = where(e, valid, new[0], scalar(0, y))
-    y1 = e.emit("expand_dims", [y], axes=[0])
-    grown = e.emit("concat", [y1, acc] if reverse else [acc, y1], "ys", axis=0)
-    for r, v in zip(regs, new):
-        e.mov(v, r.operand.name)
-    e.mov(grown, acc.operand.name)
-    e.mov(e.emit("add", [i, scalar(1, I64)], "next"), i.operand.name)
-    e.fb.jmp(l_head)
-    e.fb.label(l_exit)
-    return acc, regs
+    def valid(i: Value, trip: Value) -> Value:               # [B, 1]
+        t = e.emit("sub", [e.emit("sub", [trip, scalar(1, I64)]), i], "t") if reverse else i
+        return e.emit("expand_dims", [e.emit("lt", [t, lens], "valid")], axes=[1])
+
+    acc, regs = _time_loop(ctx, x, xw, 0, cell, acts, states,
+                           valid if lens is not None else None, clip)
+    return (_reverse_time(e, acc, 0) if reverse else acc), regs
 
 
 def _reverse_time(e: Emitter, v: Value, axis: int) -> Value:
@@ -196,6 +167,29 @@ def _run_both(ctx: NodeCtx, x: Value, cell: _Cell, acts: list[Act], states: list
     bias = cell.wb if op == "GRU" else e.emit("add", [cell.wb, cell.rb], "b")
     xw = e.emit("add", [e.emit("matmul", [xs, e.emit("expand_dims", [cell.w_t], axes=[1])], "xw"),
                         e.emit("expand_dims", [bias], axes=[1])], "xw")   # [2, T, B, GH]
+
+    def valid(i: Value, trip: Value) -> Value:               # [2, B, 1]
+        # the forward direction is at time i, the reverse one at T-1-i
+        back = e.emit("sub", [e.emit("sub", [trip, scalar(1, I64)]), i], "t")
+        ts = e.emit("concat", [e.emit("expand_dims", [i], axes=[0]),
+                               e.emit("expand_dims", [back], axes=[0])], "t", axis=0)
+        both = e.emit("lt", [e.emit("expand_dims", [ts], axes=[1]),
+                             e.emit("expand_dims", [lens], axes=[0])], "valid")
+        return e.emit("expand_dims", [both], axes=[2])
+
+    acc, regs = _time_loop(ctx, x, xw, 1, cell, acts, states,
+                           valid if lens is not None else None, clip)
+    fwd = e.emit("slice", [acc], "y", starts=[0], ends=[1], axes=[1])
+    back = _reverse_time(e, e.emit("slice", [acc], "y", starts=[1], ends=[2], axes=[1]), 0)
+    return e.emit("concat", [fwd, back], "y", axis=1), regs
+
+
+def _time_loop(ctx: NodeCtx, x: Value, xw: Value, step_axis: int, cell: _Cell, acts: list[Act],
+               states: list[Value], valid, clip: float | None) -> tuple[Value, list]:
+    """The loop over x's T time steps: step i takes xw's index i along `step_axis`, runs the
+    cell, and appends its output (zeros and the states kept where `valid(i, trip)` says the
+    sequence has ended). Returns the outputs [T, *state] and the final states' registers."""
+    e, op = ctx.e, ctx.node.op_type
     t_len = x.shape[0]
     if isinstance(t_len, int):
         trip = known(np.array(t_len, np.int64))
@@ -212,6 +206,7 @@ def _run_both(ctx: NodeCtx, x: Value, cell: _Cell, acts: list[Act], states: list
     if None in h_t.shape:
         raise ctx.fail(f"RNN states of type {h_t} need a static or named batch size")
     acc = _reg(e, "ys", h_t.with_shape((None,) + h_t.shape))
+    # no step yet: [0, *state] (a named batch binds when the program runs)
     e.mov(e.emit_const_fill(0, h_t.with_shape((0,) + h_t.shape), "ys"), acc.operand.name)
 
     l_head, l_body, l_exit = e.label("rnn"), e.label("rnnstep"), e.label("endrnn")
@@ -219,19 +214,13 @@ def _run_both(ctx: NodeCtx, x: Value, cell: _Cell, acts: list[Act], states: list
     e.fb.label(l_head)
     e.fb.br(e.materialize(e.emit("lt", [i, trip], "inrange")), l_body, l_exit)
     e.fb.label(l_body)
-    x_t = e.emit("gather", [xw, i], "xt", axis=1)                          # [2, B, GH]
+    x_t = e.emit("gather", [xw, i], "xt", axis=step_axis)
     new = _step(e, op, ctx, cell, acts, x_t, regs, clip)
     y = new[0]
-    if lens is not None:
-        # the forward direction is at time i, the reverse one at T-1-i
-        back = e.emit("sub", [e.emit("sub", [trip, scalar(1, I64)]), i], "t")
-        ts = e.emit("concat", [e.emit("expand_dims", [i], axes=[0]),
-                               e.emit("expand_dims", [back], axes=[0])], "t", axis=0)
-        valid = e.emit("lt", [e.emit("expand_dims", [ts], axes=[1]),
-                              e.emit("expand_dims", [lens], axes=[0])], "valid")   # [2, B]
-        valid = e.emit("expand_dims", [valid], axes=[2])
-        new = [where(e, valid, n, r) for n, r in zip(new, regs)]
-        y = where(e, valid, new[0], scalar(0, y))
+    if valid:
+        ok = valid(i, trip)
+        new = [where(e, ok, n, r) for n, r in zip(new, regs)]
+        y = where(e, ok, new[0], scalar(0, y))
     grown = e.emit("concat", [acc, e.emit("expand_dims", [y], axes=[0])], "ys", axis=0)
     for r, v in zip(regs, new):
         e.mov(v, r.operand.name)
@@ -239,9 +228,7 @@ def _run_both(ctx: NodeCtx, x: Value, cell: _Cell, acts: list[Act], states: list
     e.mov(e.emit("add", [i, scalar(1, I64)], "next"), i.operand.name)
     e.fb.jmp(l_head)
     e.fb.label(l_exit)
-    fwd = e.emit("slice", [acc], "y", starts=[0], ends=[1], axes=[1])
-    back = _reverse_time(e, e.emit("slice", [acc], "y", starts=[1], ends=[2], axes=[1]), 0)
-    return e.emit("concat", [fwd, back], "y", axis=1), regs
+    return acc, regs
 
 
 def _step(e: Emitter, op: str, ctx: NodeCtx, cell: _Cell, acts: list[Act], x_t: Value,
