@@ -16,7 +16,7 @@ import numpy as np
 from ..errors import OpTypeError, Trap
 from ..types import TensorType
 from . import adjoints_nn as adj
-from .nn import conv2d_ref, window_out
+from .nn import check_conv_channels, conv2d_ref, window_out
 from .opdef import AttrKind, AttrSpec, Family, OpDef
 from .shapes import is_float, require_dtype, same_dtype
 
@@ -35,19 +35,7 @@ def conv3d_rule(types: list[TensorType], attrs) -> list[TensorType]:
             raise OpTypeError(f"conv3d {name} must have {want} entries, got {list(v)}")
         if any(e < lowest for e in v):
             raise OpTypeError(f"conv3d {name} must be >= {lowest}, got {list(v)}")
-    g = attrs["groups"]
-    if g < 1:
-        raise OpTypeError(f"conv3d groups must be >= 1, got {g}")
-    c, o, cg = x.shape[1], w.shape[0], w.shape[1]
-    if isinstance(c, int) and isinstance(cg, int) and c != cg * g:
-        raise OpTypeError(f"conv3d input has {c} channels, but the weights take {cg} per group "
-                          f"x {g} groups = {cg * g}")
-    if isinstance(o, int) and o % g:
-        raise OpTypeError(f"conv3d output channels {o} do not divide into {g} groups")
-    if len(types) == 3:
-        b = types[2]
-        if b.rank != 1 or (isinstance(b.shape[0], int) and isinstance(o, int) and b.shape[0] != o):
-            raise OpTypeError(f"conv3d bias must be [{o}] (one per output channel), got {b}")
+    o = check_conv_channels("conv3d", types, attrs["groups"])
     s, p, d = attrs["strides"], attrs["pads"], attrs["dilations"]
     out = [window_out(x.shape[2 + i], w.shape[2 + i], s[i], p[i] + p[i + SPATIAL], d[i], "conv3d",
                       "kernel") for i in range(SPATIAL)]

@@ -23,6 +23,25 @@ from .shapes import broadcast_shapes, is_float, normalize_axis, require_dtype, s
 # ---- shared window arithmetic ------------------------------------------------------------------
 
 
+def check_conv_channels(op: str, types, g: int):
+    """A convolution's groups, channels and bias against each other (conv2d, conv3d); its
+    output channels."""
+    x, w = types[0], types[1]
+    if g < 1:
+        raise OpTypeError(f"{op} groups must be >= 1, got {g}")
+    c, o, cg = x.shape[1], w.shape[0], w.shape[1]
+    if isinstance(c, int) and isinstance(cg, int) and c != cg * g:
+        raise OpTypeError(f"{op} input has {c} channels, but the weights take {cg} per group "
+                          f"x {g} groups = {cg * g}")
+    if isinstance(o, int) and o % g:
+        raise OpTypeError(f"{op} output channels {o} do not divide into {g} groups")
+    if len(types) == 3:
+        b = types[2]
+        if b.rank != 1 or (isinstance(b.shape[0], int) and isinstance(o, int) and b.shape[0] != o):
+            raise OpTypeError(f"{op} bias must be [{o}] (one per output channel), got {b}")
+    return o
+
+
 def _check_window_attrs(op: str, attrs, names: tuple[str, ...]) -> None:
     for name in names:
         want = 4 if name == "pads" else 2
@@ -67,19 +86,7 @@ def conv2d_rule(types: list[TensorType], attrs) -> list[TensorType]:
     if x.rank != 4 or w.rank != 4:
         raise OpTypeError(f"conv2d needs an NCHW input and OIHW weights (rank 4), got {x} and {w}")
     _check_window_attrs("conv2d", attrs, ("strides", "pads", "dilations"))
-    g = attrs["groups"]
-    if g < 1:
-        raise OpTypeError(f"conv2d groups must be >= 1, got {g}")
-    c, o, cg = x.shape[1], w.shape[0], w.shape[1]
-    if isinstance(c, int) and isinstance(cg, int) and c != cg * g:
-        raise OpTypeError(f"conv2d input has {c} channels, but the weights take {cg} per group "
-                          f"x {g} groups = {cg * g}")
-    if isinstance(o, int) and o % g:
-        raise OpTypeError(f"conv2d output channels {o} do not divide into {g} groups")
-    if len(types) == 3:
-        b = types[2]
-        if b.rank != 1 or (isinstance(b.shape[0], int) and isinstance(o, int) and b.shape[0] != o):
-            raise OpTypeError(f"conv2d bias must be [{o}] (one per output channel), got {b}")
+    o = check_conv_channels("conv2d", types, attrs["groups"])
     s, p, d = attrs["strides"], attrs["pads"], attrs["dilations"]
     ho = window_out(x.shape[2], w.shape[2], s[0], p[0] + p[2], d[0], "conv2d", "kernel")
     wo = window_out(x.shape[3], w.shape[3], s[1], p[1] + p[3], d[1], "conv2d", "kernel")

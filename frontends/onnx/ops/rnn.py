@@ -273,6 +273,19 @@ def _step(e: Emitter, op: str, ctx: NodeCtx, cell: _Cell, acts: list[Act], x_t: 
     return [e.emit("mul", [og, hact(c_new)], "h"), c_new]
 
 
+def _initial_state(ctx: NodeCtx, init: Value | None, d: int | None, dtype, batch,
+                   hidden: int) -> Value:
+    """Direction d's initial state [B, H] (zeros without one), or with d None both directions'
+    [2, B, H]."""
+    e = ctx.e
+    if init is not None:
+        return init if d is None else e.emit("gather", [init, scalar(d, I64)], "h0", axis=0)
+    if batch is None:
+        raise ctx.fail("initial states need a static or named batch size")
+    shape = (batch, hidden) if d is not None else (2, batch, hidden)
+    return e.emit_const_fill(0, TensorType(dtype, shape), "h0")
+
+
 def _same_activations(ctx: NodeCtx, k: int) -> bool:
     """Whether both directions apply the same gate activations (the defaults, or halves equal
     in name and in alpha / beta): then one loop runs both."""
@@ -325,14 +338,8 @@ def recurrent(ctx: NodeCtx) -> list[Value]:
     n_states = 2 if op == "LSTM" else 1
     if n_dir == 2 and _same_activations(ctx, len(default_acts)):
         cell = _Cell(ctx, None, gates, hidden)
-        states = []
-        for k in range(n_states):
-            v = inits[k]
-            if v is None:
-                if batch is None:
-                    raise ctx.fail("initial states need a static or named batch size")
-                v = e.emit_const_fill(0, TensorType(x.dtype, (2, batch, hidden)), "h0")
-            states.append(v)
+        states = [_initial_state(ctx, inits[k], None, x.dtype, batch, hidden)
+                  for k in range(n_states)]
         y, fin = _run_both(ctx, x, cell, acts[0], states, lens, clip)
         outs = [y, *fin]
         if layout:
@@ -342,15 +349,8 @@ def recurrent(ctx: NodeCtx) -> list[Value]:
     ys, finals = [], []
     for d in range(n_dir):
         cell = _Cell(ctx, d, gates, hidden)
-        states = []
-        for k in range(n_states):
-            v = inits[k]
-            if v is None:
-                if batch is None:
-                    raise ctx.fail("initial states need a static or named batch size")
-                states.append(e.emit_const_fill(0, TensorType(x.dtype, (batch, hidden)), "h0"))
-            else:
-                states.append(e.emit("gather", [v, scalar(d, I64)], "h0", axis=0))
+        states = [_initial_state(ctx, inits[k], d, x.dtype, batch, hidden)
+                  for k in range(n_states)]
         reverse = direction == "reverse" or d == 1
         y, fin = _run_direction(ctx, x, cell, acts[d], states, reverse, lens, clip)
         ys.append(e.emit("expand_dims", [y], axes=[1]))
