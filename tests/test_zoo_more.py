@@ -1,6 +1,6 @@
 """The zoo's more models (`bench/zoo_more.py`) and the probes' (`bench/zoo_probe.py`,
 `bench/zoo_probe2.py`, `bench/zoo_probe3.py`, `bench/zoo_probe4.py`,
-`bench/zoo_probe5.py`, `bench/zoo_probe6.py`): each,
+`bench/zoo_probe5.py`, `bench/zoo_probe6.py`, `bench/zoo_probe7.py`): each,
 exported with both torch exporters with a dynamic batch, imports and matches onnxruntime at
 batches 1 and 3; and the native tier's library (every op of these models compiles ahead of
 time) matches the interpreter on them.
@@ -27,13 +27,16 @@ from zoo_probe3 import PROBE3  # noqa: E402
 from zoo_probe4 import PROBE4  # noqa: E402
 from zoo_probe5 import PROBE5  # noqa: E402
 from zoo_probe6 import PROBE6  # noqa: E402
+from zoo_probe7 import PROBE7  # noqa: E402
 
 import dlvmrt  # noqa: E402
 from frontends.onnx import import_onnx  # noqa: E402
 
 pytestmark = pytest.mark.onnx
 
-MORE = {**_MORE, **PROBE, **PROBE2, **PROBE3, **PROBE4, **PROBE5, **PROBE6}
+MORE = {**_MORE, **PROBE, **PROBE2, **PROBE3, **PROBE4, **PROBE5, **PROBE6, **PROBE7}
+# the latest probes' dynamo exports (2-4 s each) run with the slow tests: CI's time
+LATE = set(PROBE6) | set(PROBE7)
 ATOL, RTOL = 1e-4, 1e-4
 # the dynamo exporter writes these with ONNX sequences built in a loop (DLRM's EmbeddingBag: a
 # Loop of SequenceInsert per bag, then ConcatFromSequence): the stacked sequences of
@@ -65,8 +68,9 @@ def _close(got, want, what: str) -> None:
         np.testing.assert_allclose(g, w, atol=ATOL, rtol=RTOL, err_msg=what)
 
 
-@pytest.mark.parametrize("exporter", zm.EXPORTERS)
-@pytest.mark.parametrize("name", list(MORE))
+@pytest.mark.parametrize("name, exporter", [
+    pytest.param(n, x, marks=[pytest.mark.slow] if n in LATE and x == "dynamo" else [])
+    for n in MORE for x in zm.EXPORTERS])
 def test_matches_onnxruntime(name, exporter):
     onnx_bytes = _export(name, exporter)
     vm = dlvmrt.VM(import_onnx(onnx_bytes), jit="off")
