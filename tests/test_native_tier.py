@@ -360,6 +360,28 @@ entry:
     assert "2 of 2 input signatures run it" in vm.native.status(), vm.native.status()
 
 
+def test_a_half_precision_reduction_over_leading_axes_runs_on_the_vm_alone():
+    # dlvm_rt_reduce has code for f32 and f64: an f16 sum over leading axes is the VM's
+    module = assembler.parse("""module halfsum
+func @main(%x: f16[N, 5, 6], %y: f32[N, 4]) -> (f16[5], f32[N, 4]) {
+entry:
+  %s = reduce_sum %x {axes = [0, 2]}
+  %t = tanh %y
+  ret %s, %t
+}
+""")
+    vm = native_vm(module)
+    ref = dlvmrt.VM(module, jit="off")
+    rng = np.random.default_rng(5)
+    args = (rng.standard_normal((3, 5, 6)).astype(np.float16),
+            rng.standard_normal((3, 4)).astype(np.float32))
+    for _ in range(3):
+        for g, want in zip(vm.run("main", *args), ref.run("main", *args)):
+            np.testing.assert_allclose(g, want, rtol=2e-3)
+    assert vm.native.vm_instructions == 1, vm.native.status()
+    assert "1 of 1 input signatures run it" in vm.native.status(), vm.native.status()
+
+
 def test_a_trap_in_an_instruction_the_vm_runs_is_the_interpreters(tmp_path):
     # gather_nd with an index out of range traps inside the callback: the library call fails
     # with a guard and the VM runs the call, giving the interpreter's error

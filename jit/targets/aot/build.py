@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
 import threading
@@ -164,20 +165,29 @@ def _shared_objects(src: Path, cc: str) -> list[Path]:
 
 
 # the C compiler and archiver runs in flight, which exit kills (a library that a background
-# tier-up builds is of no use once the process ends; `cc` on a large program takes seconds)
+# tier-up builds is of no use once the process ends; `cc` on a large program takes seconds).
+# Each runs in a process group of its own, so that its children (cc1, as, ld) die with it.
 _running: set[subprocess.Popen] = set()
 _running_lock = threading.Lock()
 _exiting = False
 
 
 def _run(cmd: list[str]) -> None:
+    if _exiting:
+        raise AotError("the process is exiting: the library's build was stopped")
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
     with _running_lock:
-        if _exiting:
-            raise AotError("the process is exiting: the library's build was stopped")
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         _running.add(proc)
+        stop = _exiting                 # exit came between the check above and now
     try:
+        if stop:
+            _kill_group(proc)
         _, stderr = proc.communicate()
+    except BaseException:
+        _kill_group(proc)
+        proc.wait()
+        raise
     finally:
         with _running_lock:
             _running.discard(proc)
@@ -188,13 +198,20 @@ def _run(cmd: list[str]) -> None:
                        f"{stderr[-4000:]}")
 
 
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
 def _stop_builds() -> None:
     global _exiting
     with _running_lock:
         _exiting = True
         procs = list(_running)
     for proc in procs:
-        proc.kill()
+        _kill_group(proc)
     for proc in procs:
         try:
             proc.wait(timeout=1.0)
@@ -202,7 +219,16 @@ def _stop_builds() -> None:
             pass
 
 
+def _forget_builds_in_child() -> None:
+    # a forked child's builds are its own: the parent's are not its to kill at its exit, and a
+    # lock a parent's thread held at the fork stays held
+    global _running_lock, _running
+    _running_lock = threading.Lock()
+    _running = set()
+
+
 background.exit_hooks.append(_stop_builds)
+os.register_at_fork(after_in_child=_forget_builds_in_child)
 
 
 def _config() -> str:

@@ -749,7 +749,8 @@ class ProgramCompiler:
         except Unsupported:
             raise
         except Exception as e:  # noqa: BLE001 - the JIT cannot build it: say why
-            if _reduce_kind(ins.op) is not None and t.operands[0].dtype.is_float:
+            # (dlvm_rt_reduce has code for f32 and f64; anything else runs on the VM)
+            if _reduce_kind(ins.op) is not None and t.operands[0].dtype in _FLOATS:
                 self._any_axes_reduce(ins, t, temps)
                 return
             raise Unsupported(f"no kernel: {e}") from None

@@ -1303,7 +1303,11 @@ static int matmul_const_batched(dlvm_ctx *ctx, const dlvm_val *a, const dlvm_val
     }
     int threads = dlvm_rt_threads();
     int64_t padded = packed ? pack->padded : 0;
-    if (threads > 1 && nb >= 2 && nb * m * n * k >= DLVM_GEMM_PARALLEL_MACS / 16) {
+    /* whole products to threads where each is too small to split itself or they go round the
+     * threads evenly (a bidirectional step's two on two threads); else each splits across the
+     * pool in turn (two large products on 16 threads) */
+    if (threads > 1 && nb >= 2 && nb * m * n * k >= DLVM_GEMM_PARALLEL_MACS / 16 &&
+        (m * n * k < DLVM_GEMM_PARALLEL_MACS / 16 || nb % threads == 0 || nb >= 2 * threads)) {
         const_products j = {a->data, b->data, packed, out->data, m, n, k, padded, 0};
         dlvm_rt_parallel(const_products_task, &j, nb, threads < nb ? threads : nb);
         if (j.failed) return dlvm_rt_fail(ctx, DLVM_RT_ERR_RESOURCE, "out of memory (GEMM packing)");
