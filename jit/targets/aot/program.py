@@ -39,12 +39,22 @@ from .variant import (
     variant_for,
 )
 
-# ops the runtime runs (dlvm_aot_rt.c) besides regions and control flow
-HELPER_OPS = frozenset({"matmul", "conv2d", "conv3d", "maxpool2d", "avgpool2d", "reshape", "transpose",
-                        "broadcast_to", "expand_dims", "squeeze", "concat", "slice", "gather", "shape_of",
-                        "reshape_dyn", "broadcast_dyn", "pad", "argmax", "argmin", "range", "gather_nd",
-                        "cumsum", "cumprod", "topk", "gather_elements", "scatter_elements",
-                        "scatter_nd", "slice_dyn", "fill", "resize"})
+_FLOATS = frozenset({DType.F32, DType.F64})
+_INTEGERS = frozenset({DType.I8, DType.I16, DType.I32, DType.I64, DType.U8, DType.U16, DType.U32,
+                       DType.U64})
+_SCANS = frozenset({DType.F32, DType.F64, DType.I32, DType.I64})
+# ops the runtime runs (dlvm_aot_rt.c) besides regions and control flow, with the dtypes of the
+# first operand its code covers (None: every dtype with a C type); any other is a guard there, so
+# the library hands that instruction to the VM instead (_helper)
+HELPER_OPS: dict[str, frozenset | None] = {
+    "matmul": _FLOATS | _INTEGERS, "conv2d": _FLOATS, "conv3d": frozenset({DType.F32}),
+    "maxpool2d": _FLOATS, "avgpool2d": _FLOATS, "pad": _FLOATS | _INTEGERS | {DType.BOOL},
+    "argmax": _FLOATS | _INTEGERS | {DType.BOOL}, "argmin": _FLOATS | _INTEGERS | {DType.BOOL},
+    "cumsum": _SCANS, "cumprod": _SCANS, "topk": _SCANS, "range": _SCANS,
+    **dict.fromkeys(["reshape", "transpose", "broadcast_to", "expand_dims", "squeeze", "concat",
+                     "slice", "gather", "shape_of", "reshape_dyn", "broadcast_dyn", "gather_nd",
+                     "gather_elements", "scatter_elements", "scatter_nd", "slice_dyn", "fill",
+                     "resize"])}
 CONTROL_OPS = frozenset({"jmp", "br", "ret", "call", "assert", "const", "mov"})
 
 
@@ -97,24 +107,6 @@ def _reduce_kind(op: str) -> int | None:
 def _no_c_type(d: DType) -> str:
     # the narrow storage formats (bf16, float8, int4 ...): the interpreter computes them
     return f"the {d} dtype (no library code for it; the VM runs it)"
-
-
-_FLOATS = frozenset({DType.F32, DType.F64})
-_INTEGERS = frozenset({DType.I8, DType.I16, DType.I32, DType.I64, DType.U8, DType.U16, DType.U32,
-                       DType.U64})
-# the operand dtypes each helper of the runtime (runtime/dlvm_aot_rt.c) has code for; any other
-# is a guard there
-HELPER_DTYPES: dict[str, frozenset] = {
-    "matmul": _FLOATS | _INTEGERS,
-    "conv2d": _FLOATS, "maxpool2d": _FLOATS, "avgpool2d": _FLOATS,
-    "conv3d": frozenset({DType.F32}),
-    "pad": _FLOATS | _INTEGERS | {DType.BOOL},
-    "argmax": _FLOATS | _INTEGERS | {DType.BOOL}, "argmin": _FLOATS | _INTEGERS | {DType.BOOL},
-    "cumsum": frozenset({DType.F32, DType.F64, DType.I32, DType.I64}),
-    "cumprod": frozenset({DType.F32, DType.F64, DType.I32, DType.I64}),
-    "topk": frozenset({DType.F32, DType.F64, DType.I32, DType.I64}),
-    "range": frozenset({DType.F32, DType.F64, DType.I32, DType.I64}),
-}
 
 
 class Unsupported(Exception):
@@ -769,7 +761,7 @@ class ProgramCompiler:
 
     def _helper(self, ins: Instr, t, temps: list[str], n: int) -> None:
         op, a = ins.op, OPS[ins.op].with_defaults(ins.attrs)
-        allowed = HELPER_DTYPES.get(op)
+        allowed = HELPER_OPS[op]
         if allowed is not None and t.operands and t.operands[0].dtype not in allowed:
             # decided here, so the VM runs this instruction alone from inside the library:
             # the runtime's guard would fail the whole call (and keep the signature on the VM)
