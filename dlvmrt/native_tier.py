@@ -11,11 +11,14 @@ The interpreter, with its compiled regions, stays the reference and the fallback
 - Per entry and input signature (dtypes and shapes), the first call runs both the library and the
   VM on the same inputs, compares the results and returns the VM's; a difference beyond the
   tolerance keeps the signature on the VM for good (a bug in a compiled path must not reach a
-  user). The next calls alternate between the two, timed; after TRIALS of each the faster keeps
-  the signature (the library's products are not always the JIT's equal at large sizes) for the
-  next RETRY_AFTER calls, then they are timed again; each time the timing confirms the choice
-  the wait doubles (up to RETRY_MAX calls), since every VM sample costs a slow call and its
-  OpenBLAS threads spin afterwards beside the library's. "always"
+  user). The next calls are timed: TRIALS of the library, then TRIALS of the VM; the faster keeps
+  the signature (the library's products are not always the JIT's equal at large sizes), the
+  library on a near tie, for the next RETRY_AFTER calls, then they are timed again; each time
+  the timing confirms the choice the wait doubles (up to RETRY_MAX calls), since every VM sample
+  costs a slow call and its OpenBLAS threads spin afterwards beside the library's. A library
+  sample counts only BLAS_SPIN_S after the last VM call: NumPy's OpenBLAS threads spin for about
+  0.1 s after its last product, and on two cores they took the library's second thread (ResNet-18
+  at batch 1: 19 ms alone, 38 ms right after a VM call, so the VM was chosen at 26 ms). "always"
   skips the timing and keeps every signature native that passed the comparison.
 - Any error the library returns (a trap, a guard it was not compiled for, the block budget, out of
   memory, calls nested deeper than it allows) runs the call again on the VM, which gives the
@@ -35,6 +38,7 @@ import os
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -52,6 +56,12 @@ TRIALS = 3                  # timed calls of each way per signature before the c
 # compiling its regions for seconds, and the slow VM calls of the trial were a third of a
 # benchmark's calls (EdgeConv batch 32: numpy's argsort was 43% of the time)
 CLEAR_WIN = 2.0
+# seconds after a VM call before a library sample counts (OpenBLAS's threads spin for about 0.1 s
+# after a product: 2^28 cycles, its default THREAD_TIMEOUT)
+BLAS_SPIN_S = 0.25
+# the VM keeps a signature only when it is faster than the library by more than this factor: its
+# OpenBLAS threads' spinning slows whatever runs after it, which its own time does not show
+NATIVE_EDGE = 1.05
 # a choice made by timing is tried again after this many calls of its signature: a busy spell of
 # the machine during the trial (another process, a compile on the background thread) must not
 # fix the slower way for good
@@ -86,8 +96,7 @@ class NativeTier:
         # window between them (steady state, once the buffer cache and every signature warmed)
         self._window: tuple = (None, None)
         self.choice: dict[tuple, bool] = {}           # signature -> runs native
-        # per signature: quiet native and VM samples, then every later sample of each
-        self.trials: dict[tuple, tuple[list, list, list, list]] = {}
+        self.trials: dict[tuple, _Trial] = {}        # signatures being timed
         self.declined: set[tuple] = set()             # signatures the library failed or got wrong
         self.vm_instructions = 0      # instructions the library hands back to the VM (library_vm.py)
         self.uses: dict[tuple, int] = {}              # calls since a timed choice
@@ -188,11 +197,13 @@ class NativeTier:
             trial = self.trials.get(sig)
             first = trial is None
             if first:
-                trial = self.trials[sig] = ([], [], [], [])
-            # while the compiler works (often on the VM's own regions, made hot by its samples)
-            # no sample counts: the library runs those calls rather than the slower VM (a
-            # recurrent model's trial alternated for hundreds of calls)
-            native_turn = first or not quiet or len(trial[0]) <= len(trial[1])
+                trial = self.trials[sig] = _Trial()
+            # the library's samples first, then the VM's: a library sample taken while the VM's
+            # OpenBLAS threads still spin does not count (see BLAS_SPIN_S). While the compiler
+            # works (often on the VM's own regions, made hot by its samples) no sample counts:
+            # the library runs those calls rather than the slower VM (a recurrent model's trial
+            # alternated for hundreds of calls)
+            native_turn = first or not quiet or len(trial.native) < TRIALS
         if native_turn:
             t0 = time.perf_counter()
             code, _, outs = lib.call(entry, arrays)
@@ -201,15 +212,16 @@ class NativeTier:
                 self._decline(sig)
                 return interpret(entry, values)
             if not first:
-                if quiet and _compiler_idle():
-                    trial[0].append(t_native)
-                trial[2].append(t_native)
+                if quiet and _compiler_idle() and t0 >= trial.vm_end + BLAS_SPIN_S:
+                    trial.native.append(t_native)
+                trial.native_any.append(t_native)
                 self.native_calls += 1
                 self._maybe_choose(sig, trial)
                 return outs
         t0 = time.perf_counter()
         want = interpret(entry, values)
-        t_vm = time.perf_counter() - t0
+        trial.vm_end = time.perf_counter()
+        t_vm = trial.vm_end - t0
         quiet = quiet and _compiler_idle()
         if first:
             if not _same(outs, want):
@@ -218,20 +230,18 @@ class NativeTier:
             if self.mode == "always":
                 self._decide(sig, True)
                 return want
-            if quiet:
-                trial[0].append(t_native)
-        if quiet:
-            trial[1].append(t_vm)
+        elif quiet:
+            trial.vm.append(t_vm)
         if not first:
-            trial[3].append(t_vm)
+            trial.vm_any.append(t_vm)
         self._maybe_choose(sig, trial)
         return want
 
-    def _maybe_choose(self, sig, trial) -> None:
-        if len(trial[0]) >= TRIALS and len(trial[1]) >= TRIALS:
-            self._decide(sig, min(trial[0]) <= min(trial[1]))
-        elif len(trial[2]) >= TRIALS and len(trial[3]) >= TRIALS and \
-                min(trial[2]) * CLEAR_WIN <= min(trial[3]):
+    def _maybe_choose(self, sig, trial: _Trial) -> None:
+        if len(trial.native) >= TRIALS and len(trial.vm) >= TRIALS:
+            self._decide(sig, min(trial.native) <= min(trial.vm) * NATIVE_EDGE)
+        elif len(trial.native_any) >= TRIALS and len(trial.vm_any) >= TRIALS and \
+                min(trial.native_any) * CLEAR_WIN <= min(trial.vm_any):
             self._decide(sig, True)
 
     def _decline(self, sig) -> None:
@@ -297,6 +307,18 @@ class NativeTier:
         self.reason = reason
         self.state = "unavailable"
         self._done.set()
+
+
+@dataclass
+class _Trial:
+    """One signature's timed calls: the quiet samples of each way (no compile beside them, and
+    for the library none of the VM's OpenBLAS threads), every later sample of each, and when the
+    last VM call ended."""
+    native: list[float] = field(default_factory=list)
+    vm: list[float] = field(default_factory=list)
+    native_any: list[float] = field(default_factory=list)
+    vm_any: list[float] = field(default_factory=list)
+    vm_end: float = 0.0
 
 
 def _compiler_idle() -> bool:
