@@ -71,6 +71,9 @@ class Library:
         self._allocation_counts = getattr(self._lib, f"{self.name}_allocation_counts", None)
         if self._allocation_counts is not None:
             self._allocation_counts.argtypes = [ctypes.POINTER(ctypes.c_int64)]
+        self._solo_jobs = getattr(self._lib, f"{self.name}_pool_solo_jobs", None)
+        if self._solo_jobs is not None:
+            self._solo_jobs.restype = ctypes.c_int64
         self._types: dict[str, list] = {}
         self._frames = threading.local()      # entry -> _Frame, per thread
         self._fns = {}
@@ -113,6 +116,12 @@ class Library:
         out = (ctypes.c_int64 * 2)()
         self._allocation_counts(out)
         return int(out[0]), int(out[1])
+
+    def pool_solo_jobs(self) -> int | None:
+        """Parallel jobs the library ran on the calling thread alone since it was loaded, because
+        its pool's workers waited longer for a core than they saved (a machine busier than the
+        thread count); None for libraries written before the count."""
+        return None if self._solo_jobs is None else int(self._solo_jobs())
 
     def set_max_steps(self, n: int) -> bool:
         """Bound the blocks one call may run (0: no limit); False if the library cannot."""

@@ -171,12 +171,16 @@ class NativeTier:
         text = {"waiting": f"not built yet (built after {self.after} calls)",
                 "compiling": "building the library",
                 "ready": f"library loaded; {native} of {len(self.choice)} input signatures run it, "
-                         f"{self.native_calls} native calls{self._allocations()}"
+                         f"{self.native_calls} native calls{self._allocations()}{self._solo()}"
                          + (f"; {self.vm_instructions} instruction"
                             f"{'s' if self.vm_instructions != 1 else ''} run on the VM"
                             if self.vm_instructions else ""),
                 "unavailable": f"off: {self.reason}"}[self.state]
         return f"native tier ({self.mode}): {text}"
+
+    def _solo(self) -> str:
+        n = self.library.pool_solo_jobs() if self.library is not None else None
+        return f"; {n} parallel jobs ran on one thread (the machine was busy)" if n else ""
 
     def _allocations(self) -> str:
         """The system allocations of the native calls between the last two powers of two (the

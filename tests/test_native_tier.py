@@ -461,3 +461,47 @@ def test_threads_share_a_library_that_calls_the_vm():
     for t in threads:
         t.join()
     assert not errors, errors[0]
+
+
+def test_one_core_for_two_threads_gives_the_same_results(tmp_path):
+    # two threads on one core: the pool's workers wait for the core the caller holds, and the
+    # pool may run its jobs on the caller alone (pool_solo_jobs counts them); results stay
+    import os
+    import subprocess
+    import sys
+    if not hasattr(os, "sched_setaffinity"):
+        pytest.skip("no CPU affinity on this platform")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    program = tmp_path / "pinned.dlasm"
+    program.write_text("""module pinned
+func @main(%x: f32[N, 256], %w: f32[256, 256]) -> (f32[N, 256]) {
+entry:
+  %p = matmul %x, %w
+  %y = relu %p
+  %z = matmul %y, %w
+  ret %z
+}
+""")
+    script = tmp_path / "pinned.py"
+    script.write_text(f"""
+import os, sys
+sys.path.insert(0, {root!r})
+os.sched_setaffinity(0, {{sorted(os.sched_getaffinity(0))[0]}})
+import numpy as np, assembler, dlvmrt
+module = assembler.assemble_file({str(program)!r})
+vm = dlvmrt.VM(module, jit="always", native="always")
+ref = dlvmrt.VM(module, jit="off")
+rng = np.random.default_rng(0)
+x = rng.standard_normal((256, 256)).astype(np.float32)
+w = (rng.standard_normal((256, 256)) / 16).astype(np.float32)
+want = ref.run(x, w)[0]
+for _ in range(100):
+    np.testing.assert_allclose(vm.run(x, w)[0], want, rtol=1e-4, atol=1e-4)
+n = vm.native.library.pool_solo_jobs()
+assert isinstance(n, int) and n >= 0, n
+print("ok", n, vm.native.status())
+""")
+    env = {**os.environ, "DLVM_THREADS": "2", "DLVM_CACHE_DIR": str(tmp_path / "cache")}
+    out = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0 and "ok" in out.stdout, out.stderr[-2000:]

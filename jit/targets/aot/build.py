@@ -254,7 +254,8 @@ def _exports(name: str, vm_fallback: bool = False) -> str:
             f"DLVM_API int {name}_get_threads(void) {{ return dlvm_rt_threads(); }}\n"
             f"DLVM_API void {name}_set_max_steps(int64_t steps) {{ dlvm_rt_set_max_steps(steps); }}\n"
             f"DLVM_API void {name}_allocation_counts(int64_t *out) "
-            f"{{ dlvm_rt_allocation_counts(out); }}\n")
+            f"{{ dlvm_rt_allocation_counts(out); }}\n"
+            f"DLVM_API int64_t {name}_pool_solo_jobs(void) {{ return dlvm_rt_pool_solo_jobs(); }}\n")
 
 
 def _pic_machine():

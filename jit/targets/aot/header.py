@@ -96,6 +96,9 @@ DLVM_API void {name}_set_max_steps(int64_t steps);
  * the results handed to callers. In a steady state out[0] grows by out[1]'s growth: the
  * compiled code itself allocates nothing. */
 DLVM_API void {name}_allocation_counts(int64_t out[2]);
+/* Parallel jobs run on the calling thread alone since the library was loaded because the pool's
+ * workers kept losing their cores (the machine busier than the thread count allows). */
+DLVM_API int64_t {name}_pool_solo_jobs(void);
 
 {functions}
 #ifdef __cplusplus

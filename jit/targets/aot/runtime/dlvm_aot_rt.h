@@ -76,6 +76,7 @@ enum { NODE_LOAD = 0, NODE_CONST = 1, NODE_REDUCE_KEEP = 2, NODE_REDUCE_DROP = 3
 int dlvm_rt_alloc(dlvm_ctx *ctx, dlvm_val *v, int32_t dtype, int32_t rank, const int64_t *shape);
 void dlvm_rt_release(dlvm_val *v);
 void dlvm_rt_allocation_counts(int64_t *out);
+int64_t dlvm_rt_pool_solo_jobs(void);
 void dlvm_rt_note_result(void);
 void *dlvm_rt_take_buffer(dlvm_val *v);
 void dlvm_rt_assign(dlvm_val *dst, const dlvm_val *src);
