@@ -1,5 +1,5 @@
 """Every model of the zoo (bench/zoo_models.py, zoo_more.py, zoo_probe.py, zoo_probe2.py,
-zoo_probe3.py, zoo_probe4.py, zoo_probe5.py, zoo_probe6.py, zoo_probe7.py)
+zoo_probe3.py, zoo_probe4.py, zoo_probe5.py, zoo_probe6.py, zoo_probe7.py, zoo_probe8.py)
 through the torch frontend as a new user would take it: imported from torch.export with a
 dynamic batch and run at two batch sizes, and compiled with `torch.compile(backend="dlvm")`
 (no fallback to torch), each against torch eager. Tolerances: specs/tolerances.md (torch
@@ -24,13 +24,15 @@ from zoo_probe4 import PROBE4  # noqa: E402
 from zoo_probe5 import PROBE5  # noqa: E402
 from zoo_probe6 import PROBE6  # noqa: E402
 from zoo_probe7 import PROBE7  # noqa: E402
+from zoo_probe8 import PROBE8  # noqa: E402
 
 import dlvmrt  # noqa: E402
 from frontends.torch import import_torch  # noqa: E402
 
-EVERY = {**zm.ZOO, **MORE, **PROBE, **PROBE2, **PROBE3, **PROBE4, **PROBE5, **PROBE6, **PROBE7}
+EVERY = {**zm.ZOO, **MORE, **PROBE, **PROBE2, **PROBE3, **PROBE4, **PROBE5, **PROBE6, **PROBE7,
+         **PROBE8}
 # the latest probes' exports run with the slow tests (CI's time); the ONNX path checks them
-LATE = set(PROBE6) | set(PROBE7)
+LATE = set(PROBE6) | set(PROBE7) | set(PROBE8)
 RTOL, ATOL = 1e-3, 1e-4
 # the backend's cases in the default run, one or two per kind (the rest run with the slow tests)
 BACKEND_FAST = {"small_cnn", "lstm", "encoder_small_post", "mixer", "style", "bigru", "llama_block",

@@ -1,6 +1,6 @@
 """The zoo's more models (`bench/zoo_more.py`) and the probes' (`bench/zoo_probe.py`,
 `bench/zoo_probe2.py`, `bench/zoo_probe3.py`, `bench/zoo_probe4.py`,
-`bench/zoo_probe5.py`, `bench/zoo_probe6.py`, `bench/zoo_probe7.py`): each,
+`bench/zoo_probe5.py`, `bench/zoo_probe6.py`, `bench/zoo_probe7.py`, `bench/zoo_probe8.py`): each,
 exported with both torch exporters with a dynamic batch, imports and matches onnxruntime at
 batches 1 and 3; and the native tier's library (every op of these models compiles ahead of
 time) matches the interpreter on them.
@@ -28,15 +28,23 @@ from zoo_probe4 import PROBE4  # noqa: E402
 from zoo_probe5 import PROBE5  # noqa: E402
 from zoo_probe6 import PROBE6  # noqa: E402
 from zoo_probe7 import PROBE7  # noqa: E402
+from zoo_probe8 import PROBE8  # noqa: E402
 
 import dlvmrt  # noqa: E402
 from frontends.onnx import import_onnx  # noqa: E402
 
 pytestmark = pytest.mark.onnx
 
-MORE = {**_MORE, **PROBE, **PROBE2, **PROBE3, **PROBE4, **PROBE5, **PROBE6, **PROBE7}
+MORE = {**_MORE, **PROBE, **PROBE2, **PROBE3, **PROBE4, **PROBE5, **PROBE6, **PROBE7,
+        **PROBE8}
 # the latest probes' dynamo exports (2-4 s each) run with the slow tests: CI's time
-LATE = set(PROBE6) | set(PROBE7)
+LATE = set(PROBE6) | set(PROBE7) | set(PROBE8)
+# torch's TorchScript-based exporter fails on these (torch 2.13, opset 17): affine_grid and
+# bilinear have no ONNX symbolic there, and max_unpool2d's export trips over a tensor condition;
+# they are checked through the dynamo exporter
+TORCHSCRIPT_FAILS = {"stn": "aten::affine_grid_generator has no opset-17 symbolic",
+                     "segnet": "max_unpool2d's export meets a tensor condition",
+                     "bilinear_head": "aten::bilinear has no opset-17 symbolic"}
 ATOL, RTOL = 1e-4, 1e-4
 # the dynamo exporter writes these with ONNX sequences built in a loop (DLRM's EmbeddingBag: a
 # Loop of SequenceInsert per bag, then ConcatFromSequence): the stacked sequences of
@@ -51,6 +59,8 @@ DYNAMO_NEEDS_DECOMPOSITION = {"adaptive_pool": torch.ops.aten.adaptive_max_pool2
 
 @functools.cache
 def _export(name: str, exporter: str) -> bytes:
+    if exporter == "torchscript" and name in TORCHSCRIPT_FAILS:
+        pytest.skip(f"torch's TorchScript exporter fails on {name}: {TORCHSCRIPT_FAILS[name]}")
     if exporter == "dynamo":
         pytest.importorskip("onnxscript")
         op = DYNAMO_NEEDS_DECOMPOSITION.get(name)
@@ -85,7 +95,7 @@ def test_matches_onnxruntime(name, exporter):
 def test_native_library_matches_the_interpreter(name):
     # the whole program as one library (dlvmrt/native_tier.py): nothing of these models stays
     # on the VM, and the library's results are the interpreter's
-    module = import_onnx(_export(name, "torchscript"))
+    module = import_onnx(_export(name, "dynamo" if name in TORCHSCRIPT_FAILS else "torchscript"))
     vm = dlvmrt.VM(module, jit="auto", native="always")
     ref = dlvmrt.VM(module, jit="off")
     feeds = MORE[name].inputs(3, seed=3)

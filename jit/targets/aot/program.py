@@ -19,7 +19,7 @@ import numpy as np
 
 from isa.dtypes import DType
 from isa.module import ConstRef, Imm, Instr, Module, Reg
-from isa.ops import OPS
+from isa.ops import OPS, sampling
 from isa.types import TensorType
 from isa.verify import verify_module
 from jit.build import build_kernel
@@ -54,7 +54,8 @@ HELPER_OPS: dict[str, frozenset | None] = {
     **dict.fromkeys(["reshape", "transpose", "broadcast_to", "expand_dims", "squeeze", "concat",
                      "slice", "gather", "shape_of", "reshape_dyn", "broadcast_dyn", "gather_nd",
                      "gather_elements", "scatter_elements", "scatter_nd", "slice_dyn", "fill",
-                     "resize"])}
+                     "resize"]),
+    "grid_sample": frozenset({DType.F32, DType.F64})}
 CONTROL_OPS = frozenset({"jmp", "br", "ret", "call", "assert", "const", "mov"})
 
 
@@ -775,6 +776,13 @@ class ProgramCompiler:
             call = _compute_call(op, a, vals, dst, self._conv_pack(ins))
         elif op == "resize":
             call = self._resample_call(ins, a, t, vals[0], dst)
+        elif op == "grid_sample":
+            if t.operands[1].dtype not in HELPER_OPS[op]:
+                raise Unsupported(f"grid_sample at a {t.operands[1].dtype} grid has no library code")
+            call = (f"dlvm_rt_grid_sample(ctx, {vals[0]}, {vals[1]}, "
+                    f"{sampling.MODES.index(a['mode'])}, "
+                    f"{sampling.PADDINGS.index(a['padding_mode'])}, "
+                    f"{int(bool(a['align_corners']))}, {dst})")
         elif op == "reshape":
             call = f"dlvm_rt_reshape(ctx, {vals[0]}, {len(a['shape'])}, {i64_array(a['shape'])}, {dst})"
         elif op in ("expand_dims", "squeeze"):

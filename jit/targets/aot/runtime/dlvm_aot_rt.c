@@ -4714,6 +4714,159 @@ HIDDEN int dlvm_rt_resample(dlvm_ctx *ctx, const dlvm_val *x, int nd, int64_t n0
     return 0;
 }
 
+/* ---- grid_sample ---------------------------------------------------------------------------- */
+
+/* The interpreter's grid_sample point by point: per spatial dim the position, its taps (1
+ * nearest, 2 linear, 4 cubic) with their weights and whether each is inside, then per channel
+ * the sum over every combination of taps in the reference's order, in double, so results are
+ * the reference's to rounding. Before, the library handed the instruction back to the VM (a
+ * Python round trip inside the call: a spatial transformer at batch 1). */
+typedef struct {
+    const void *x, *g;
+    void *y;
+    int xf32, gf32, nd, mode, padding, corners;
+    int64_t c, points, dims[3], strides[3], plane;
+} grid_job;
+
+static double grid_load(const void *p, int f32, int64_t i) {
+    return f32 ? (double)((const float *)p)[i] : ((const double *)p)[i];
+}
+
+/* fold v into [lo, hi] by repeated reflection at the borders (isa/ops/sampling.py _reflect) */
+static double grid_reflect(double v, double lo, double hi) {
+    double span = hi - lo;
+    if (span <= 0) return lo;
+    if (isnan(v) || (v >= lo && v <= hi)) return v;
+    int below = v < lo;
+    double d = below ? lo - v : v - hi, k = floor(d / span), r = d - k * span;
+    int even = fmod(k, 2.0) == 0.0;
+    if (below) return even ? lo + r : hi - r;
+    return even ? hi - r : lo + r;
+}
+
+static int64_t grid_index(double v) {     /* NumPy's float -> int64 of a NaN or huge value */
+    return isnan(v) || v >= 9.2e18 || v <= -9.2e18 ? INT64_MIN : (int64_t)v;
+}
+
+static void grid_cubic(double t, double *w) {
+    const double a = -0.75;                 /* CUBIC_A */
+#define GRID_NEAR(s) ((((a + 2) * (s) - (a + 3)) * (s) * (s)) + 1)
+#define GRID_FAR(s) ((((a * (s) - 5 * a) * (s) + 8 * a) * (s)) - 4 * a)
+    w[0] = GRID_FAR(t + 1);
+    w[1] = GRID_NEAR(t);
+    w[2] = GRID_NEAR(1 - t);
+    w[3] = GRID_FAR(2 - t);
+#undef GRID_NEAR
+#undef GRID_FAR
+}
+
+static void grid_task(void *arg, int64_t lo, int64_t hi, int64_t part) {
+    (void)part;
+    const grid_job *j = arg;
+    int nd = j->nd;
+    for (int64_t q = lo; q < hi; q++) {       /* q = batch * points + point */
+        int64_t b = q / j->points, p = q % j->points;
+        int taps[3];
+        int64_t at[3][4];
+        double w[3][4];
+        int in[3][4];
+        for (int k = 0; k < nd; k++) {
+            int64_t size = j->dims[k];
+            double d = (double)size;
+            double v = grid_load(j->g, j->gf32, q * nd + (nd - 1 - k));    /* x first */
+            v = j->corners ? (v + 1) / 2 * (d - 1) : ((v + 1) * d - 1) / 2;
+            if (j->mode == 1) v = nearbyint(v);                             /* half to even */
+            double lo_b = j->corners ? 0.0 : -0.5, hi_b = j->corners ? d - 1 : d - 0.5;
+            if (j->padding == 2) v = grid_reflect(v, lo_b, hi_b);
+            if (j->mode == 1) {
+                taps[k] = 1;
+                at[k][0] = grid_index(trunc(v));
+                w[k][0] = 1.0;
+            } else {
+                double base = floor(v), t = v - base;
+                int64_t i0 = grid_index(base);
+                if (j->mode == 0) {
+                    taps[k] = 2;
+                    w[k][0] = 1 - t;
+                    w[k][1] = t;
+                } else {
+                    taps[k] = 4;
+                    grid_cubic(t, w[k]);
+                }
+                for (int m = 0; m < taps[k]; m++)
+                    at[k][m] = i0 == INT64_MIN ? INT64_MIN : i0 + m - (j->mode == 2);
+            }
+            for (int m = 0; m < taps[k]; m++) {
+                int64_t i = at[k][m];
+                in[k][m] = 1;
+                if (j->padding == 0) in[k][m] = i >= 0 && i < size;
+                else if (j->padding == 2 && i != INT64_MIN)
+                    i = grid_index(trunc(grid_reflect((double)i, lo_b, hi_b)));
+                at[k][m] = i < 0 ? 0 : (i > size - 1 ? size - 1 : i);
+            }
+        }
+        /* every combination of taps, the last dim's fastest (itertools.product's order) */
+        double cw[64];
+        int64_t off[64];
+        int combos = 0, pick[3] = {0, 0, 0};
+        for (;;) {
+            double weight = 1.0;
+            int inside = 1;
+            int64_t o = 0;
+            for (int k = 0; k < nd; k++) {
+                weight = weight * w[k][pick[k]];
+                inside &= in[k][pick[k]];
+                o += at[k][pick[k]] * j->strides[k];
+            }
+            cw[combos] = inside ? weight : 0.0;
+            off[combos++] = o;
+            int k = nd - 1;
+            while (k >= 0 && ++pick[k] == taps[k]) pick[k--] = 0;
+            if (k < 0) break;
+        }
+        for (int64_t c = 0; c < j->c; c++) {
+            int64_t base = (b * j->c + c) * j->plane, dst = (b * j->c + c) * j->points + p;
+            double acc = 0.0;
+            for (int m = 0; m < combos; m++) acc += cw[m] * grid_load(j->x, j->xf32, base + off[m]);
+            if (j->xf32) ((float *)j->y)[dst] = (float)acc;
+            else ((double *)j->y)[dst] = acc;
+        }
+    }
+}
+
+HIDDEN int dlvm_rt_grid_sample(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *grid, int mode,
+                               int padding, int align_corners, dlvm_val *out) {
+    int nd = x->rank - 2;
+    if ((x->dtype != DT_F32 && x->dtype != DT_F64) || (grid->dtype != DT_F32 && grid->dtype != DT_F64) ||
+        nd < 1 || nd > 3 || grid->rank != x->rank || grid->shape[grid->rank - 1] != nd ||
+        grid->shape[0] != x->shape[0] || dlvm_rt_numel(x) == 0)
+        return dlvm_rt_fail(ctx, DLVM_RT_ERR_GUARD, "grid_sample of %s at a %s grid of rank %d is "
+                            "not compiled ahead of time", dtype_name(x->dtype),
+                            dtype_name(grid->dtype), grid->rank);
+    grid_job job = {x->data, grid->data, NULL, x->dtype == DT_F32, grid->dtype == DT_F32, nd, mode,
+                    padding, align_corners, x->shape[1], 1, {1, 1, 1}, {0, 0, 0}, 1};
+    int64_t shape[DLVM_MAX_RANK];
+    shape[0] = x->shape[0];
+    shape[1] = x->shape[1];
+    for (int k = nd - 1; k >= 0; k--) {
+        job.dims[k] = x->shape[2 + k];
+        job.strides[k] = job.plane;
+        job.plane *= x->shape[2 + k];
+        shape[2 + k] = grid->shape[1 + k];
+        job.points *= grid->shape[1 + k];
+    }
+    dlvm_val tmp = {0};
+    if (dlvm_rt_alloc(ctx, &tmp, x->dtype, x->rank, shape)) return 1;
+    job.y = tmp.data;
+    int64_t rows = x->shape[0] * job.points;
+    int64_t per_point = job.c * (mode == 2 ? 16 : mode == 0 ? 4 : 1) * (nd == 3 ? 4 : 1) + 32;
+    int64_t parts = (int64_t)((size_t)(rows * per_point) * 8 / PARALLEL_COPY_BYTES) + 1;
+    if (rows) dlvm_rt_parallel(grid_task, &job, rows, parts);
+    dlvm_rt_release(out);
+    *out = tmp;
+    return 0;
+}
+
 /* ---- gather_elements, scatter_elements, slice_dyn ------------------------------------------ */
 
 static int64_t index_at(const dlvm_val *idx, int64_t i) {

@@ -171,6 +171,11 @@ int dlvm_rt_gather(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *idx, int64_
 int dlvm_rt_resample(dlvm_ctx *ctx, const dlvm_val *x, int nd, int64_t n0, int64_t o0,
                      int64_t k0, const void *i0, const void *w0, int64_t n1, int64_t o1,
                      int64_t k1, const void *i1, const void *w1, dlvm_val *out);
+/* grid_sample (isa/ops/sampling.py) of an f32 / f64 image (N, C, D1..Dk), k = 1..3, at an f32 /
+ * f64 grid (N, O1..Ok, k); mode and padding index isa/ops/sampling.py's MODES (linear,
+ * nearest, cubic) and PADDINGS (zeros, border, reflection) */
+int dlvm_rt_grid_sample(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *grid, int mode,
+                        int padding, int align_corners, dlvm_val *out);
 int dlvm_rt_gather_elements(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *idx, int64_t axis,
                             dlvm_val *out);
 int dlvm_rt_scatter_elements(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *idx,
