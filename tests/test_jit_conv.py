@@ -128,6 +128,9 @@ def small_conv(n: int, c: int, hw: int, o: int, k: int, stride: int, pads: list[
     (3, 3, 7, 5, 3, 2, [0, 1, 2, 0], 1, True),       # odd batch, asymmetric pads
     (2, 2, 9, 3, 3, 1, [2, 2, 2, 2], 2, False),      # dilated
     (1, 4, 5, 6, 1, 2, [0, 0, 0, 0], 1, True),       # 1x1 strided: not a plain product
+    # 8x8 outputs over several images: rows of half a vector packed two at a time
+    (3, 8, 8, 16, 3, 1, [1, 1, 1, 1], 1, False),
+    (3, 16, 16, 24, 3, 2, [1, 1, 1, 1], 1, True),
 ])
 def test_small_conv2d_runs_on_the_kernel(jit, monkeypatch, n, c, hw, o, k, stride, pads,
                                          dilation, epilogue):
