@@ -13,8 +13,9 @@ The interpreter, with its compiled regions, stays the reference and the fallback
   tolerance keeps the signature on the VM for good (a bug in a compiled path must not reach a
   user). The next calls are timed: TRIALS of the library, then TRIALS of the VM; the faster keeps
   the signature (the library's products are not always the JIT's equal at large sizes), the
-  library on a near tie, for the next RETRY_AFTER calls, then they are timed again; each time
-  the timing confirms the choice the wait doubles (up to RETRY_MAX calls), since every VM sample
+  library on a near tie, for the next RETRY_AFTER calls and RETRY_AFTER_S seconds, then they
+  are timed again; each time the timing confirms the choice both waits double (up to RETRY_MAX
+  calls and RETRY_MAX_S seconds), since every VM sample
   costs a slow call and its OpenBLAS threads spin afterwards beside the library's. A library
   sample counts only BLAS_SPIN_S after the last VM call: NumPy's OpenBLAS threads spin for about
   0.1 s after its last product, and on two cores they took the library's second thread (ResNet-18
@@ -66,6 +67,10 @@ NATIVE_EDGE = 1.05
 # the machine during the trial (another process, a compile on the background thread) must not
 # fix the slower way for good
 RETRY_AFTER = 1000
+# ... and this many seconds: a model of 40 us a call was timed again every 40 ms at first, and
+# each VM sample's OpenBLAS spin slowed the library's next 0.1 s of calls
+RETRY_AFTER_S = 2.0
+RETRY_MAX_S = 120.0
 # native calls before status() counts allocations (the buffer cache fills first)
 STEADY_AFTER = 4
 RETRY_MAX = 64000
@@ -100,7 +105,8 @@ class NativeTier:
         self.declined: set[tuple] = set()             # signatures the library failed or got wrong
         self.vm_instructions = 0      # instructions the library hands back to the VM (library_vm.py)
         self.uses: dict[tuple, int] = {}              # calls since a timed choice
-        self.retry: dict[tuple, tuple[bool, int]] = {}  # last timed choice, calls until the next
+        # per signature: the last timed choice, the calls and seconds until the next, and when
+        self.retry: dict[tuple, tuple[bool, int, float, float]] = {}
         self._lock = threading.Lock()
         self._done = threading.Event()
         self._pid = os.getpid()         # a forked child rebuilds: its parent's compile is not its
@@ -121,7 +127,9 @@ class NativeTier:
         if choice is not None and sig not in self.declined:
             used = self.uses.get(sig, 0) + 1
             self.uses[sig] = used
-            if used > self.retry.get(sig, (None, RETRY_AFTER))[1]:
+            retry = self.retry.get(sig)
+            if retry is not None and used > retry[1] and \
+                    time.perf_counter() - retry[3] >= retry[2]:
                 with self._lock:
                     self.choice.pop(sig, None)
                     self.uses.pop(sig, None)
@@ -263,9 +271,12 @@ class NativeTier:
                 self.retry.clear()
             self.choice[sig] = native
             self.trials.pop(sig, None)
-            last, wait = self.retry.get(sig, (None, RETRY_AFTER // 2))
-            self.retry[sig] = (native, min(wait * 2, RETRY_MAX) if last is native
-                               else RETRY_AFTER)
+            last, calls, seconds, _ = self.retry.get(sig, (None, 0, 0.0, 0.0))
+            if last is native:
+                calls, seconds = min(calls * 2, RETRY_MAX), min(seconds * 2, RETRY_MAX_S)
+            else:
+                calls, seconds = RETRY_AFTER, RETRY_AFTER_S
+            self.retry[sig] = (native, calls, seconds, time.perf_counter())
 
     # -- building -----------------------------------------------------------------------------
 

@@ -204,6 +204,7 @@ entry:
 def test_a_timed_choice_is_tried_again(monkeypatch):
     import dlvmrt.native_tier as nt
     monkeypatch.setattr(nt, "RETRY_AFTER", 5)
+    monkeypatch.setattr(nt, "RETRY_AFTER_S", 0.0)
     monkeypatch.setattr(nt, "BLAS_SPIN_S", 0.0)
     vm = dlvmrt.VM(mlp_module(), jit="auto", native="auto")
     x = np.ones((2, 16), np.float32)
@@ -219,11 +220,31 @@ def test_a_timed_choice_is_tried_again(monkeypatch):
         vm.run(x)
     assert sig not in vm.native.choice or vm.native.uses.get(sig, 0) <= 1
     # a timing that confirms the choice waits twice as long before the next (RETRY_MAX at most)
-    choice, wait = vm.native.retry[sig]
+    choice, wait, seconds, _ = vm.native.retry[sig]
     vm.native._decide(sig, choice)
-    assert vm.native.retry[sig] == (choice, min(2 * wait, nt.RETRY_MAX))
+    assert vm.native.retry[sig][:3] == (choice, min(2 * wait, nt.RETRY_MAX), 2 * seconds)
     vm.native._decide(sig, not choice)
-    assert vm.native.retry[sig] == (not choice, nt.RETRY_AFTER)
+    assert vm.native.retry[sig][:3] == (not choice, nt.RETRY_AFTER, nt.RETRY_AFTER_S)
+
+
+def test_a_timed_choice_waits_some_seconds_too(monkeypatch):
+    # a fast model passes RETRY_AFTER calls in a moment: the choice also waits RETRY_AFTER_S
+    import dlvmrt.native_tier as nt
+    monkeypatch.setattr(nt, "RETRY_AFTER", 2)
+    vm = dlvmrt.VM(mlp_module(), jit="auto", native="auto")
+    x = np.ones((2, 16), np.float32)
+    for _ in range(2):
+        vm.run(x)
+    assert vm.wait_compiled(120) and vm.native.state == "ready"
+    sig = ("main", ("f", (2, 16)))
+    vm.native._decide(sig, True)
+    for _ in range(10):
+        vm.run(x)
+    assert vm.native.choice.get(sig) is True and vm.native.uses[sig] == 10
+    native, calls, seconds, since = vm.native.retry[sig]
+    vm.native.retry[sig] = (native, calls, seconds, since - seconds)      # the seconds passed
+    vm.run(x)
+    assert sig not in vm.native.choice       # timed again
 
 
 def test_library_samples_wait_out_the_vms_blas_threads(monkeypatch):
