@@ -490,6 +490,8 @@ static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
 
 /* A forked child has none of its parent's workers, and a lock a parent's thread held at the fork
  * stays held: the child starts with a fresh pool (workers start again on first use). */
+static int calls_in_flight;         /* entry-point calls running (atomic) */
+
 static void pool_after_fork(void) {
     pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
     pthread_cond_t fresh_cond = PTHREAD_COND_INITIALIZER;
@@ -501,6 +503,7 @@ static void pool_after_fork(void) {
     pool_started = 0;
     pool_active = 0;
     pool_sleeping = 0;
+    calls_in_flight = 0;             /* the parent's other threads' calls are not the child's */
 }
 
 static void watch_forks(void) { pthread_atfork(NULL, NULL, pool_after_fork); }
@@ -525,8 +528,6 @@ static void run_parts(void) {
  * the next job does not pay a futex wake-up each time (they were a tenth of MobileNet's time at
  * batch 1). Between calls nobody spins: the cores are the application's. */
 #define SPIN_NS 50000
-
-static int calls_in_flight;         /* entry-point calls running (atomic) */
 
 static long pool_nudges;            /* under pool_lock: calls that woke sleeping workers */
 
