@@ -15,12 +15,12 @@ The interpreter, with its compiled regions, stays the reference and the fallback
   the signature (the library's products are not always the JIT's equal at large sizes), the
   library on a near tie, for the next RETRY_AFTER calls and RETRY_AFTER_S seconds, then they
   are timed again; each time the timing confirms the choice both waits double (up to RETRY_MAX
-  calls and RETRY_MAX_S seconds), since every VM sample
-  costs a slow call and its OpenBLAS threads spin afterwards beside the library's. A library
-  sample counts only BLAS_SPIN_S after the last VM call: NumPy's OpenBLAS threads spin for about
-  0.1 s after its last product, and on two cores they took the library's second thread (ResNet-18
-  at batch 1: 19 ms alone, 38 ms right after a VM call, so the VM was chosen at 26 ms). "always"
-  skips the timing and keeps every signature native that passed the comparison.
+  calls and RETRY_MAX_S seconds), since every VM sample costs a slow call and its OpenBLAS
+  threads spin afterwards beside the library's. A library sample counts only BLAS_SPIN_S after
+  the last VM call: NumPy's OpenBLAS threads spin for about 0.1 s after its last product, and on
+  two cores they took the library's second thread (ResNet-18 at batch 1: 19 ms alone, 38 ms
+  right after a VM call, so the VM was chosen at 26 ms). "always" skips the timing and keeps
+  every signature native that passed the comparison.
 - Any error the library returns (a trap, a guard it was not compiled for, the block budget, out of
   memory, calls nested deeper than it allows) runs the call again on the VM, which gives the
   interpreter's result or error; a signature whose call failed that way stays on the VM.
