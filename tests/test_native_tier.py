@@ -201,17 +201,23 @@ entry:
     assert "einsum" not in vm.native.status()
 
 
-def test_a_timed_choice_is_tried_again(monkeypatch):
-    import dlvmrt.native_tier as nt
-    monkeypatch.setattr(nt, "RETRY_AFTER", 5)
-    monkeypatch.setattr(nt, "RETRY_AFTER_S", 0.0)
-    monkeypatch.setattr(nt, "BLAS_SPIN_S", 0.0)
+def _auto_vm_with_its_library():
+    """A VM in the default tiering whose library is built (after its second call), with the
+    input and the signature of the calls to time."""
     vm = dlvmrt.VM(mlp_module(), jit="auto", native="auto")
     x = np.ones((2, 16), np.float32)
     for _ in range(2):
         vm.run(x)
     assert vm.wait_compiled(120) and vm.native.state == "ready"
-    sig = ("main", ("f", (2, 16)))
+    return vm, x, ("main", ("f", (2, 16)))
+
+
+def test_a_timed_choice_is_tried_again(monkeypatch):
+    import dlvmrt.native_tier as nt
+    monkeypatch.setattr(nt, "RETRY_AFTER", 5)
+    monkeypatch.setattr(nt, "RETRY_AFTER_S", 0.0)
+    monkeypatch.setattr(nt, "BLAS_SPIN_S", 0.0)
+    vm, x, sig = _auto_vm_with_its_library()
     for _ in range(2 * nt.TRIALS + 2):
         vm.run(x)
         vm.wait_compiled(120)
@@ -231,12 +237,7 @@ def test_a_timed_choice_waits_some_seconds_too(monkeypatch):
     # a fast model passes RETRY_AFTER calls in a moment: the choice also waits RETRY_AFTER_S
     import dlvmrt.native_tier as nt
     monkeypatch.setattr(nt, "RETRY_AFTER", 2)
-    vm = dlvmrt.VM(mlp_module(), jit="auto", native="auto")
-    x = np.ones((2, 16), np.float32)
-    for _ in range(2):
-        vm.run(x)
-    assert vm.wait_compiled(120) and vm.native.state == "ready"
-    sig = ("main", ("f", (2, 16)))
+    vm, x, sig = _auto_vm_with_its_library()
     vm.native._decide(sig, True)
     for _ in range(10):
         vm.run(x)
@@ -252,12 +253,7 @@ def test_library_samples_wait_out_the_vms_blas_threads(monkeypatch):
     # calls run the library, and no choice is made on them
     import dlvmrt.native_tier as nt
     monkeypatch.setattr(nt, "BLAS_SPIN_S", 1e9)
-    vm = dlvmrt.VM(mlp_module(), jit="auto", native="auto")
-    x = np.ones((2, 16), np.float32)
-    for _ in range(2):
-        vm.run(x)
-    assert vm.wait_compiled(120) and vm.native.state == "ready"
-    sig = ("main", ("f", (2, 16)))
+    vm, x, sig = _auto_vm_with_its_library()
     for _ in range(4 * nt.TRIALS):
         vm.run(x)
         vm.wait_compiled(120)
