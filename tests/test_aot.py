@@ -1161,12 +1161,13 @@ def test_resize_in_one_pass(tmp_path):
 @pytest.mark.parametrize("nd, x_dtype, grid_dtype", [(1, "f64", "f32"), (2, "f32", "f32"),
                                                      (2, "f32", "f64"), (3, "f32", "f32")])
 def test_grid_sample_in_the_library(tmp_path, nd, x_dtype, grid_dtype):
-    # dlvm_rt_grid_sample: every mode, padding and corner setting as the interpreter computes
-    # them, with positions far outside, on the borders and NaN; no instruction left to the VM
+    # dlvm_rt_grid_sample: every mode, padding and corner setting exactly as the interpreter
+    # computes them (no fused multiply-adds), with positions far outside, on the borders, NaN,
+    # infinite and beyond int64, on sizes of 1 to 200; no instruction left to the VM
     from isa.ops.sampling import MODES, PADDINGS
-    x_shape = {1: "N, 3, 5", 2: "N, 3, 5, 4", 3: "N, 2, 4, 3, 5"}[nd]
-    g_shape = {1: "N, 6, 1", 2: "N, 6, 7, 2", 3: "N, 3, 2, 4, 3"}[nd]
-    y_shape = {1: "N, 3, 6", 2: "N, 3, 6, 7", 3: "N, 2, 3, 2, 4"}[nd]
+    x_shape = {1: "N, 3, 49", 2: "N, 3, 1, 200", 3: "N, 2, 4, 3, 49"}[nd]
+    g_shape = {1: "N, 16, 1", 2: "N, 6, 7, 2", 3: "N, 3, 2, 4, 3"}[nd]
+    y_shape = {1: "N, 3, 16", 2: "N, 3, 6, 7", 3: "N, 2, 3, 2, 4"}[nd]
     settings = [(m, p, c) for m in MODES for p in PADDINGS for c in ("false", "true")]
     body = "".join(f'  %y{i} = grid_sample %x, %g {{mode = "{m}", padding_mode = "{p}", '
                    f'align_corners = {c}}}\n' for i, (m, p, c) in enumerate(settings))
@@ -1181,14 +1182,18 @@ entry:
     lib, vm = aot.load(tmp_path), dlvmrt.VM(module, jit="off")
     assert not lib.manifest.get("vm_instructions")
     rng = np.random.default_rng(nd)
+    special = [np.nan, 1.0, -1.0, 7.5, -3.25, np.inf, -np.inf, 9.21e18, -9.3e18, 1.5e17, 1e300,
+               0.5, -0.0204081632653]
     for n in (1, 2):
         x = rng.standard_normal([n if d.strip() == "N" else int(d) for d in x_shape.split(",")])
         g = rng.standard_normal([n if d.strip() == "N" else int(d) for d in g_shape.split(",")])
-        g = (g * 1.6).astype(np.dtype(grid_dtype.replace("f", "float")))
-        g.flat[:5] = [np.nan, 1.0, -1.0, 7.5, -3.25]
+        g = g * 1.6
+        g.flat[:len(special)] = special
+        with np.errstate(over="ignore"):
+            g = g.astype(np.dtype(grid_dtype.replace("f", "float")))
         x = x.astype(np.dtype(x_dtype.replace("f", "float")))
         for got, want in zip(lib.run("main", x, g), vm.run("main", x, g)):
-            np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6, equal_nan=True)
+            np.testing.assert_array_equal(got, want)
 
 
 @pytest.mark.parametrize("reduction", ["none", "add", "mul", "max", "min"])

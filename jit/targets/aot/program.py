@@ -777,8 +777,9 @@ class ProgramCompiler:
         elif op == "resize":
             call = self._resample_call(ins, a, t, vals[0], dst)
         elif op == "grid_sample":
-            if t.operands[1].dtype not in HELPER_OPS[op]:
-                raise Unsupported(f"grid_sample at a {t.operands[1].dtype} grid has no library code")
+            if t.operands[1].dtype not in HELPER_OPS[op] or not 1 <= x_rank - 2 <= 3:
+                raise Unsupported(f"grid_sample of {x_rank - 2} spatial dims at a "
+                                  f"{t.operands[1].dtype} grid has no library code")
             call = (f"dlvm_rt_grid_sample(ctx, {vals[0]}, {vals[1]}, "
                     f"{sampling.MODES.index(a['mode'])}, "
                     f"{sampling.PADDINGS.index(a['padding_mode'])}, "

@@ -4717,6 +4717,16 @@ HIDDEN int dlvm_rt_resample(dlvm_ctx *ctx, const dlvm_val *x, int nd, int64_t n0
 
 /* ---- grid_sample ---------------------------------------------------------------------------- */
 
+/* No fused multiply-adds here (the build contracts a * b + c): the reference rounds each product
+ * and sum, and a huge position reflected with one rounding less lands on another pixel */
+#if defined(__clang__)
+#define GRID_NO_FMA _Pragma("clang fp contract(off)")
+#else
+#define GRID_NO_FMA
+#pragma GCC push_options
+#pragma GCC optimize("fp-contract=off")
+#endif
+
 /* The interpreter's grid_sample point by point: per spatial dim the position, its taps (1
  * nearest, 2 linear, 4 cubic) with their weights and whether each is inside, then per channel
  * the sum over every combination of taps in the reference's order, in double, so results are
@@ -4730,11 +4740,13 @@ typedef struct {
 } grid_job;
 
 static double grid_load(const void *p, int f32, int64_t i) {
+    GRID_NO_FMA
     return f32 ? (double)((const float *)p)[i] : ((const double *)p)[i];
 }
 
 /* fold v into [lo, hi] by repeated reflection at the borders (isa/ops/sampling.py _reflect) */
 static double grid_reflect(double v, double lo, double hi) {
+    GRID_NO_FMA
     double span = hi - lo;
     if (span <= 0) return lo;
     if (isnan(v) || (v >= lo && v <= hi)) return v;
@@ -4745,11 +4757,14 @@ static double grid_reflect(double v, double lo, double hi) {
     return even ? hi - r : lo + r;
 }
 
-static int64_t grid_index(double v) {     /* NumPy's float -> int64 of a NaN or huge value */
-    return isnan(v) || v >= 9.2e18 || v <= -9.2e18 ? INT64_MIN : (int64_t)v;
+/* float64 -> int64 as NumPy computes it on x86-64 (the interpreter's platform here): a NaN or a
+ * value outside the int64 range becomes INT64_MIN */
+static int64_t grid_index(double v) {
+    return isnan(v) || !(v >= -0x1p63 && v < 0x1p63) ? INT64_MIN : (int64_t)v;
 }
 
 static void grid_cubic(double t, double *w) {
+    GRID_NO_FMA
     const double a = -0.75;                 /* CUBIC_A */
 #define GRID_NEAR(s) ((((a + 2) * (s) - (a + 3)) * (s) * (s)) + 1)
 #define GRID_FAR(s) ((((a * (s) - 5 * a) * (s) + 8 * a) * (s)) - 4 * a)
@@ -4762,6 +4777,7 @@ static void grid_cubic(double t, double *w) {
 }
 
 static void grid_task(void *arg, int64_t lo, int64_t hi, int64_t part) {
+    GRID_NO_FMA
     (void)part;
     const grid_job *j = arg;
     int nd = j->nd;
@@ -4794,14 +4810,14 @@ static void grid_task(void *arg, int64_t lo, int64_t hi, int64_t part) {
                     taps[k] = 4;
                     grid_cubic(t, w[k]);
                 }
-                for (int m = 0; m < taps[k]; m++)
-                    at[k][m] = i0 == INT64_MIN ? INT64_MIN : i0 + m - (j->mode == 2);
+                for (int m = 0; m < taps[k]; m++)      /* wrapping as NumPy's int64 does */
+                    at[k][m] = (int64_t)((uint64_t)i0 + (uint64_t)m - (uint64_t)(j->mode == 2));
             }
             for (int m = 0; m < taps[k]; m++) {
                 int64_t i = at[k][m];
                 in[k][m] = 1;
                 if (j->padding == 0) in[k][m] = i >= 0 && i < size;
-                else if (j->padding == 2 && i != INT64_MIN)
+                else if (j->padding == 2)      /* INT64_MIN (a NaN) reflects as a float too */
                     i = grid_index(trunc(grid_reflect((double)i, lo_b, hi_b)));
                 at[k][m] = i < 0 ? 0 : (i > size - 1 ? size - 1 : i);
             }
@@ -4835,12 +4851,18 @@ static void grid_task(void *arg, int64_t lo, int64_t hi, int64_t part) {
     }
 }
 
+static int64_t spatial_numel(const dlvm_val *x) {
+    int64_t n = 1;
+    for (int d = 2; d < x->rank; d++) n *= x->shape[d];
+    return n;
+}
+
 HIDDEN int dlvm_rt_grid_sample(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *grid, int mode,
                                int padding, int align_corners, dlvm_val *out) {
     int nd = x->rank - 2;
     if ((x->dtype != DT_F32 && x->dtype != DT_F64) || (grid->dtype != DT_F32 && grid->dtype != DT_F64) ||
         nd < 1 || nd > 3 || grid->rank != x->rank || grid->shape[grid->rank - 1] != nd ||
-        grid->shape[0] != x->shape[0] || dlvm_rt_numel(x) == 0)
+        grid->shape[0] != x->shape[0] || (dlvm_rt_numel(grid) > 0 && !spatial_numel(x)))
         return dlvm_rt_fail(ctx, DLVM_RT_ERR_GUARD, "grid_sample of %s at a %s grid of rank %d is "
                             "not compiled ahead of time", dtype_name(x->dtype),
                             dtype_name(grid->dtype), grid->rank);
@@ -4867,6 +4889,11 @@ HIDDEN int dlvm_rt_grid_sample(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val 
     *out = tmp;
     return 0;
 }
+
+#if !defined(__clang__)
+#pragma GCC pop_options
+#endif
+#undef GRID_NO_FMA
 
 /* ---- gather_elements, scatter_elements, slice_dyn ------------------------------------------ */
 
