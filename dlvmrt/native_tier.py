@@ -17,7 +17,8 @@ The interpreter, with its compiled regions, stays the reference and the fallback
   are timed again; each time the timing confirms the choice both waits double (up to RETRY_MAX
   calls and RETRY_MAX_S seconds), since every VM sample costs a slow call and its OpenBLAS
   threads spin afterwards beside the library's. A library sample counts only BLAS_SPIN_S after
-  the last VM call: NumPy's OpenBLAS threads spin for about 0.1 s after its last product, and on
+  the signature's last VM call ended (none while one runs; VM calls of other signatures are not
+  watched): NumPy's OpenBLAS threads spin for about 0.1 s after its last product, and on
   two cores they took the library's second thread (ResNet-18 at batch 1: 19 ms alone, 38 ms
   right after a VM call, so the VM was chosen at 26 ms). "always" skips the timing and keeps
   every signature native that passed the comparison.
@@ -35,6 +36,7 @@ under its lock, never held across a call.
 """
 from __future__ import annotations
 
+import math
 import os
 import threading
 import time
@@ -231,6 +233,7 @@ class NativeTier:
                 self._maybe_choose(sig, trial)
                 return outs
         t0 = time.perf_counter()
+        trial.vm_end = math.inf     # (no library sample counts while this VM call runs)
         want = interpret(entry, values)
         trial.vm_end = time.perf_counter()
         t_vm = trial.vm_end - t0
@@ -251,10 +254,10 @@ class NativeTier:
 
     def _maybe_choose(self, sig, trial: _Trial) -> None:
         if len(trial.native) >= TRIALS and len(trial.vm) >= TRIALS:
-            self._decide(sig, min(trial.native) <= min(trial.vm) * NATIVE_EDGE)
+            self._decide(sig, min(trial.native) <= min(trial.vm) * NATIVE_EDGE, trial)
         elif len(trial.native_any) >= TRIALS and len(trial.vm_any) >= TRIALS and \
                 min(trial.native_any) * CLEAR_WIN <= min(trial.vm_any):
-            self._decide(sig, True)
+            self._decide(sig, True, trial)
 
     def _decline(self, sig) -> None:
         """The library failed this signature or got it wrong: the VM keeps it for good."""
@@ -262,8 +265,13 @@ class NativeTier:
             self.declined.add(sig)
         self._decide(sig, False)
 
-    def _decide(self, sig, native: bool) -> None:
+    def _decide(self, sig, native: bool, trial: _Trial | None = None) -> None:
+        """Keep `sig` on the library or the VM. From a timing (`trial`), only while that trial
+        is still the signature's: another thread's sample that lands after the choice must not
+        count as a second timing that confirms it (which doubles the waits)."""
         with self._lock:
+            if trial is not None and self.trials.get(sig) is not trial:
+                return
             if len(self.choice) >= MAX_SIGNATURES:
                 self.choice.clear()
                 self.trials.clear()
@@ -271,6 +279,8 @@ class NativeTier:
                 self.retry.clear()
             self.choice[sig] = native
             self.trials.pop(sig, None)
+            if self.mode == "always":       # kept without timing: nothing to time again
+                return
             last, calls, seconds, _ = self.retry.get(sig, (None, 0, 0.0, 0.0))
             if last is native:
                 calls, seconds = min(calls * 2, RETRY_MAX), min(seconds * 2, RETRY_MAX_S)

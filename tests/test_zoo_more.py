@@ -60,7 +60,11 @@ DYNAMO_NEEDS_DECOMPOSITION = {"adaptive_pool": torch.ops.aten.adaptive_max_pool2
 @functools.cache
 def _export(name: str, exporter: str) -> bytes:
     if exporter == "torchscript" and name in TORCHSCRIPT_FAILS:
-        pytest.skip(f"torch's TorchScript exporter fails on {name}: {TORCHSCRIPT_FAILS[name]}")
+        model = MORE[name]
+        try:        # (a torch that learns to export it gets the model checked)
+            return zm.export_onnx(model, model.build(), model.inputs(2), exporter, True)
+        except Exception:  # noqa: BLE001 - torch's exporter, not dlvm
+            pytest.skip(f"torch's TorchScript exporter fails on {name}: {TORCHSCRIPT_FAILS[name]}")
     if exporter == "dynamo":
         pytest.importorskip("onnxscript")
         op = DYNAMO_NEEDS_DECOMPOSITION.get(name)
@@ -91,7 +95,9 @@ def test_matches_onnxruntime(name, exporter):
                f"{name} {exporter} b={batch}")
 
 
-@pytest.mark.parametrize("name", list(MORE))
+@pytest.mark.parametrize("name", [
+    pytest.param(n, marks=[pytest.mark.slow] if n in LATE and n in TORCHSCRIPT_FAILS else [])
+    for n in MORE])
 def test_native_library_matches_the_interpreter(name):
     # the whole program as one library (dlvmrt/native_tier.py): nothing of these models stays
     # on the VM, and the library's results are the interpreter's

@@ -535,8 +535,13 @@ static long pool_nudges;            /* under pool_lock: calls that woke sleeping
  * their futex wake-up (tens of microseconds here) overlaps the call's first serial steps
  * instead of delaying its first parallel one (a single 3x3 convolution at batch 1 ran slower on
  * 2 threads than on 1). */
+static long pool_solo_left;          /* see pool_account (atomic: read here without the lock) */
+
 HIDDEN void dlvm_rt_call_begin(void) {
+    pthread_once(&fork_once, watch_forks);  /* a child resets calls_in_flight (before any job) */
+    /* (while kernels run on the caller alone, waking the workers only costs the busy cores) */
     if (__atomic_fetch_add(&calls_in_flight, 1, __ATOMIC_RELAXED) == 0 &&
+        __atomic_load_n(&pool_solo_left, __ATOMIC_RELAXED) == 0 &&
         __atomic_load_n(&pool_sleeping, __ATOMIC_RELAXED) > 0 &&
         pthread_mutex_trylock(&pool_lock) == 0) {
         pool_nudges++;
@@ -664,11 +669,24 @@ HIDDEN int dlvm_rt_threads(void) {
 #define POOL_SOLO_MAX 16384
 static double pool_win_busy, pool_win_wait;
 static int pool_win_jobs;
-static long pool_solo_left, pool_solo_span = POOL_SOLO_MIN;
+static long pool_solo_span = POOL_SOLO_MIN;
 static int64_t pool_solo_jobs;       /* jobs run alone for this reason ({name}_pool_solo_jobs) */
 
 HIDDEN int64_t dlvm_rt_pool_solo_jobs(void) {
     return __atomic_load_n(&pool_solo_jobs, __ATOMIC_RELAXED);
+}
+
+/* DLVM_POOL_SOLO=1 runs every parallel job on its caller (for measuring, and for tests), read
+ * once */
+static int pool_solo_forced(void) {
+    static int forced = -1;
+    int f = __atomic_load_n(&forced, __ATOMIC_RELAXED);
+    if (f < 0) {
+        const char *env = getenv("DLVM_POOL_SOLO");
+        f = env && env[0] == '1';
+        __atomic_store_n(&forced, f, __ATOMIC_RELAXED);
+    }
+    return f;
 }
 
 static void pool_account(double busy, double wait) {
@@ -676,7 +694,7 @@ static void pool_account(double busy, double wait) {
     pool_win_wait += wait;
     if (++pool_win_jobs < POOL_WINDOW) return;
     if (pool_win_wait > pool_win_busy) {
-        pool_solo_left = pool_solo_span;
+        __atomic_store_n(&pool_solo_left, pool_solo_span, __ATOMIC_RELAXED);
         pool_solo_span = pool_solo_span * 2 > POOL_SOLO_MAX ? POOL_SOLO_MAX : pool_solo_span * 2;
     } else {
         pool_solo_span = POOL_SOLO_MIN;
@@ -693,8 +711,8 @@ HIDDEN void dlvm_rt_parallel(dlvm_rt_task task, void *arg, int64_t n, int64_t pa
         if (n > 0) task(arg, 0, n, 0);
         return;
     }
-    if (pool_solo_left > 0) {
-        pool_solo_left--;
+    if (pool_solo_forced() || __atomic_load_n(&pool_solo_left, __ATOMIC_RELAXED) > 0) {
+        if (!pool_solo_forced()) __atomic_sub_fetch(&pool_solo_left, 1, __ATOMIC_RELAXED);
         __atomic_add_fetch(&pool_solo_jobs, 1, __ATOMIC_RELAXED);
         pthread_mutex_unlock(&pool_busy);
         task(arg, 0, n, 0);
