@@ -125,6 +125,62 @@ def test_a_wrong_library_result_keeps_the_signature_on_the_vm():
     assert vm.native.choice[("main", ("f", (3, 16)))] is False
 
 
+def quantized_module():
+    """A fake-quantized layer (QuantizeLinear, DequantizeLinear): the product rounded to steps
+    of 0.05."""
+    rng = np.random.default_rng(4)
+    mb = ModuleBuilder("qlayer")
+    f = mb.function("main", [("x", "f32[N, 16]")], ["f32[N, 32]"])
+    w = mb.constant("w", rng.standard_normal((16, 32)).astype(np.float32))
+    f.ret(f.mul(f.round(f.div(f.matmul(f.arg("x"), w), 0.05)), 0.05))
+    return mb.finish()
+
+
+@pytest.mark.parametrize("module,shift,kept", [
+    (quantized_module, 0.05, True),     # one rounding step in some elements: summation order
+    (quantized_module, 3.0, False),     # a wrong library
+    (mlp_module, 0.05, False)])         # no rounding in the program: compared element-wise
+def test_a_rounding_program_tolerates_results_one_step_apart(module, shift, kept):
+    # the library sums products in another order than the interpreter, and a last-bit
+    # difference moves a value across a rounding step: a program with rounding ops is compared
+    # by the norm of each result's difference where element by element fails (a QAT CNN's
+    # library was declined for good, 2.7x onnxruntime's time)
+    vm = native_vm(module())
+    vm.run(np.ones((2, 16), np.float32))
+    lib = vm.native.library
+
+    class Stepped:
+        def call(self, entry, arrays):
+            code, msg, outs = lib.call(entry, arrays)
+            for o in outs:
+                o.reshape(-1)[::10] += shift      # every tenth element
+            return code, msg, outs
+    vm.native.library = Stepped()
+    x = np.random.default_rng(5).standard_normal((12, 16)).astype(np.float32)
+    vm.run(x)
+    assert (("main", ("f", (12, 16))) in vm.native.declined) is not kept
+
+
+def test_same_compares_rounding_programs_results_as_wholes():
+    from dlvmrt.native_tier import _same
+    w = np.linspace(-1, 1, 100).astype(np.float32)
+    g = w.copy()
+    g[::10] += 0.05
+    assert not _same((g,), (w,)) and _same((g,), (w,), steps=True)
+    bad = w.copy()
+    bad[::2] += 1.0
+    assert not _same((bad,), (w,), steps=True)
+    nan_moved = w.copy()
+    nan_moved[3] = np.nan
+    assert not _same((nan_moved,), (w,), steps=True)
+    labels = np.arange(100)
+    flipped = labels.copy()
+    flipped[:5] += 1                            # 5% of the argmax labels flip at near ties
+    assert not _same((flipped,), (labels,)) and _same((flipped,), (labels,), steps=True)
+    flipped[:50] += 1
+    assert not _same((flipped,), (labels,), steps=True)
+
+
 def test_auto_builds_in_the_background_and_times_both_ways():
     vm = dlvmrt.VM(mlp_module(), jit="auto", native="auto")
     x = np.random.default_rng(0).standard_normal((4, 16)).astype(np.float32)
