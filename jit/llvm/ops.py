@@ -240,6 +240,8 @@ def lower_cast(ctx, b, to: DType, src: DType, x: ir.Value) -> ir.Value:
     if src.is_float:
         if to.is_float:
             return b.fpext(x, rt) if to.itemsize > src.itemsize else b.fptrunc(x, rt)
+        if src in (DType.F32, DType.F64) and elem_type(rt).width <= 16:
+            return _narrow_int_from_float(ctx, b, to, x, rt)
         # saturating conversions: out-of-range and NaN give a defined (unspecified) value
         name = "llvm.fptosi.sat" if to.is_signed else "llvm.fptoui.sat"
         suffix = f"{type_suffix(rt)}.{type_suffix(x.type)}"
@@ -253,6 +255,23 @@ def lower_cast(ctx, b, to: DType, src: DType, x: ir.Value) -> ir.Value:
     if elem_type(rt).width > elem_type(x.type).width:
         return b.zext(x, rt) if unsigned_src else b.sext(x, rt)
     return x
+
+
+def _narrow_int_from_float(ctx, b: ir.IRBuilder, to: DType, x: ir.Value, rt: ir.Type) -> ir.Value:
+    """fptosi.sat / fptoui.sat to an 8- or 16-bit integer, as x86 has it in vectors: clamped to
+    the target's range in float (NaN to 0, as the intrinsic), converted to i32 and truncated.
+    The same values as the intrinsic, which LLVM scalarizes for these widths (one conversion and
+    one lane insert per element: 10% of a quantized CNN's time went to its QuantizeLinear)."""
+    bits = elem_type(rt).width
+    lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if to.is_signed else (0, (1 << bits) - 1)
+    t = x.type
+    maxnum = intrinsic(ctx.mod, "llvm.maxnum", t, [t, t])
+    minnum = intrinsic(ctx.mod, "llvm.minnum", t, [t, t])
+    y = b.call(minnum, [b.call(maxnum, [x, const(t, float(lo))]), const(t, float(hi))])
+    if lo < 0:          # maxnum gave the bound for NaN; the intrinsic gives 0
+        y = b.select(b.fcmp_unordered("uno", x, x), const(t, 0.0), y)
+    wide = b.fptosi(y, like(t, ir.IntType(32)))
+    return b.trunc(wide, rt)
 
 
 def lower_op(ctx: LowerCtx, b: ir.IRBuilder, op: str, rt: DType, dts: list[DType],
