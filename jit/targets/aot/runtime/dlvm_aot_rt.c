@@ -1874,11 +1874,22 @@ static void pad_task(void *arg, int64_t lo, int64_t hi, int64_t part) {
     (void)part;
     const pad_job *j = arg;
     int64_t h = j->h, wd = j->wd, hp = j->hp, wp = j->wp;
+    int64_t top = j->p[0], left = j->p[1], right = wp - left - wd, bottom = hp - top - h;
     for (int64_t ci = lo; ci < hi; ci++) {      /* image ci / c, channel ci % c */
-        if (j->zero) memset(j->padded + ci * hp * wp, 0, (size_t)(hp * wp) * 4);
+        float *plane = j->padded + ci * hp * wp;
+        /* each float written once, the border's zeros row by row beside its copy (the whole
+         * plane zeroed first, then copied into, was 4% of ResNet-18's time at batch 1) */
+        if (j->zero) {
+            zero_f32(plane, top * wp);
+            zero_f32(plane + (top + h) * wp, bottom * wp);
+        }
         for (int64_t i = 0; i < h; i++) {
-            float *dst = j->padded + (ci * hp + i + j->p[0]) * wp + j->p[1];
+            float *dst = plane + (i + top) * wp + left;
             const float *row = j->x + ci / j->c * j->x_image + (ci % j->c * h + i) * wd;
+            if (j->zero) {
+                zero_f32(dst - left, left);
+                zero_f32(dst + wd, right);
+            }
             if (wd <= 64)       /* a short row: inline, not a library call */
                 copy_f32(dst, row, wd);
             else
