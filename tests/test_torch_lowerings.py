@@ -18,6 +18,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import dlvmrt  # noqa: E402
+from frontends.torch import import_torch  # noqa: E402
 from frontends.torch.aten import LOWERINGS  # noqa: E402
 from frontends.torch.backend import module_from_graph  # noqa: E402
 from frontends.torch.importer import op_name  # noqa: E402
@@ -232,6 +233,45 @@ def test_size_arithmetic_over_a_dynamic_batch():
         x = r(n, 4)
         (got,) = vm.run("main", x.numpy())
         np.testing.assert_allclose(got, m(x).numpy(), rtol=1e-5, atol=1e-5)
+
+
+class PatchEmbedding(torch.nn.Module):
+    """PatchTST's patching: unfold, then a reshape that merges the batch with the channels
+    (a size, 3 * batch, that no input dim names) before a Linear, whose bias torch.export
+    expands to that size."""
+
+    def __init__(self):
+        super().__init__()
+        self.embed = torch.nn.Linear(4, 8)
+
+    def forward(self, x):                   # [B, 3, 20]
+        p = x.unfold(2, 4, 2)               # [B, 3, 9, 4]
+        return self.embed(p.reshape(x.shape[0] * 3, 9, 4))
+
+
+def test_unfold_and_an_expand_to_a_derived_size():
+    ep = torch.export.export(PatchEmbedding(), (r(2, 3, 20),),
+                             dynamic_shapes=({0: torch.export.Dim("b", min=1, max=64)},))
+    vm = dlvmrt.VM(import_torch(ep))
+    m = PatchEmbedding()
+    m.load_state_dict(ep.module().state_dict())
+    for n in (1, 5):
+        x = r(n, 3, 20)
+        (got,) = vm.run("main", x.numpy())
+        with torch.no_grad():
+            np.testing.assert_allclose(got, m(x).numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_unfold_of_a_symbolic_dim_is_refused_by_name():
+    from frontends.torch.errors import TorchImportError
+
+    class Windows(torch.nn.Module):
+        def forward(self, x):
+            return x.unfold(0, 2, 1)
+    ep = torch.export.export(Windows(), (r(6, 3),),
+                             dynamic_shapes=({0: torch.export.Dim("b", min=2, max=64)},))
+    with pytest.raises(TorchImportError, match="unfold over the symbolic dim"):
+        import_torch(ep)
 
 
 SIZE_OPS: set[str] = set()

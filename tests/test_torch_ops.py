@@ -56,6 +56,9 @@ CASES = {
                     + F.leaky_relu(a, 0.2) + F.hardsigmoid(a) + F.hardswish(a) + F.elu(a)
                     + F.softplus(a) + F.mish(a), [r(4, 6, lo=-5, hi=5)]),
     "isnan_not": (lambda a: torch.isnan(a.log()) | torch.logical_not(a > 0), [r(6)]),
+    # Tensor.unfold along the middle, last (window wider than its step) and first dim
+    "tensor_unfold": (lambda a: (a.unfold(1, 3, 2), a.unfold(-1, 4, 1), a.unfold(0, 2, 3)),
+                      [r(5, 7, 6)]),
     "mm": (lambda a, b: a @ b, [r(3, 4), r(4, 5)]),
     "bmm": (lambda a, b: torch.bmm(a, b), [r(2, 3, 4), r(2, 4, 5)]),
     "matmul_bcast": (lambda a, b: a @ b, [r(2, 3, 4), r(4, 5)]),

@@ -747,6 +747,13 @@ def _expand(lo: Lowerer, x: Value, shape: list, implicit: bool = False) -> Value
     t = lo.out_type()
     if t.shape == x.shape:
         return x
+    if any(d is None for d in t.shape):
+        # a size no input dim names (7 * batch after a reshape): the target shape at run time
+        parts = [lo.emit("reshape", [lo.size_value(d)], shape=[1])
+                 for d in lo.node.meta["val"].shape]
+        v = lo.emit("broadcast_dyn", [x, parts[0] if len(parts) == 1 else
+                                      lo.emit("concat", parts, axis=0)])
+        return Value(t, v.operand, v.const) if v.type.rank == t.rank else v
     return lo.emit("broadcast_to", [x], shape=list(t.shape))
 
 
@@ -804,6 +811,27 @@ def _slice(lo: Lowerer, x: Value, dim: int = 0, start: Any = None, end: Any = No
 def _select(lo: Lowerer, x: Value, dim: int, index: int) -> Value:
     dim = _axis(dim, x.rank)
     return lo.emit("gather", [x, known(np.array(index, np.int64))], axis=dim)
+
+
+@lowers("aten.unfold.default")
+def _unfold(lo: Lowerer, x: Value, dim: int, size: int, step: int) -> Value:
+    """Tensor.unfold: windows of `size` every `step` along `dim`, the window as a new last axis.
+    One gather of the windows' indices (a constant [n, size] table), then the window axis moved
+    to the end. The unfolded dim must be static: the table is made here."""
+    dim = _axis(dim, x.rank)
+    length = x.shape[dim]
+    if not isinstance(length, int):
+        raise TorchImportError(f"unfold over the symbolic dim {length} is not supported (the "
+                               f"windows' index table is made at import)")
+    if size < 1 or step < 1 or size > length:
+        raise TorchImportError(f"unfold of size {size}, step {step} over a dim of {length}")
+    n = (length - size) // step + 1
+    table = np.arange(n, dtype=np.int64)[:, None] * step + np.arange(size, dtype=np.int64)
+    g = lo.emit("gather", [x, known(table)], axis=dim)          # [..., n, size, ...]
+    if dim + 1 == x.rank:
+        return g
+    perm = [*range(dim + 1), *range(dim + 2, x.rank + 1), dim + 1]
+    return lo.emit("transpose", [g], perm=perm)
 
 
 @lowers("aten.split_with_sizes.default", "aten.split.Tensor")
