@@ -274,6 +274,32 @@ def test_unfold_of_a_symbolic_dim_is_refused_by_name():
         import_torch(ep)
 
 
+class PoolUnpool(torch.nn.Module):
+    """SegNet's encoder-decoder step: max pool indices (padded, ceil mode, dilated) and
+    max_unpool2d, which torch decomposes to an arange over batch x channels and an index_put
+    of the flattened planes (sizes no input dim names under a dynamic batch)."""
+
+    def forward(self, x):                   # [B, 3, 9, 10]
+        y, i = torch.nn.functional.max_pool2d(x, 2, return_indices=True)
+        up = torch.nn.functional.max_unpool2d(y, i, 2, output_size=x.shape[2:])
+        z, j = torch.nn.functional.max_pool2d(x, 3, 2, padding=1, ceil_mode=True,
+                                              return_indices=True)
+        w, k = torch.nn.functional.max_pool2d(x, 2, 1, dilation=2, return_indices=True)
+        return up, j, z, k, w
+
+
+def test_max_pool_indices_and_unpooling_over_a_dynamic_batch():
+    m = PoolUnpool()
+    ep = torch.export.export(m, (r(2, 3, 9, 10),),
+                             dynamic_shapes=({0: torch.export.Dim("b", min=1, max=64)},))
+    vm = dlvmrt.VM(import_torch(ep))
+    for n in (1, 3):
+        x = r(n, 3, 9, 10)
+        got = vm.run("main", x.numpy())
+        for g, w in zip(got, m(x)):
+            np.testing.assert_array_equal(g, w.numpy())
+
+
 SIZE_OPS: set[str] = set()
 # draws whose numbers are not torch's (dlvm's generator is its own): tests/test_random_ops.py
 # runs each of them and checks its distribution

@@ -16,6 +16,7 @@ import numpy as np
 
 from frontends.base.conv3d import conv3d
 from frontends.base.conv_transpose import conv_transpose_2d, conv_transpose_3d
+from frontends.base.maxpool_indices import maxpool2d_indices
 from frontends.base.values import Emitter, Value, known
 from isa.dtypes import DType
 from isa.types import TensorType
@@ -467,6 +468,8 @@ def _arange_symbolic(lo: Lowerer, t: TensorType, args: tuple, kw: dict) -> Value
     nums = [a for a in args if isinstance(a, (int, float))]
     start = nums[0] if len(args) > 1 and isinstance(args[0], (int, float)) else 0
     step = kw.get("step", args[2] if len(args) > 2 and isinstance(args[2], (int, float)) else 1)
+    if t.rank == 1 and t.dtype.is_int and not isinstance(t.shape[0], str):
+        return _arange_range(lo, t, args, kw)
     if t.rank != 1 or not isinstance(t.shape[0], str) or not isinstance(start, int) or \
             not isinstance(step, int):
         raise TorchImportError(f"arange to {t} from symbolic bounds is not supported")
@@ -474,6 +477,25 @@ def _arange_symbolic(lo: Lowerer, t: TensorType, args: tuple, kw: dict) -> Value
     if step != 1:
         r = lo.emit("mul", [r, lo.tensor(step, t.dtype)])
     return lo.emit("add", [r, lo.tensor(start, t.dtype)]) if start else r
+
+
+def _arange_range(lo: Lowerer, t: TensorType, args: tuple, kw: dict) -> Value:
+    """An integer arange whose length no input dim names (arange(0, 64 * batch), as torch's
+    max_unpool2d decomposes): the `range` op on its bounds computed at run time."""
+    bounds = list(args[:3])
+    if len(bounds) == 1:
+        bounds = [0, bounds[0]]
+    if len(bounds) == 2:
+        bounds.append(kw.get("step", 1))
+
+    def scalar_of(v: Any) -> Value:
+        if isinstance(v, Value):
+            return lo.cast(v, t.dtype)
+        if isinstance(v, int):
+            return known(np.array(v, t.dtype.np))
+        return lo.cast(lo.size_value(v), t.dtype)
+    r = lo.emit("range", [scalar_of(b) for b in bounds])
+    return Value(t, r.operand, r.const) if r.type.rank == 1 else r
 
 
 # -- linear algebra ------------------------------------------------------------------------
@@ -593,14 +615,24 @@ def _per_dim(v: Any, nd: int) -> list:
 @lowers("aten.max_pool2d_with_indices.default", "aten.max_pool3d_with_indices.default")
 def _maxpool(lo: Lowerer, x: Value, kernel: list, stride: list | None = None, padding: Any = 0,
              dilation: Any = 1, ceil_mode: bool = False) -> tuple:
-    if _used_outputs(lo) - {0}:
-        raise TorchImportError("max pool indices are not supported")
     nd = x.rank - 2
     kernel = _per_dim(kernel, nd)
     pad = _per_dim(padding, nd)
-    r = lo.emit("maxpool2d", [x], kernel=kernel, strides=_per_dim(stride or kernel, nd),
-                pads=pad + pad, dilations=_per_dim(dilation, nd), ceil_mode=bool(ceil_mode))
-    return (r, None)
+    strides, dil = _per_dim(stride or kernel, nd), _per_dim(dilation, nd)
+    r = lo.emit("maxpool2d", [x], kernel=kernel, strides=strides, pads=pad + pad, dilations=dil,
+                ceil_mode=bool(ceil_mode))
+    if not _used_outputs(lo) - {0}:
+        return (r, None)
+    # the indices (SegNet's max unpooling reads them): within each plane, as torch counts
+    if nd != 2 or not all(isinstance(d, int) for d in x.shape[1:]):
+        raise TorchImportError("max pool indices need a 2-D input, static but for the batch")
+    out = lo.out_type(0).shape
+    # ceil mode's last window may hang past the padding: as much padding more at the end
+    extra = [max(0, (out[2 + i] - 1) * strides[i] + (kernel[i] - 1) * dil[i] + 1
+                 - (x.shape[2 + i] + 2 * pad[i])) for i in range(2)]
+    idx = maxpool2d_indices(lo.e, x, kernel, strides, dil,
+                            [pad[0], pad[1], pad[0] + extra[0], pad[1] + extra[1]], per_plane=True)
+    return (r, idx)
 
 
 @lowers("aten.avg_pool2d.default", "aten.avg_pool3d.default")

@@ -155,6 +155,14 @@ def _index_put(lo: Lowerer, x: Value, indices: list, values: Value,
     bshape = np.broadcast_shapes(*[tuple(1 if not isinstance(d, int) else d for d in v.shape)
                                    for v in idx])
     if any(not isinstance(d, int) for v in idx for d in v.shape):
+        if _one_index_of_values_shape(lo, axes):
+            # x[i] = v, v already of i's shape then x's other dims (a flat scatter such as
+            # torch's max_unpool2d decomposes to): one scatter_nd, nothing to broadcast
+            r = lo.emit("scatter_nd", [moved, lo.emit("expand_dims", [idx[0]], axes=[idx[0].rank]),
+                                       values], reduction="add" if accumulate else "none")
+            if perm != list(range(x.rank)):
+                r = lo.emit("transpose", [r], perm=[int(i) for i in np.argsort(perm)])
+            return r
         raise TorchImportError("index_put with symbolic index shapes is not supported")
     idx = [lo.emit("expand_dims", [_broadcast(lo, v, bshape)], axes=[len(bshape)]) for v in idx]
     stacked = idx[0] if len(idx) == 1 else lo.emit("concat", idx, axis=len(bshape))
@@ -176,6 +184,18 @@ def _index_put(lo: Lowerer, x: Value, indices: list, values: Value,
     if perm != list(range(x.rank)):
         r = lo.emit("transpose", [r], perm=[int(i) for i in np.argsort(perm)])
     return r
+
+
+def _one_index_of_values_shape(lo: Lowerer, axes: list) -> bool:
+    """index_put with one index tensor, at axis 0, whose values are exactly the index's shape
+    then x's other dims (compared as torch's size expressions)."""
+    x_n, idx_n, values_n = lo.node.args[0], lo.node.args[1], lo.node.args[2]
+    if axes != [0] or not all(hasattr(n, "meta") and "val" in n.meta
+                              for n in (x_n, values_n, idx_n[0])):
+        return False
+    def sizes(n):
+        return [str(d) for d in n.meta["val"].shape]
+    return sizes(values_n) == sizes(idx_n[0]) + sizes(x_n)[1:]
 
 
 def _mask_put(lo: Lowerer, x: Value, ax: int, mask: Value, values: Value,

@@ -9,6 +9,7 @@ import numpy as np
 
 from frontends.base.conv3d import conv3d
 from frontends.base.conv_transpose import conv_transpose_2d, conv_transpose_3d
+from frontends.base.maxpool_indices import maxpool2d_indices
 from frontends.base.values import reshape_named
 from isa.dtypes import BY_NAME
 
@@ -135,47 +136,10 @@ def pool(ctx: NodeCtx) -> list[Value]:
     if not (is_max and want_indices):
         return [y]
     full = _spatial_pads(ctx, x, kernel, strides, dil, ceil)
-    return [y, _maxpool_indices(ctx, x, kernel, strides, dil, full, storage_order)]
-
-
-def _maxpool_indices(ctx: NodeCtx, x: Value, kernel: list[int], strides: list[int],
-                     dil: list[int], pads: list[int], storage_order: int) -> Value:
-    """MaxPool's Indices output (2-D): the flat index into x of each window's first maximum.
-    The window's taps are strided slices of x padded with the lowest value; argmax over the
-    stacked taps picks the tap, whose (h, w) is arithmetic on the output position."""
-    e = ctx.e
     if x.rank != 4 or not all(isinstance(d, int) for d in x.shape[1:]):
         raise ctx.fail("MaxPool's Indices output needs a 2-D input, static but for the batch")
-    n, c, h, w = x.shape
-    (kh, kw), (sh, sw), (dh, dw) = kernel, strides, dil
-    low = -np.inf if x.dtype.is_float else float(x.dtype.int_range()[0])
-    xp = e.emit("pad", [x], pads=[0, 0, pads[0], pads[1], 0, 0, pads[2], pads[3]], value=low)
-    ho = (h + pads[0] + pads[2] - ((kh - 1) * dh + 1)) // sh + 1
-    wo = (w + pads[1] + pads[3] - ((kw - 1) * dw + 1)) // sw + 1
-    taps = []
-    for i in range(kh):
-        for j in range(kw):
-            t = e.emit("slice", [xp], starts=[i * dh, j * dw],
-                       ends=[i * dh + (ho - 1) * sh + 1, j * dw + (wo - 1) * sw + 1],
-                       axes=[2, 3], steps=[sh, sw])
-            taps.append(e.emit("expand_dims", [t], axes=[0]))
-    stacked = taps[0] if len(taps) == 1 else e.emit("concat", taps, axis=0)
-    tap = e.emit("argmax", [stacked], axis=0, keepdims=False)            # [n, c, ho, wo]
-    rows = known((np.arange(ho) * sh - pads[0]).reshape(ho, 1).astype(np.int64))
-    cols = known((np.arange(wo) * sw - pads[1]).reshape(1, wo).astype(np.int64))
-    hh = e.emit("add", [rows, e.emit("mul", [e.emit("div", [tap, scalar(kw, tap)]),
-                                             scalar(dh, tap)])])
-    ww = e.emit("add", [cols, e.emit("mul", [e.emit("mod", [tap, scalar(kw, tap)]),
-                                             scalar(dw, tap)])])
-    if storage_order:
-        within = e.emit("add", [e.emit("mul", [ww, scalar(h, ww)]), hh])
-    else:
-        within = e.emit("add", [e.emit("mul", [hh, scalar(w, hh)]), ww])
-    plane_n = e.emit("iota", [], shape=[n, c, 1, 1], dtype=BY_NAME["i64"], axis=0)
-    plane_c = e.emit("iota", [], shape=[n, c, 1, 1], dtype=BY_NAME["i64"], axis=1)
-    plane = e.emit("add", [e.emit("mul", [plane_n, scalar(c, plane_n)]), plane_c])
-    base = e.emit("mul", [plane, scalar(h * w, plane)])
-    return e.emit("add", [base, within], ctx.node.output[1])
+    return [y, maxpool2d_indices(e, x, kernel, strides, dil, full, storage_order=storage_order,
+                                 hint=ctx.node.output[1])]
 
 
 @onnx_op("MaxUnpool")
