@@ -268,3 +268,19 @@ def test_3d_convolution_and_pooling_import(dynamic):
         xb = x[:batch]
         got = dlvmrt.VM(module, jit="off").run("main", xb.numpy())[0]
         np.testing.assert_allclose(got, net(xb).detach().numpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_compile_backend_fake_quantization_is_torchs_bit_for_bit(monkeypatch):
+    # torch.compile's graphs carry the _cachemask form of fake quantization (QAT models); the
+    # lowering multiplies by the f32 reciprocal of the scale and rounds halves to even as
+    # torch's CPU kernel does, so the results are the same bits
+    from frontends.torch.backend import dlvm_backend
+    monkeypatch.setenv("DLVM_TORCH_STRICT", "1")      # no silent fallback to torch
+    torch._dynamo.reset()
+
+    def fq(x):
+        return torch.fake_quantize_per_tensor_affine(x * 3, 0.07, 5, 0, 255) - \
+            torch.fake_quantize_per_tensor_affine(x, 0.02, 0, -128, 127)
+    x = torch.cat([torch.linspace(-40, 40, 2001), torch.tensor([0.035, -0.07, 0.01, -0.03])])
+    got = torch.compile(fq, backend=dlvm_backend)(x)
+    assert torch.equal(got, fq(x))

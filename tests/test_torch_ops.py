@@ -59,6 +59,10 @@ CASES = {
     # Tensor.unfold along the middle, last (window wider than its step) and first dim
     "tensor_unfold": (lambda a: (a.unfold(1, 3, 2), a.unfold(-1, 4, 1), a.unfold(0, 2, 3)),
                       [r(5, 7, 6)]),
+    # QAT fake quantization: halves round to even, values past the range clamp
+    "fake_quantize": (lambda a: (torch.fake_quantize_per_tensor_affine(a, 0.1, 3, 0, 255),
+                                 torch.fake_quantize_per_tensor_affine(a, 0.05, 0, -128, 127)),
+                      [torch.cat([r(60, lo=-30, hi=30), torch.tensor([0.25, -0.35, 0.05, 7.0])])]),
     "mm": (lambda a, b: a @ b, [r(3, 4), r(4, 5)]),
     "bmm": (lambda a, b: torch.bmm(a, b), [r(2, 3, 4), r(2, 4, 5)]),
     "matmul_bcast": (lambda a, b: a @ b, [r(2, 3, 4), r(4, 5)]),

@@ -290,3 +290,24 @@ def _erfinv(lo: Lowerer, x0: Value) -> Value:
     r = lo.emit("select", [lo.emit("eq", [ax, one]), edge, y])
     r = lo.emit("select", [lo.emit("gt", [ax, one]), c(math.nan), r])
     return lo.cast(lo.emit("select", [lo.emit("isnan", [x]), x, r]), out)
+
+
+@lowers("aten.fake_quantize_per_tensor_affine_cachemask.default")
+def _fake_quantize(lo: Lowerer, x: Value, scale: float, zero_point: int, quant_min: int,
+                   quant_max: int) -> tuple:
+    """Quantization-aware training's fake quantization (torch's decompositions turn
+    fake_quantize_per_tensor_affine into this form, which also returns where q was in range),
+    as torch's CPU kernel computes it: q = zero_point + nearbyint(x * (1 / scale)) with the
+    reciprocal in x's float type, then (clamp(q, quant_min, quant_max) - zero_point) * scale."""
+    dt = x.dtype
+    if not dt.is_float:
+        raise TorchImportError(f"fake quantization of {dt} values is not supported")
+    inv = known(np.array(np.float32(1.0) / np.float32(scale), dt.np))
+    q = lo.emit("add", [lo.emit("round", [lo.emit("mul", [x, inv])]),
+                        known(np.array(zero_point, dt.np))])
+    lo_q, hi_q = known(np.array(quant_min, dt.np)), known(np.array(quant_max, dt.np))
+    clamped = lo.emit("min", [lo.emit("max", [q, lo_q]), hi_q])
+    out = lo.emit("mul", [lo.emit("sub", [clamped, known(np.array(zero_point, dt.np))]),
+                          known(np.array(np.float32(scale), dt.np))])
+    mask = lo.emit("and", [lo.emit("ge", [q, lo_q]), lo.emit("le", [q, hi_q])])
+    return (out, mask)
