@@ -284,3 +284,43 @@ def test_compile_backend_fake_quantization_is_torchs_bit_for_bit(monkeypatch):
     x = torch.cat([torch.linspace(-40, 40, 2001), torch.tensor([0.035, -0.07, 0.01, -0.03])])
     got = torch.compile(fq, backend=dlvm_backend)(x)
     assert torch.equal(got, fq(x))
+
+
+class _Siren(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(2, 8)
+        self.w0 = 30.0          # dynamic=True: dynamo passes it as a one-element tensor
+
+    def forward(self, x):
+        return torch.sin(self.w0 * self.lin(x))
+
+
+class _SizeArithmetic(torch.nn.Module):
+    """Sizes computed from symbolic dims: a float arange over a derived length, a clamp to
+    size - 1 (a SymInt operand), a true division by a sum of sizes, a cast."""
+
+    def forward(self, x):                                   # [B, C, L]
+        n = x.shape[-1]
+        pos = torch.arange(0, 2 * n, dtype=torch.float32) / (2 * n)
+        idx = torch.clamp(torch.arange(n) + 1, max=n - 1)
+        y = x[..., idx] + pos[::2]
+        return torch.true_divide(y, x.shape[1] + x.shape[2]).to(torch.float64)
+
+
+@pytest.mark.parametrize("model, shapes", [(_Siren, [(3, 2), (5, 2)]),
+                                           (_SizeArithmetic, [(2, 3, 7), (4, 3, 9)])])
+def test_compile_backend_with_every_dim_dynamic(model, shapes, monkeypatch):
+    # torch.compile(dynamic=True): every dim symbolic, Python floats as tensor inputs, size
+    # arithmetic (sym_sum, TruncToInt, prims.convert_element_type, true_divide) in the graphs
+    from frontends.torch.backend import dlvm_backend
+    monkeypatch.setenv("DLVM_TORCH_STRICT", "1")      # no silent fallback to torch
+    torch._dynamo.reset()
+    m = model()
+    c = torch.compile(m, backend=dlvm_backend, dynamic=True)
+    for shape in shapes:
+        x = torch.randn(*shape)
+        with torch.no_grad():
+            got, want = c(x), m(x)
+        assert got.dtype == want.dtype
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)

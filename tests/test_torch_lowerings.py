@@ -67,6 +67,10 @@ DIRECT = {
     "aten.mul.Scalar": (lambda x: A.mul.Scalar(x, 2.5), [X]),
     "aten.div.Scalar": (lambda x: A.div.Scalar(x, 2.5), [X]),
     "aten.div.Scalar_mode": (lambda x: A.div.Scalar_mode(x, 0.7, rounding_mode="floor"), [X]),
+    # (torch.compile's graphs under dynamic=True carry these two)
+    "aten.true_divide.Tensor": (lambda x, y: A.true_divide.Tensor(x, y), [X, r(3, 4, lo=0.5)]),
+    "prims.convert_element_type.default": (
+        lambda x: torch.ops.prims.convert_element_type.default(x, torch.float64), [X]),
     "aten.pow.Scalar": (lambda x: A.pow.Scalar(2.0, x), [X]),
     "aten.remainder.Tensor": (lambda x, y: A.remainder.Tensor(x, y), [X, r(3, 4, lo=0.5)]),
     "aten.alias.default": (lambda x: A.alias.default(x), [X]),

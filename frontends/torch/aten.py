@@ -172,6 +172,18 @@ class Lowerer:
             name = "Mul"
         if name == "ToFloat":
             return self.cast(args[0], DType.F64)
+        if name in ("TruncToInt", "FloorToInt", "CeilToInt", "RoundToInt"):
+            # a float size made an int again (an upsampling's 2.0 * s0)
+            f = self.cast(args[0], DType.F64)
+            f = f if name == "TruncToInt" else self.emit(
+                {"FloorToInt": "floor", "CeilToInt": "ceil", "RoundToInt": "round"}[name], [f])
+            return self.cast(f, DType.I64)
+        if name == "Pow" and len(args) == 2 and getattr(expr.args[1], "is_Integer", False) \
+                and 0 < int(expr.args[1]) <= 4:
+            out = args[0]           # a small whole power (a side squared): products
+            for _ in range(int(expr.args[1]) - 1):
+                out = self.emit("mul", [out, args[0]])
+            return out
         if name == "IntTrueDiv":
             args = [self.cast(a, DType.F64) for a in args]
         if name not in ops:
@@ -204,7 +216,9 @@ class Lowerer:
             return self.cast(x, dtype)
         if isinstance(x, (int, float, bool, np.number)):
             return known(np.array(x, dtype=dtype.np))
-        # a SymInt/SymFloat argument: only its concrete value is usable here
+        if hasattr(x, "node") and hasattr(x.node, "expr"):
+            # a SymInt / SymFloat (an upsampling's clamp to size - 1): computed at run time
+            return self.cast(self.size_value(x), dtype)
         raise TorchImportError(f"a symbolic scalar ({x}) as an operand is not supported")
 
     def cast(self, v: Value, dtype: DType) -> Value:
@@ -292,7 +306,8 @@ def _add_sub(lo: Lowerer, a: Any, b: Any, alpha: Any = 1) -> Value:
     return lo.cast(lo.emit(op, [lo.tensor(a, dt), bv]), lo.out_dtype())
 
 
-@lowers("aten.div.Tensor", "aten.div.Scalar", "aten.div.Tensor_mode", "aten.div.Scalar_mode")
+@lowers("aten.div.Tensor", "aten.div.Scalar", "aten.div.Tensor_mode", "aten.div.Scalar_mode",
+        "aten.true_divide.Tensor")
 def _div(lo: Lowerer, a: Any, b: Any, rounding_mode: str | None = None) -> Value:
     out = lo.out_dtype()
     if rounding_mode is None:
@@ -402,7 +417,7 @@ def _where(lo: Lowerer, c: Value, a: Any, b: Any) -> Value:
 
 @lowers("aten._to_copy.default", "aten.clone.default", "aten.alias.default",
         "aten.lift_fresh_copy.default", "aten.detach.default", "aten.contiguous.default",
-        "aten._assert_tensor_metadata.default")
+        "aten._assert_tensor_metadata.default", "prims.convert_element_type.default")
 def _copy(lo: Lowerer, a: Any, *_: Any, **__: Any) -> Any:
     if "assert_tensor_metadata" in lo.node.target.__name__:
         return None
@@ -468,7 +483,7 @@ def _arange_symbolic(lo: Lowerer, t: TensorType, args: tuple, kw: dict) -> Value
     nums = [a for a in args if isinstance(a, (int, float))]
     start = nums[0] if len(args) > 1 and isinstance(args[0], (int, float)) else 0
     step = kw.get("step", args[2] if len(args) > 2 and isinstance(args[2], (int, float)) else 1)
-    if t.rank == 1 and t.dtype.is_int and not isinstance(t.shape[0], str):
+    if t.rank == 1 and (t.dtype.is_int or t.dtype.is_float) and not isinstance(t.shape[0], str):
         return _arange_range(lo, t, args, kw)
     if t.rank != 1 or not isinstance(t.shape[0], str) or not isinstance(start, int) or \
             not isinstance(step, int):
@@ -480,8 +495,9 @@ def _arange_symbolic(lo: Lowerer, t: TensorType, args: tuple, kw: dict) -> Value
 
 
 def _arange_range(lo: Lowerer, t: TensorType, args: tuple, kw: dict) -> Value:
-    """An integer arange whose length no input dim names (arange(0, 64 * batch), as torch's
-    max_unpool2d decomposes): the `range` op on its bounds computed at run time."""
+    """An arange whose length no input dim names (arange(0, 64 * batch), as torch's
+    max_unpool2d decomposes; a float one over an upsampling's output size): the `range` op on
+    its bounds computed at run time."""
     bounds = list(args[:3])
     if len(bounds) == 1:
         bounds = [0, bounds[0]]
@@ -491,7 +507,7 @@ def _arange_range(lo: Lowerer, t: TensorType, args: tuple, kw: dict) -> Value:
     def scalar_of(v: Any) -> Value:
         if isinstance(v, Value):
             return lo.cast(v, t.dtype)
-        if isinstance(v, int):
+        if isinstance(v, (int, float)):
             return known(np.array(v, t.dtype.np))
         return lo.cast(lo.size_value(v), t.dtype)
     r = lo.emit("range", [scalar_of(b) for b in bounds])
@@ -1021,7 +1037,7 @@ def _getitem(lo: Lowerer, xs: Any, i: int) -> Any:
 @lowers("aten.sym_size.int", "aten.sym_numel.default", "_operator.mul", "_operator.add",
         "_operator.sub", "_operator.floordiv", "_operator.truediv", "_operator.mod",
         "_operator.neg", "_operator.pow", "torch.sym_max", "torch.sym_min", "torch.sym_float",
-        "torch.sym_int", "math.trunc", "math.floor", "math.ceil")
+        "torch.sym_int", "torch.sym_sum", "math.trunc", "math.floor", "math.ceil")
 def _sym_size(lo: Lowerer, *_: Any) -> Any:
     """Size arithmetic: its value is torch's symbolic size (reshapes and expands take their
     result shapes from the node's meta, where these sizes are already named dims)."""

@@ -150,10 +150,17 @@ class _Runner:
         import dlvmrt
         self.module, self.tensor_inputs, self.spec = module_from_graph(gm, frozen=frozen)
         self.vm = dlvmrt.VM(self.module, jit=os.environ.get("DLVM_JIT", "auto"))
+        # inputs the graph's meta calls 0-d: dynamo passes an unspecialized Python float (a
+        # SIREN's w0 under dynamic=True) as a one-element tensor
+        self.scalars = {k for k, p in enumerate(self.module.functions["main"].params)
+                        if p.type.rank == 0}
 
     def __call__(self, args: list) -> list:
         from .importer import to_numpy
         xs = [to_numpy(args[i]) for i in self.tensor_inputs]
+        for k in self.scalars:
+            if xs[k].shape == (1,):
+                xs[k] = xs[k].reshape(())
         sizes = [None if s[0] == "none" else _size(s[1], s[2], args)
                  for s in self.spec if not isinstance(s, int)]
         args.clear()          # boxed calling convention: let the inputs be freed early
