@@ -308,8 +308,18 @@ class _SizeArithmetic(torch.nn.Module):
         return torch.true_divide(y, x.shape[1] + x.shape[2]).to(torch.float64)
 
 
+class _Upsample(torch.nn.Module):
+    """Upsampling decomposes to advanced indexing of the symbolic height and width at once
+    (x[:, :, rows, cols])."""
+
+    def forward(self, x):
+        up = torch.nn.functional.interpolate
+        return up(x, scale_factor=2, mode="bilinear") + up(x, scale_factor=2, mode="nearest")
+
+
 @pytest.mark.parametrize("model, shapes", [(_Siren, [(3, 2), (5, 2)]),
-                                           (_SizeArithmetic, [(2, 3, 7), (4, 3, 9)])])
+                                           (_SizeArithmetic, [(2, 3, 7), (4, 3, 9)]),
+                                           (_Upsample, [(1, 2, 5, 6), (2, 2, 7, 4)])])
 def test_compile_backend_with_every_dim_dynamic(model, shapes, monkeypatch):
     # torch.compile(dynamic=True): every dim symbolic, Python floats as tensor inputs, size
     # arithmetic (sym_sum, TruncToInt, prims.convert_element_type, true_divide) in the graphs

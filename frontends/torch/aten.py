@@ -935,18 +935,16 @@ def _index_many(lo: Lowerer, x: Value, used: list) -> Value:
     adjacent indexed axes, else first."""
     axes = [a for a, _ in used]
     sizes = [x.shape[a] for a in axes]
-    if not all(isinstance(n, int) for n in sizes[1:]):
-        raise TorchImportError("advanced indexing of symbolic dims after the first indexed one "
-                               "is not supported")
     others = [a for a in range(x.rank) if a not in axes]
     xt = lo.emit("transpose", [x], perm=axes + others) if axes + others != list(range(x.rank)) \
         else x
     rest = [x.shape[a] for a in others]
     flat = [-1 if not isinstance(n, int) else n for n in rest]
     lead = math.prod(sizes) if all(isinstance(n, int) for n in sizes) else -1
-    if [lead, *flat].count(-1) > 1:
-        raise TorchImportError("advanced indexing with more than one symbolic dim is not "
-                               "supported")
+    if not all(isinstance(n, int) for n in sizes[1:]) or [lead, *flat].count(-1) > 1:
+        y = lo.emit("gather", [_flat_indexed(lo, xt, len(axes)),
+                               _linear_index(lo, xt, [v for _, v in used])], axis=0)
+        return _index_layout(lo, y, axes, len(rest))
     xf = lo.emit("reshape", [xt], shape=[lead, *flat])
     linear = None
     stride = 1
@@ -960,13 +958,45 @@ def _index_many(lo: Lowerer, x: Value, used: list) -> Value:
         linear = term if linear is None else lo.emit("add", [term, linear])
         stride *= n if isinstance(n, int) else 1
     y = lo.emit("gather", [xf, linear], axis=0)
+    return _index_layout(lo, y, axes, len(rest))
+
+
+def _index_layout(lo: Lowerer, y: Value, axes: list, n_rest: int) -> Value:
+    """The gathered [broadcast dims, other dims] where torch puts them: the broadcast dims in
+    place of adjacent indexed axes, else first."""
     adjacent = axes == list(range(axes[0], axes[0] + len(axes)))
     if adjacent and axes[0] > 0:
-        nb = y.rank - len(rest)
+        nb = y.rank - n_rest
         pre = list(range(nb, nb + axes[0]))
         perm = pre + list(range(nb)) + list(range(nb + axes[0], y.rank))
         y = lo.emit("transpose", [y], perm=perm)
     return y
+
+
+def _flat_indexed(lo: Lowerer, xt: Value, k: int) -> Value:
+    """xt with its first k (indexed) axes merged into one, sizes read at run time (symbolic
+    dims: an upsampling's x[:, :, rows, cols] under torch.compile(dynamic=True))."""
+    shape = lo.emit("shape_of", [xt])
+    lead = lo.emit("reduce_prod", [lo.emit("slice", [shape], starts=[0], ends=[k], axes=[0])],
+                   axes=[0], keepdims=True)
+    rest = lo.emit("slice", [shape], starts=[k], ends=[xt.rank], axes=[0])
+    return lo.emit("reshape_dyn", [xt, lo.emit("concat", [lead, rest], axis=0)])
+
+
+def _linear_index(lo: Lowerer, xt: Value, idx: list) -> Value:
+    """sum(i_j * stride_j) over the index tensors of xt's first len(idx) axes, negative ones
+    wrapped, with the axes' sizes read at run time."""
+    shape = lo.emit("shape_of", [xt])
+    linear, stride = None, None
+    for j in reversed(range(len(idx))):
+        n = lo.emit("gather", [shape, known(np.array(j, np.int64))], axis=0)
+        i = lo.cast(idx[j], DType.I64)
+        i = lo.emit("select", [lo.emit("lt", [i, lo.tensor(0, DType.I64)]),
+                               lo.emit("add", [i, n]), i])
+        term = i if stride is None else lo.emit("mul", [i, stride])
+        linear = term if linear is None else lo.emit("add", [term, linear])
+        stride = n if stride is None else lo.emit("mul", [stride, n])
+    return linear
 
 
 def _index_mask(lo: Lowerer, x: Value, ax: int, mask: Value) -> Value:
