@@ -317,7 +317,16 @@ class _Upsample(torch.nn.Module):
         return up(x, scale_factor=2, mode="bilinear") + up(x, scale_factor=2, mode="nearest")
 
 
+class _SqueezeHeight(torch.nn.Module):
+    """A CRNN's feature map: its height pooled down to a symbolic size that is 1, squeezed."""
+
+    def forward(self, x):
+        pool = torch.nn.functional.max_pool2d
+        return pool(pool(x, 2), 2).squeeze(2).permute(0, 2, 1)
+
+
 @pytest.mark.parametrize("model, shapes", [(_Siren, [(3, 2), (5, 2)]),
+                                           (_SqueezeHeight, [(2, 3, 4, 8), (3, 3, 4, 12)]),
                                            (_SizeArithmetic, [(2, 3, 7), (4, 3, 9)]),
                                            (_Upsample, [(1, 2, 5, 6), (2, 2, 7, 4)])])
 def test_compile_backend_with_every_dim_dynamic(model, shapes, monkeypatch):

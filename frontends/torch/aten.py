@@ -816,7 +816,14 @@ def _squeeze(lo: Lowerer, x: Value, dims: Any = None) -> Value:
         dims = [i for i, d in enumerate(x.shape) if d == 1]
     if isinstance(dims, int):
         dims = [dims]
-    dims = [_axis(d, x.rank) for d in dims if x.shape[_axis(d, x.rank)] == 1]
+    asked = [_axis(d, x.rank) for d in dims]
+    dims = [d for d in asked if x.shape[d] == 1]
+    if lo.out_type().rank == x.rank - len(asked) and len(dims) < len(asked):
+        # torch squeezed symbolic dims it knows are 1 (a CRNN's feature height under
+        # torch.compile(dynamic=True)): the result's rank says so
+        return lo.emit("reshape_dyn", [x, lo.emit("gather", [
+            lo.emit("shape_of", [x]),
+            known(np.array([d for d in range(x.rank) if d not in asked], np.int64))], axis=0)])
     if not dims:
         return x
     return lo.emit("squeeze", [x], axes=dims)
