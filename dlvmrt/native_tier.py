@@ -84,13 +84,17 @@ RTOL, ATOL = 1e-3, 1e-5
 # ops whose result jumps where their input crosses a point: the library sums a product in
 # another order than the interpreter, and a last-bit difference that moves a value across a
 # rounding step (a quantized model's QuantizeLinear) or a near tie changes an output by a whole
-# step. A program with one is compared by the relative 2-norm of each float output's difference
-# (STEP_NORM) and the fraction of each other output's elements that are equal (STEP_EQUAL),
-# where the element by element comparison fails: a QAT CNN at batch 32 had 12% of its outputs
-# one activation step apart (0.7% of their norm), and its library was declined for good
-STEP_OPS = frozenset({"round", "floor", "ceil", "argmax", "argmin", "topk", "argsort", "sort"})
-STEP_NORM = 0.05
-STEP_EQUAL = 0.9
+# step. A program with one has each result that fails element by element compared as a whole
+# (_close_as_whole): a QAT CNN at batch 32 had 12% of its outputs one activation step apart
+# (at most 1.7% of the largest, 0.7% of the 2-norm), and its library was declined for good. A
+# miscompile is still caught: a wrong vector tail or lane is a large difference somewhere, a
+# wrong op a large norm; results of fewer than STEP_MIN_SIZE elements are never relaxed
+STEP_OPS = frozenset({"round", "floor", "ceil", "argmax", "argmin", "topk"})
+STEP_NORM = 0.05            # the difference's 2-norm, relative to the result's
+STEP_MAX = 0.1              # the largest difference, relative to the largest magnitude
+STEP_FEW = 0.5              # the elements outside the element-wise tolerance: a minority
+STEP_EQUAL = 0.95           # integer / bool results: the elements that must be equal
+STEP_MIN_SIZE = 16
 
 # the smallest block budget any VM asked of a loaded library (a library is loaded once per
 # process, its budget is one number; a tighter budget only sends more calls back to the VM)
@@ -391,7 +395,7 @@ def _same(got: tuple, want: tuple, steps: bool = False) -> bool:
             if not np.allclose(g, w, rtol=RTOL, atol=ATOL * max(1.0, scale), equal_nan=True) \
                     and not (steps and _close_as_whole(g, w)):
                 return False
-        elif not np.array_equal(g, w) and not (steps and w.size and
+        elif not np.array_equal(g, w) and not (steps and w.size >= STEP_MIN_SIZE and
                                                np.mean(g == w) >= STEP_EQUAL):
             return False
     return True
@@ -399,13 +403,20 @@ def _same(got: tuple, want: tuple, steps: bool = False) -> bool:
 
 def _close_as_whole(g: np.ndarray, w: np.ndarray) -> bool:
     """A float result of a program with STEP_OPS: the same non-finite values in the same
-    places, and the finite ones within STEP_NORM of the VM's by relative 2-norm."""
+    places, and the finite ones a few steps apart (STEP_FEW, STEP_MAX, STEP_NORM)."""
+    if w.size < STEP_MIN_SIZE:
+        return False
     fin = np.isfinite(w)
     if not np.array_equal(fin, np.isfinite(g)) or \
             not np.array_equal(np.where(fin, 0, w), np.where(fin, 0, g), equal_nan=True):
         return False
     d, r = (g[fin] - w[fin]).astype(np.float64), w[fin].astype(np.float64)
-    return bool(np.linalg.norm(d) <= STEP_NORM * np.linalg.norm(r))
+    if not d.size:
+        return True
+    top = float(np.max(np.abs(r)))
+    far = ~np.isclose(g[fin], w[fin], rtol=RTOL, atol=ATOL * max(1.0, top))
+    return bool(np.mean(far) <= STEP_FEW and np.max(np.abs(d)) <= STEP_MAX * top and
+                np.linalg.norm(d) <= STEP_NORM * np.linalg.norm(r))
 
 
 def tier_for(vm: VM, native: str | None) -> NativeTier | None:

@@ -179,6 +179,13 @@ def test_same_compares_rounding_programs_results_as_wholes():
     assert not _same((flipped,), (labels,)) and _same((flipped,), (labels,), steps=True)
     flipped[:50] += 1
     assert not _same((flipped,), (labels,), steps=True)
+    # a wrong vector tail, a few values off by 4% (too few to compare as a whole): declined
+    tail = np.ones(10_000, np.float32)
+    zeroed = tail.copy()
+    zeroed[-7:] = 0
+    assert not _same((zeroed,), (tail,), steps=True)
+    assert not _same((np.float32(1.04),), (np.float32(1.0),), steps=True)
+    assert not _same((w[:8] + 0.04,), (w[:8],), steps=True)
 
 
 def test_auto_builds_in_the_background_and_times_both_ways():

@@ -3,8 +3,9 @@ torch's max_pool2d_with_indices), in dlvm ops.
 
 The window's taps are strided slices of the input padded with the lowest value; argmax over
 the stacked taps picks each window's first maximum, and the tap's (h, w) is arithmetic on the
-output position. ONNX counts the index over the whole tensor (n, c, h, w flattened; `storage
-_order` 1 takes w before h); torch counts it within each (n, c) plane.
+output position (a window with NaNs names its first NaN; torch's kernel names its last). ONNX
+counts the index over the whole tensor (n, c, h, w flattened; `storage_order` 1 takes w before
+h); torch counts it within each (n, c) plane.
 """
 from __future__ import annotations
 
@@ -48,6 +49,14 @@ def maxpool2d_indices(e: Emitter, x: Value, kernel: list[int], strides: list[int
     cols = known((np.arange(wo) * sw - pads[1]).reshape(1, wo).astype(np.int64))
     hh = e.emit("add", [rows, e.emit("mul", [e.emit("div", [tap, _scalar(kw)]), _scalar(dh)])])
     ww = e.emit("add", [cols, e.emit("mul", [e.emit("mod", [tap, _scalar(kw)]), _scalar(dw)])])
+    # a window whose maximum is the padding's value (every input value in it the lowest) names
+    # its first tap inside the input, as torch does, not a padded one
+    first_h = known(np.maximum(np.arange(ho) * sh - pads[0], 0).reshape(ho, 1).astype(np.int64))
+    first_w = known(np.maximum(np.arange(wo) * sw - pads[1], 0).reshape(1, wo).astype(np.int64))
+    low_max = e.emit("eq", [e.emit("reduce_max", [stacked], axes=[0], keepdims=False),
+                            known(np.asarray(low, dtype=x.dtype.np))])
+    hh = e.emit("select", [low_max, first_h, hh])
+    ww = e.emit("select", [low_max, first_w, ww])
     if storage_order:
         within = e.emit("add", [e.emit("mul", [ww, _scalar(h)]), hh])
     else:

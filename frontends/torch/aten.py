@@ -821,9 +821,9 @@ def _squeeze(lo: Lowerer, x: Value, dims: Any = None) -> Value:
     if lo.out_type().rank == x.rank - len(asked) and len(dims) < len(asked):
         # torch squeezed symbolic dims it knows are 1 (a CRNN's feature height under
         # torch.compile(dynamic=True)): the result's rank says so
-        return lo.emit("reshape_dyn", [x, lo.emit("gather", [
+        return _same_shape(lo, lo.emit("reshape_dyn", [x, lo.emit("gather", [
             lo.emit("shape_of", [x]),
-            known(np.array([d for d in range(x.rank) if d not in asked], np.int64))], axis=0)])
+            known(np.array([d for d in range(x.rank) if d not in asked], np.int64))], axis=0)]))
     if not dims:
         return x
     return lo.emit("squeeze", [x], axes=dims)
@@ -951,7 +951,7 @@ def _index_many(lo: Lowerer, x: Value, used: list) -> Value:
     if not all(isinstance(n, int) for n in sizes[1:]) or [lead, *flat].count(-1) > 1:
         y = lo.emit("gather", [_flat_indexed(lo, xt, len(axes)),
                                _linear_index(lo, xt, [v for _, v in used])], axis=0)
-        return _index_layout(lo, y, axes, len(rest))
+        return _same_shape(lo, _index_layout(lo, y, axes, len(rest)))
     xf = lo.emit("reshape", [xt], shape=[lead, *flat])
     linear = None
     stride = 1

@@ -307,7 +307,9 @@ def _fake_quantize(lo: Lowerer, x: Value, scale: float, zero_point: int, quant_m
                         known(np.array(zero_point, dt.np))])
     lo_q, hi_q = known(np.array(quant_min, dt.np)), known(np.array(quant_max, dt.np))
     clamped = lo.emit("min", [lo.emit("max", [q, lo_q]), hi_q])
-    out = lo.emit("mul", [lo.emit("sub", [clamped, known(np.array(zero_point, dt.np))]),
-                          known(np.array(np.float32(scale), dt.np))])
+    steps = lo.emit("sub", [clamped, known(np.array(zero_point, dt.np))])
+    # torch multiplies by the scale in f32 for f64 values too
+    out = lo.cast(lo.emit("mul", [lo.cast(steps, DType.F32),
+                                  known(np.array(np.float32(scale), np.float32))]), dt)
     mask = lo.emit("and", [lo.emit("ge", [q, lo_q]), lo.emit("le", [q, hi_q])])
     return (out, mask)

@@ -268,8 +268,9 @@ def _narrow_int_from_float(ctx, b: ir.IRBuilder, to: DType, x: ir.Value, rt: ir.
     maxnum = intrinsic(ctx.mod, "llvm.maxnum", t, [t, t])
     minnum = intrinsic(ctx.mod, "llvm.minnum", t, [t, t])
     y = b.call(minnum, [b.call(maxnum, [x, const(t, float(lo))]), const(t, float(hi))])
-    if lo < 0:          # maxnum gave the bound for NaN; the intrinsic gives 0
-        y = b.select(b.fcmp_unordered("uno", x, x), const(t, 0.0), y)
+    # maxnum gave the lower bound for a quiet NaN (0 for unsigned targets, but a signalling one
+    # may come through as NaN elsewhere than x86); the intrinsic gives 0
+    y = b.select(b.fcmp_unordered("uno", x, x), const(t, 0.0), y)
     wide = b.fptosi(y, like(t, ir.IntType(32)))
     return b.trunc(wide, rt)
 
