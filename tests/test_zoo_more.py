@@ -69,18 +69,14 @@ DYNAMO_NEEDS_DECOMPOSITION = {"adaptive_pool": torch.ops.aten.adaptive_max_pool2
 
 @functools.cache
 def _export(name: str, exporter: str) -> bytes:
-    if exporter == "torchscript" and name in TORCHSCRIPT_FAILS:
+    fails = {"torchscript": ("TorchScript", TORCHSCRIPT_FAILS), "dynamo": ("dynamo", DYNAMO_FAILS)}
+    label, known_fails = fails[exporter]
+    if name in known_fails:
         model = MORE[name]
         try:        # (a torch that learns to export it gets the model checked)
             return zm.export_onnx(model, model.build(), model.inputs(2), exporter, True)
         except Exception:  # noqa: BLE001 - torch's exporter, not dlvm
-            pytest.skip(f"torch's TorchScript exporter fails on {name}: {TORCHSCRIPT_FAILS[name]}")
-    if exporter == "dynamo" and name in DYNAMO_FAILS:
-        model = MORE[name]
-        try:        # (a torch that learns to export it gets the model checked)
-            return zm.export_onnx(model, model.build(), model.inputs(2), exporter, True)
-        except Exception:  # noqa: BLE001 - torch's exporter, not dlvm
-            pytest.skip(f"torch's dynamo exporter fails on {name}: {DYNAMO_FAILS[name]}")
+            pytest.skip(f"torch's {label} exporter fails on {name}: {known_fails[name]}")
     if exporter == "dynamo":
         pytest.importorskip("onnxscript")
         op = DYNAMO_NEEDS_DECOMPOSITION.get(name)
