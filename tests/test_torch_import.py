@@ -332,7 +332,24 @@ class _SqueezeHeight(torch.nn.Module):
         return y.permute(0, 2, 1), y.unfold(1, 2, 1), up.unfold(1, 2, 1)
 
 
+class _NormWindowsEncoder(torch.nn.Module):
+    """Group norm over symbolic spatial dims, Tensor.unfold over a symbolic dim and the fused
+    encoder layer (torch's fast path in eval) over a symbolic batch and sequence length."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 4, 1)
+        self.gn = torch.nn.GroupNorm(2, 4)
+        self.enc = torch.nn.TransformerEncoderLayer(8, 2, 16, 0.0, batch_first=True)
+
+    def forward(self, x):                           # [B, 3, H, W]
+        g = self.gn(self.conv(x))
+        windows = g.flatten(2).transpose(1, 2).unfold(1, 2, 2)      # [B, H * W / 2, 4, 2]
+        return g, self.enc(windows.flatten(2))
+
+
 @pytest.mark.parametrize("model, shapes", [(_Siren, [(3, 2), (5, 2)]),
+                                           (_NormWindowsEncoder, [(2, 3, 4, 6), (3, 3, 6, 4)]),
                                            (_SqueezeHeight, [(2, 3, 4, 8), (3, 3, 4, 12)]),
                                            (_SizeArithmetic, [(2, 3, 7), (4, 3, 9)]),
                                            (_Upsample, [(1, 2, 5, 6), (2, 2, 7, 4)])])
@@ -342,7 +359,7 @@ def test_compile_backend_with_every_dim_dynamic(model, shapes, monkeypatch):
     from frontends.torch.backend import dlvm_backend
     monkeypatch.setenv("DLVM_TORCH_STRICT", "1")      # no silent fallback to torch
     torch._dynamo.reset()
-    m = model()
+    m = model().eval()
     c = torch.compile(m, backend=dlvm_backend, dynamic=True)
     for shape in shapes:
         x = torch.randn(*shape)

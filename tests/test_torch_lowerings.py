@@ -266,16 +266,18 @@ def test_unfold_and_an_expand_to_a_derived_size():
             np.testing.assert_allclose(got, m(x).numpy(), rtol=1e-5, atol=1e-5)
 
 
-def test_unfold_of_a_symbolic_dim_is_refused_by_name():
-    from frontends.torch.errors import TorchImportError
-
+def test_unfold_of_a_symbolic_dim():
+    # the windows' index table made at run time: (length - size) // step + 1 windows
     class Windows(torch.nn.Module):
         def forward(self, x):
-            return x.unfold(0, 2, 1)
+            return x.unfold(0, 3, 2) * 2, x.unfold(1, 2, 1)
     ep = torch.export.export(Windows(), (r(6, 3),),
-                             dynamic_shapes=({0: torch.export.Dim("b", min=2, max=64)},))
-    with pytest.raises(TorchImportError, match="unfold over the symbolic dim"):
-        import_torch(ep)
+                             dynamic_shapes=({0: torch.export.Dim("b", min=5, max=64)},))
+    vm = dlvmrt.VM(import_torch(ep))
+    for n in (5, 8, 9):
+        x = r(n, 3)
+        for g, w in zip(vm.run("main", x.numpy()), Windows()(x)):
+            np.testing.assert_array_equal(g, w.numpy())
 
 
 class PoolUnpool(torch.nn.Module):

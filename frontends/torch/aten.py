@@ -871,22 +871,31 @@ def _select(lo: Lowerer, x: Value, dim: int, index: int) -> Value:
 @lowers("aten.unfold.default")
 def _unfold(lo: Lowerer, x: Value, dim: int, size: int, step: int) -> Value:
     """Tensor.unfold: windows of `size` every `step` along `dim`, the window as a new last axis.
-    One gather of the windows' indices (a constant [n, size] table), then the window axis moved
-    to the end. The unfolded dim must be static: the table is made here."""
+    One gather of the windows' indices (an [n, size] table: a constant, or made at run time
+    over a symbolic dim), then the window axis moved to the end."""
     dim = _axis(dim, x.rank)
     length = x.shape[dim]
-    if not isinstance(length, int):
-        raise TorchImportError(f"unfold over the symbolic dim {length} is not supported (the "
-                               f"windows' index table is made at import)")
-    if size < 1 or step < 1 or size > length:
+    if size < 1 or step < 1 or (isinstance(length, int) and size > length):
         raise TorchImportError(f"unfold of size {size}, step {step} over a dim of {length}")
-    n = (length - size) // step + 1
-    table = np.arange(n, dtype=np.int64)[:, None] * step + np.arange(size, dtype=np.int64)
-    g = lo.emit("gather", [x, known(table)], axis=dim)          # [..., n, size, ...]
-    if dim + 1 == x.rank:
-        return g
-    perm = [*range(dim + 1), *range(dim + 2, x.rank + 1), dim + 1]
-    return lo.emit("transpose", [g], perm=perm)
+    if isinstance(length, int):
+        n = (length - size) // step + 1
+        table = known(np.arange(n, dtype=np.int64)[:, None] * step +
+                      np.arange(size, dtype=np.int64))
+    else:       # the windows' starts at run time: range(0, (length - size) // step * step + 1)
+        n_len = lo.emit("gather", [lo.emit("shape_of", [x]), known(np.array(dim, np.int64))],
+                        axis=0)
+        last = lo.emit("mul", [lo.emit("div", [lo.emit("sub", [n_len, lo.tensor(size, DType.I64)]),
+                                               lo.tensor(step, DType.I64)]),
+                               lo.tensor(step, DType.I64)])
+        starts = lo.emit("range", [lo.tensor(0, DType.I64), lo.emit("add", [
+            last, lo.tensor(1, DType.I64)]), lo.tensor(step, DType.I64)])
+        table = lo.emit("add", [lo.emit("expand_dims", [starts], axes=[1]),
+                                known(np.arange(size, dtype=np.int64)[None, :])])
+    g = lo.emit("gather", [x, table], axis=dim)                 # [..., n, size, ...]
+    if dim + 1 < x.rank:
+        perm = [*range(dim + 1), *range(dim + 2, x.rank + 1), dim + 1]
+        g = lo.emit("transpose", [g], perm=perm)
+    return _same_shape(lo, g)
 
 
 @lowers("aten.split_with_sizes.default", "aten.split.Tensor")
@@ -1118,12 +1127,20 @@ def _any_all(lo: Lowerer, x: Value, dims: Any = None, keepdim: bool = False) -> 
 def _group_norm(lo: Lowerer, x: Value, w: Value | None, b: Value | None, n: Any, c: int,
                 hw: Any, groups: int, eps: float) -> tuple:
     rest = x.shape[1:]
-    if not all(isinstance(d, int) for d in rest):
-        raise TorchImportError("group norm over symbolic channel or spatial dims is not supported")
-    per = int(np.prod(rest)) // groups
-    g = lo.emit("reshape", [x], shape=[-1, groups, per])
-    g = lo.emit("layer_norm", [g], axis=2, epsilon=float(eps))
-    r = lo.emit("reshape", [g], shape=[-1, *rest])
+    if not isinstance(c, int):
+        raise TorchImportError("group norm over a symbolic channel count is not supported")
+    if all(isinstance(d, int) for d in rest):
+        per = int(np.prod(rest)) // groups
+        g = lo.emit("reshape", [x], shape=[-1, groups, per])
+        g = lo.emit("layer_norm", [g], axis=2, epsilon=float(eps))
+        r = lo.emit("reshape", [g], shape=[-1, *rest])
+    else:       # symbolic spatial dims (torch.compile(dynamic=True)): sizes at run time
+        shape_x = lo.emit("shape_of", [x])
+        batch = lo.emit("slice", [shape_x], starts=[0], ends=[1], axes=[0])
+        g = lo.emit("reshape_dyn", [x, lo.emit("concat", [
+            batch, known(np.array([groups, -1], np.int64))], axis=0)])
+        g = lo.emit("layer_norm", [g], axis=2, epsilon=float(eps))
+        r = lo.emit("reshape_dyn", [g, shape_x])      # (typed as the node's result below)
     shape = [c] + [1] * (x.rank - 2)
     if w is not None:
         r = lo.emit("mul", [r, lo.emit("reshape", [w], shape=shape)])

@@ -11,11 +11,13 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from frontends.base.values import Value
+import numpy as np
+
+from frontends.base.values import Value, known
 from isa.dtypes import DType
 from isa.types import TensorType
 
-from .aten import Lowerer, _runtime_shape, _used_outputs, lowers
+from .aten import Lowerer, _used_outputs, lowers
 from .errors import TorchImportError
 
 
@@ -28,21 +30,22 @@ def _rows(lo: Lowerer, v: Value, start: int, stop: int) -> Value:
     return lo.emit("slice", [v], starts=[start], ends=[stop], axes=[0])
 
 
-def _reshape(lo: Lowerer, x: Value, dims: list) -> Value:
-    """x reshaped to dims (sizes and x's own named dims): with a symbolic batch and sequence
-    length (a recompile for new shapes makes both symbolic) the shape is read when it runs."""
-    t = TensorType(x.dtype, tuple(dims))
-    sizes = [d if isinstance(d, int) else -1 for d in dims]
+def _reshape(lo: Lowerer, x: Value, tail: list[int]) -> Value:
+    """x's first two dims (batch and sequence) kept, the rest reshaped to `tail`: with a
+    symbolic batch and sequence length (a recompile for new shapes, or dynamic=True, makes
+    both symbolic) the kept sizes are read when it runs."""
+    t = TensorType(x.dtype, (x.shape[0], x.shape[1], *tail))
+    sizes = [d if isinstance(d, int) else -1 for d in t.shape]
     if sizes.count(-1) <= 1:
         return lo.emit("reshape", [x], shape=sizes)
-    if not all(isinstance(d, int) or d in x.shape for d in dims):
-        raise TorchImportError(f"attention: reshaping {x.type} to {t} needs dims it lacks")
-    return lo.e.emit("reshape_dyn", [x, _runtime_shape(lo, x, t)], result_type=t)
+    kept = lo.emit("slice", [lo.emit("shape_of", [x])], starts=[0], ends=[2], axes=[0])
+    shape = lo.emit("concat", [kept, known(np.array(tail, np.int64))], axis=0)
+    return lo.e.emit("reshape_dyn", [x, shape], result_type=t)
 
 
 def _heads(lo: Lowerer, x: Value, h: int, d: int) -> Value:
     """[B, L, H*D] -> [B, H, L, D]."""
-    return lo.emit("transpose", [_reshape(lo, x, [x.shape[0], x.shape[1], h, d])],
+    return lo.emit("transpose", [_reshape(lo, x, [h, d])],
                    perm=[0, 2, 1, 3])
 
 
@@ -74,7 +77,7 @@ def _attention(lo: Lowerer, query: Value, key: Value, value: Value, embed: int, 
             s = lo.emit("add", [s, lo.cast(mask, s.dtype)])
     p = lo.emit("softmax", [s], axis=3)
     o = lo.emit("transpose", [lo.emit("matmul", [p, v])], perm=[0, 2, 1, 3])   # [B, L, H, D]
-    o = _reshape(lo, o, [o.shape[0], o.shape[1], e])
+    o = _reshape(lo, o, [e])
     return _linear(lo, o, w_out, b_out), p
 
 
