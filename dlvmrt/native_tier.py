@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from isa.errors import SettingError
+from isa.ops import OPS
 
 if TYPE_CHECKING:
     from .vm import VM
@@ -89,7 +90,8 @@ RTOL, ATOL = 1e-3, 1e-5
 # (at most 1.7% of the largest, 0.7% of the 2-norm), and its library was declined for good. A
 # miscompile is still caught: a wrong vector tail or lane is a large difference somewhere, a
 # wrong op a large norm; results of fewer than STEP_MIN_SIZE elements are never relaxed
-STEP_OPS = frozenset({"round", "floor", "ceil", "argmax", "argmin", "topk"})
+# (the op table's `steps`: round, floor, ceil, argmax, argmin, topk)
+STEP_OPS = frozenset(name for name, op in OPS.items() if op.steps)
 STEP_NORM = 0.05            # the difference's 2-norm, relative to the result's
 STEP_MAX = 0.1              # the largest difference, relative to the largest magnitude
 STEP_FEW = 0.5              # the elements outside the element-wise tolerance: a minority

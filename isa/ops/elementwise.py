@@ -162,11 +162,11 @@ def float_to_int_saturating(a: np.ndarray, to: np.dtype) -> np.ndarray:
 
 
 def _u(name, code, ref, doc, ok=None, what="", result=None, expand=None, attrs=(), check=None,
-       vjp=None, facts=NO_FACTS):
+       vjp=None, facts=NO_FACTS, steps=False):
     rule = unary_rule(ok, what, result, check)
     rule.op = name
     return OpDef(name, code, Family.UNARY, (1, 1), rule, ref, doc, attrs=attrs, expand=expand,
-                 dtypes=what or "any", vjp=vjp, facts=facts)
+                 dtypes=what or "any", vjp=vjp, facts=facts, steps=steps)
 
 
 def _b(name, code, ref, doc, ok=None, what="", result=None, expand=None, vjp=None,
@@ -368,13 +368,13 @@ OPS = [
        vjp=_d1(lambda g, x, y: g.neg(g.sin(x)))),
     _u("floor", 15, _np1(np.floor), "r := the largest integer <= a", *FLT,
        facts=Facts(mathfn="floor"),
-       vjp=ZERO_GRADIENT),
+       vjp=ZERO_GRADIENT, steps=True),
     _u("ceil", 16, _np1(np.ceil), "r := the smallest integer >= a", *FLT,
        facts=Facts(mathfn="ceil"),
-       vjp=ZERO_GRADIENT),
+       vjp=ZERO_GRADIENT, steps=True),
     _u("round", 17, _np1(np.rint), "r := a rounded to the nearest integer, halves to even", *FLT,
        facts=Facts(mathfn="rint"),
-       vjp=ZERO_GRADIENT),
+       vjp=ZERO_GRADIENT, steps=True),
     _u("sign", 18, _np1(np.sign), "r := -1, 0 or 1 by the sign of a (NaN stays NaN)", *NUM,
        expand=sign_expand,
        vjp=ZERO_GRADIENT),

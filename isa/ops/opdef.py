@@ -152,6 +152,10 @@ class OpDef:
     # draws from a random stream (isa/ops/random.py): its result is not a function of its
     # operands, so no stage folds, merges, moves or fuses it; the interpreter passes the stream
     random: bool = False
+    # its result jumps where an operand crosses a point (rounding; a choice by order, as
+    # argmax): a last-bit difference upstream, from another summation order, can change it by
+    # a whole step (the native tier compares such programs' results as wholes)
+    steps: bool = False
 
     def attr(self, name: str) -> AttrSpec | None:
         for a in self.attrs:

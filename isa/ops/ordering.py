@@ -121,7 +121,7 @@ OPS = [
           attrs=(AttrSpec("axis", AttrKind.INT, -1, "the axis searched"),
                  AttrSpec("largest", AttrKind.BOOL, True, "largest (true) or smallest"),
                  AttrSpec("sorted", AttrKind.BOOL, True, "results in sorted order (always)")),
-          n_results=2, dtypes="a: numeric; k: integer",
+          n_results=2, steps=True, dtypes="a: numeric; k: integer",
           extra={"operands": ("a", "k"), "immediates": {1: "i64"}},
           vjp=adj.topk_vjp),
 ]

@@ -108,10 +108,10 @@ OPS = [
             vjp=adj.prod_vjp, combine="mul"),
     OpDef("argmax", 69, Family.ARGREDUCE, (1, 1), arg_rule("argmax"), _arg(np.argmax, "argmax"),
           "r := i64 index of the first maximum along axis (a NaN counts as the maximum)",
-          attrs=ARG_ATTRS, dtypes="numeric", vjp=NO_GRADIENT),
+          attrs=ARG_ATTRS, dtypes="numeric", vjp=NO_GRADIENT, steps=True),
     OpDef("argmin", 70, Family.ARGREDUCE, (1, 1), arg_rule("argmin"), _arg(np.argmin, "argmin"),
           "r := i64 index of the first minimum along axis (a NaN counts as the minimum)",
-          attrs=ARG_ATTRS, dtypes="numeric", vjp=NO_GRADIENT),
+          attrs=ARG_ATTRS, dtypes="numeric", vjp=NO_GRADIENT, steps=True),
 ]
 
 
