@@ -11,17 +11,18 @@ The interpreter, with its compiled regions, stays the reference and the fallback
 - Per entry and input signature (dtypes and shapes), the first call runs both the library and the
   VM on the same inputs, compares the results and returns the VM's; a difference beyond the
   tolerance keeps the signature on the VM for good (a bug in a compiled path must not reach a
-  user). The next calls are timed: TRIALS of the library, then TRIALS of the VM; the faster keeps
-  the signature (the library's products are not always the JIT's equal at large sizes), the
-  library on a near tie, for the next RETRY_AFTER calls and RETRY_AFTER_S seconds, then they
-  are timed again; each time the timing confirms the choice both waits double (up to RETRY_MAX
-  calls and RETRY_MAX_S seconds), since every VM sample costs a slow call and its OpenBLAS
-  threads spin afterwards beside the library's. A library sample counts only BLAS_SPIN_S after
-  the signature's last VM call ended (none while one runs; VM calls of other signatures are not
-  watched): NumPy's OpenBLAS threads spin for about 0.1 s after its last product, and on
-  two cores they took the library's second thread (ResNet-18 at batch 1: 19 ms alone, 38 ms
-  right after a VM call, so the VM was chosen at 26 ms). "always" skips the timing and keeps
-  every signature native that passed the comparison.
+  user; a program with ops whose results jump, as a quantizer's rounding, has a result that fails
+  element by element compared as a whole: STEP_OPS). The next calls are timed: TRIALS of the
+  library, then TRIALS of the VM; the faster keeps the signature (the library's products are not
+  always the JIT's equal at large sizes), the library on a near tie, for the next RETRY_AFTER
+  calls and RETRY_AFTER_S seconds, then they are timed again; each time the timing confirms the
+  choice both waits double (up to RETRY_MAX calls and RETRY_MAX_S seconds), since every VM sample
+  costs a slow call and its OpenBLAS threads spin afterwards beside the library's. A library
+  sample counts only BLAS_SPIN_S after the signature's last VM call ended (none while one runs; VM
+  calls of other signatures are not watched): NumPy's OpenBLAS threads spin for about 0.1 s after
+  its last product, and on two cores they took the library's second thread (ResNet-18 at batch 1:
+  19 ms alone, 38 ms right after a VM call, so the VM was chosen at 26 ms). "always" skips the
+  timing and keeps every signature native that passed the comparison.
 - Any error the library returns (a trap, a guard it was not compiled for, the block budget, out of
   memory, calls nested deeper than it allows) runs the call again on the VM, which gives the
   interpreter's result or error; a signature whose call failed that way stays on the VM.
