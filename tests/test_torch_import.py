@@ -348,7 +348,21 @@ class _NormWindowsEncoder(torch.nn.Module):
         return g, self.enc(windows.flatten(2))
 
 
+class _TransposedConvs(torch.nn.Module):
+    """Transposed convolutions over symbolic sizes (a vocoder's 1-D upsampling, a decoder's
+    2-D one with padding and output_padding): conv_transpose_2d's zero-inserted form."""
+
+    def __init__(self):
+        super().__init__()
+        self.up1 = torch.nn.ConvTranspose1d(3, 4, 8, 4, padding=2)
+        self.up2 = torch.nn.ConvTranspose2d(3, 2, 3, 2, padding=1, output_padding=1)
+
+    def forward(self, x):                           # [B, 3, H, W]
+        return self.up1(x.flatten(2)), self.up2(x)
+
+
 @pytest.mark.parametrize("model, shapes", [(_Siren, [(3, 2), (5, 2)]),
+                                           (_TransposedConvs, [(2, 3, 4, 5), (3, 3, 6, 3)]),
                                            (_NormWindowsEncoder, [(2, 3, 4, 6), (3, 3, 6, 4)]),
                                            (_SqueezeHeight, [(2, 3, 4, 8), (3, 3, 4, 12)]),
                                            (_SizeArithmetic, [(2, 3, 7), (4, 3, 9)]),

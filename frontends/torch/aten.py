@@ -562,9 +562,11 @@ def _conv(lo: Lowerer, x: Value, w: Value, bias: Value | None, stride: list, pad
 
 def _conv_transpose(lo: Lowerer, x: Value, w: Value, bias: Value | None, stride: list,
                     padding: list, dilation: list, output_padding: list, groups: int) -> Value:
-    if not (all(isinstance(d, int) for d in x.shape[1:]) and w.type.is_static):
-        raise TorchImportError("a transposed convolution needs static channels, sizes and "
-                               "weights (the batch may be dynamic)")
+    # sizes known only at run time (torch.compile(dynamic=True)) take conv_transpose_2d's
+    # zero-inserted form
+    if not (isinstance(x.shape[1], int) and w.type.is_static):
+        raise TorchImportError("a transposed convolution needs static channels and weights "
+                               "(the batch and the sizes may be dynamic)")
     one_d = len(stride) == 1
     if one_d:       # as 2-D with a unit height
         x = lo.emit("expand_dims", [x], axes=[2])
