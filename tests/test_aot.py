@@ -740,15 +740,27 @@ def test_convolution_reading_the_image_in_place(tmp_path, monkeypatch, k, pads, 
                 np.testing.assert_array_equal(a, b)
 
 
+def _pool_path(monkeypatch, path: str) -> None:
+    """Force a 2-D f32 pool's form: "0" rows, "1" lanes, "vector" column chunks (where the
+    CPU has AVX-512; the others take the default choice there)."""
+    if path == "vector":
+        monkeypatch.delenv("DLVM_POOL_LANES", raising=False)
+        monkeypatch.setenv("DLVM_POOL_VECTOR", "1")
+    else:
+        monkeypatch.setenv("DLVM_POOL_LANES", path)
+        monkeypatch.setenv("DLVM_POOL_VECTOR", "0")
+
+
 @pytest.mark.parametrize("k,s,p,d,ceil", [((2, 2), (2, 2), (0, 0, 0, 0), (1, 1), False),
                                           ((3, 3), (2, 2), (1, 1, 1, 1), (1, 1), True),
                                           ((3, 2), (1, 3), (1, 0, 2, 1), (2, 1), False)])
-@pytest.mark.parametrize("lanes", ["0", "1"])
+@pytest.mark.parametrize("lanes", ["0", "1", "vector"])
 def test_max_pool(tmp_path, monkeypatch, k, s, p, d, ceil, lanes):
-    # row-wise f32 max pooling (dlvm_aot_rt.c: pool_task), and 16 planes to a vector
-    # (pool_lanes_task, 6 planes of 16 lanes used here): borders, strides, dilations, ceil
-    # mode, and a NaN inside a window wins
-    monkeypatch.setenv("DLVM_POOL_LANES", lanes)
+    # row-wise f32 max pooling (dlvm_aot_rt.c: pool_task), 16 planes to a vector
+    # (pool_lanes_task, 6 planes of 16 lanes used here), and a vector per chunk of output
+    # columns (pool_vector_task, with AVX-512): borders, strides, dilations, ceil mode, and a
+    # NaN inside a window wins
+    _pool_path(monkeypatch, lanes)
     attrs = (f"kernel = {list(k)}, strides = {list(s)}, pads = {list(p)}, dilations = {list(d)}, "
              f"ceil_mode = {str(ceil).lower()}")
     module = assembler.parse(f"""module mp
@@ -788,6 +800,45 @@ ceil_mode = false, count_include_pad = false}
         close(lib.run("main", x), dlvmrt.VM(module, jit="off").run("main", x))
 
 
+@pytest.mark.parametrize("op, k, s, p, d, ceil", [
+    ("maxpool2d", (3, 3), (2, 2), (0, 0, 0, 0), (1, 1), True),      # 15-output chunks, overhang
+    ("maxpool2d", (3, 3), (2, 2), (1, 1, 1, 1), (1, 1), False),     # a ResNet stem's
+    ("maxpool2d", (5, 13), (1, 1), (2, 6, 2, 6), (1, 1), False),    # YOLO's SPP: a wide reach
+    ("maxpool2d", (2, 3), (3, 4), (0, 2, 1, 0), (2, 3), True),      # dilated, 4-output chunks
+    ("avgpool2d", (3, 3), (2, 2), (1, 1, 1, 1), (1, 1), True),
+    ("avgpool2d", (4, 5), (1, 2), (2, 2, 1, 2), (1, 1), False)])
+@pytest.mark.parametrize("include", [False, True])
+def test_pooling_by_column_chunks(tmp_path, monkeypatch, op, k, s, p, d, ceil, include):
+    # pool_vector_task over planes wider than one chunk (45 columns: three or four chunks, the
+    # last one partial) and narrower than one (7), with NaN and -inf in windows, at one and two
+    # threads, against the interpreter
+    if op == "maxpool2d" and include:
+        pytest.skip("count_include_pad is an average's")
+    monkeypatch.setenv("DLVM_POOL_VECTOR", "1")
+    extra = f", count_include_pad = {str(include).lower()}" if op == "avgpool2d" else ""
+    attrs = (f"kernel = {list(k)}, strides = {list(s)}, pads = {list(p)}, dilations = {list(d)}, "
+             f"ceil_mode = {str(ceil).lower()}{extra}")
+    module = assembler.parse(f"""module chunks
+func @main(%x: f32[N, 5, 13, 45], %z: f32[N, 5, 9, 7]) -> (f32[N, 5, ?, ?], f32[N, 5, ?, ?]) {{
+entry:
+  %y = {op} %x {{{attrs}}}
+  %v = {op} %z {{{attrs}}}
+  ret %y, %v
+}}
+""")
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((4, 5, 13, 45)).astype(np.float32)
+    z = rng.standard_normal((4, 5, 9, 7)).astype(np.float32)
+    x[1, 2, 6, 20] = np.nan
+    x[3, 4, 0, 44] = -np.inf
+    z[2, 1, 8, 0] = np.nan
+    compile_library(module, tmp_path)
+    lib = aot.load(tmp_path)
+    for threads in (1, 2):
+        lib.set_threads(threads)
+        close(lib.run("main", x, z), dlvmrt.VM(module, jit="off").run("main", x, z))
+
+
 @pytest.mark.parametrize("ceil", [False, True])
 @pytest.mark.parametrize("w", [71, 24, 9])
 def test_two_by_two_pooling_of_wide_planes(tmp_path, ceil, w):
@@ -818,12 +869,13 @@ entry:
     ((3, 3), (2, 2), (1, 1, 1, 1), (1, 1), True, False),
     ((3, 3), (2, 2), (1, 1, 1, 1), (1, 1), True, True),
     ((3, 2), (1, 3), (1, 0, 2, 1), (2, 1), False, True)])
-@pytest.mark.parametrize("lanes", ["0", "1"])
+@pytest.mark.parametrize("lanes", ["0", "1", "vector"])
 def test_avg_pool(tmp_path, monkeypatch, k, s, p, d, ceil, include, lanes):
     # row-wise average pooling (dlvm_aot_rt.c: avgpool_float_task), and f32 16 planes to a
-    # vector (pool_lanes_task): the divisor counts the image, the explicit pads with
-    # count_include_pad, never the ceil-mode overhang; f32 and f64
-    monkeypatch.setenv("DLVM_POOL_LANES", lanes)
+    # vector (pool_lanes_task) or a vector per chunk of output columns (pool_vector_task): the
+    # divisor counts the image, the explicit pads with count_include_pad, never the ceil-mode
+    # overhang; f32 and f64
+    _pool_path(monkeypatch, lanes)
     attrs = (f"kernel = {list(k)}, strides = {list(s)}, pads = {list(p)}, dilations = {list(d)}, "
              f"ceil_mode = {str(ceil).lower()}, count_include_pad = {str(include).lower()}")
     module = assembler.parse(f"""module ap

@@ -3109,14 +3109,128 @@ static void pool_task(void *arg, int64_t lo, int64_t hi, int64_t part) {
     buffer_free(buf, bytes);
 }
 
-/* the planes of a 2-D pool: 16 to a vector where they are small and not the 2x2/2 fast path
- * (pool_lanes_task); DLVM_POOL_LANES=0 or 1 overrides the choice (for measuring it, and tests) */
+/* Pools with AVX-512, a plane at a time in its own layout: output columns in chunks of up to
+ * 16 (as many as a window of 32 input columns covers), each chunk one vector. Per output row,
+ * the tap rows' 32 columns are two masked loads (columns outside the input read as the pool's
+ * identity: -inf, or 0 for an average) combined lane by lane, and each column tap is a
+ * two-register permute of that row (lane j takes column j * s + v * d): nothing is transposed
+ * or padded in memory. The lanes form (pool_lanes_task) spent twice the pooling on its
+ * transposes (SqueezeNet's 3x3/2 ceil-mode pools), and the row form's scalar passes ran a
+ * ResNet stem's 3x3/2 pool at 1.3x onnxruntime's time. Returns the chunk width, or 0 where
+ * the window is too wide for it. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__AVX512F__)
+static int64_t pool_vector_chunk(const pool2d_job *m) {
+    int64_t reach = (m->k[1] - 1) * m->d[1];
+    if (reach > 27 || m->s[1] < 1) return 0;
+    int64_t nc = (31 - reach) / m->s[1] + 1;
+    if (nc < 4) return 0;
+    return nc > 16 ? 16 : nc;
+}
+
+static inline __m512 pool_combine(__m512 a, __m512 t, int is_max) {
+    if (!is_max) return _mm512_add_ps(a, t);
+    /* t wins where t > a or t is NaN (a NaN in a window wins, as the other forms) */
+    __mmask16 c = _mm512_cmp_ps_mask(t, a, _CMP_GT_OQ) | _mm512_cmp_ps_mask(t, t, _CMP_UNORD_Q);
+    return _mm512_mask_mov_ps(a, c, t);
+}
+
+static void pool_vector_task(void *arg, int64_t lo, int64_t hi, int64_t part) {
+    (void)part;
+    pool2d_job *m = arg;
+    int64_t s0 = m->s[0], s1 = m->s[1], p0 = m->p[0], p1 = m->p[1], d0 = m->d[0], d1 = m->d[1];
+    int64_t k0 = m->k[0], k1 = m->k[1], h = m->h, w = m->w, ho = m->ho, wo = m->wo;
+    int is_max = m->is_max;
+    int64_t nc = pool_vector_chunk(m), chunks = (wo + nc - 1) / nc;
+    __m512 fill = _mm512_set1_ps(is_max ? -INFINITY : 0.0f);
+    /* per chunk: the load masks of its 32 columns, the store mask, 1 / column counts */
+    size_t bytes = (size_t)(chunks * 16 + ho) * 4 + (size_t)chunks * 8 + 64;
+    float *buf = buffer_alloc(&bytes);
+    if (!buf) {
+        __atomic_store_n(&m->failed, 1, __ATOMIC_RELAXED);
+        return;
+    }
+    float *colscale = buf, *rowscale = buf + chunks * 16;
+    __mmask16 *masks = (__mmask16 *)(rowscale + ho);     /* 4 per chunk: lo, hi, store, pad */
+    for (int64_t ch = 0; ch < chunks; ch++) {
+        int64_t start = ch * nc * s1 - p1, outs = wo - ch * nc < nc ? wo - ch * nc : nc;
+        uint32_t valid = 0;
+        for (int64_t t = 0; t < 32; t++)
+            if (start + t >= 0 && start + t < w) valid |= 1u << t;
+        masks[4 * ch] = (__mmask16)(valid & 0xFFFF);
+        masks[4 * ch + 1] = (__mmask16)(valid >> 16);
+        masks[4 * ch + 2] = (__mmask16)((1u << outs) - 1);
+        for (int64_t j = 0; j < 16; j++)
+            colscale[ch * 16 + j] = j < outs && !is_max ? 1.0f / (float)window_count(
+                ch * nc + j, k1, s1, p1, d1, m->include_pad ? -p1 : 0,
+                m->include_pad ? w + m->p[3] : w) : 1.0f;
+    }
+    for (int64_t i = 0; i < ho; i++)
+        rowscale[i] = is_max ? 1.0f : 1.0f / (float)window_count(
+            i, k0, s0, p0, d0, m->include_pad ? -p0 : 0, m->include_pad ? h + m->p[2] : h);
+    /* lane j of tap v: column j * s1 + v * d1 of the chunk's 32 */
+    __m512i taps[32];
+    int64_t ntaps = k1 < 32 ? k1 : 32;
+    for (int64_t v = 0; v < ntaps; v++) {
+        int32_t idx[16];
+        for (int64_t j = 0; j < 16; j++) {
+            int64_t at = j * s1 + v * d1;
+            idx[j] = (int32_t)(j < nc && at < 32 ? at : 0);
+        }
+        taps[v] = _mm512_loadu_si512(idx);
+    }
+    for (int64_t q = lo; q < hi; q++) {
+        const float *xp = m->x + q * h * w;
+        float *yp = m->y + q * ho * wo;
+        for (int64_t i = 0; i < ho; i++) {
+            __m512 rs = _mm512_set1_ps(rowscale[i]);
+            for (int64_t ch = 0; ch < chunks; ch++) {
+                int64_t start = ch * nc * s1 - p1;
+                __mmask16 mlo = masks[4 * ch], mhi = masks[4 * ch + 1];
+                __m512 a0 = fill, a1 = fill;
+                for (int64_t u = 0; u < k0; u++) {
+                    int64_t yy = i * s0 - p0 + u * d0;
+                    if (yy < 0 || yy >= h) continue;
+                    const float *r = xp + yy * w + start;
+                    a0 = pool_combine(a0, _mm512_mask_loadu_ps(fill, mlo, r), is_max);
+                    a1 = pool_combine(a1, _mm512_mask_loadu_ps(fill, mhi, r + 16), is_max);
+                }
+                __m512 acc = _mm512_permutex2var_ps(a0, taps[0], a1);
+                for (int64_t v = 1; v < ntaps; v++)
+                    acc = pool_combine(acc, _mm512_permutex2var_ps(a0, taps[v], a1), is_max);
+                if (!is_max)
+                    acc = _mm512_mul_ps(_mm512_mul_ps(acc, rs), _mm512_loadu_ps(colscale + ch * 16));
+                _mm512_mask_storeu_ps(yp + i * wo + ch * nc, masks[4 * ch + 2], acc);
+            }
+        }
+    }
+    buffer_free(buf, bytes);
+}
+#endif
+
+/* the planes of a 2-D pool: with AVX-512 a vector per chunk of output columns where the window
+ * fits one (pool_vector_task), otherwise 16 planes to a vector where they are small and not the
+ * 2x2/2 fast path (pool_lanes_task); DLVM_POOL_LANES=0 or 1 overrides the choice (for
+ * measuring it, and tests) */
 static void pool_planes(pool2d_job *m, int64_t planes, int64_t work) {
 #if defined(__GNUC__) && !defined(__clang__)
     const int64_t *k = m->k, *s = m->s, *p = m->p, *d = m->d;
     int two_by_two = k[0] == 2 && k[1] == 2 && s[0] == 2 && s[1] == 2 && !p[0] && !p[1] &&
                      d[0] == 1 && d[1] == 1 && 2 * m->ho <= m->h && 2 * m->wo <= m->w;
     const char *env = getenv("DLVM_POOL_LANES");
+#ifdef __AVX512F__
+    /* rows of 8 outputs or fewer fill half a vector or less: there 16 planes to a vector
+     * (lanes) were 0.85-0.95x the time (SqueezeNet's 15x15 -> 7x7 and 7x7 -> 3x3, b32), and
+     * wider rows 0.3-0.7x of it; DLVM_POOL_VECTOR=0 or 1 overrides the choice (1: wherever
+     * the window fits a chunk) */
+    const char *vec_env = getenv("DLVM_POOL_VECTOR");
+    int small = planes >= 16 && m->wo <= 8 && m->ho * m->wo <= POOL_LANES_MAX_PIXELS;
+    int vector = vec_env && *vec_env ? vec_env[0] != '0'
+                                     : !two_by_two && !(env && *env) && !small;
+    if (vector && planes > 0 && pool_vector_chunk(m)) {
+        dlvm_rt_parallel(pool_vector_task, m, planes, work / 65536 + 1);
+        return;
+    }
+#endif
     int lanes = env && *env ? env[0] != '0'
                             : !two_by_two && planes >= 16 && m->ho * m->wo <= POOL_LANES_MAX_PIXELS;
     if (lanes && planes > 0) {
