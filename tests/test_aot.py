@@ -740,10 +740,17 @@ def test_convolution_reading_the_image_in_place(tmp_path, monkeypatch, k, pads, 
                 np.testing.assert_array_equal(a, b)
 
 
+def _need_avx512() -> None:
+    from jit.llvm import target as host
+    if "+avx512f" not in host.host().features.split(","):
+        pytest.skip("pool_vector_task is compiled with AVX-512 only")
+
+
 def _pool_path(monkeypatch, path: str) -> None:
-    """Force a 2-D f32 pool's form: "0" rows, "1" lanes, "vector" column chunks (where the
-    CPU has AVX-512; the others take the default choice there)."""
+    """Force a 2-D f32 pool's form: "0" rows, "1" lanes, "vector" column chunks (AVX-512
+    only: skipped on other CPUs)."""
     if path == "vector":
+        _need_avx512()
         monkeypatch.delenv("DLVM_POOL_LANES", raising=False)
         monkeypatch.setenv("DLVM_POOL_VECTOR", "1")
     else:
@@ -776,10 +783,16 @@ entry:
     close(aot.load(tmp_path).run("main", x), dlvmrt.VM(module, jit="off").run("main", x))
 
 
-def test_pooling_of_many_small_planes(tmp_path):
+@pytest.mark.parametrize("vector", ["0", "1"])
+def test_pooling_of_many_small_planes(tmp_path, monkeypatch, vector):
     # 35 planes of 11x11 (two blocks of 16 lanes and a block of 3): SqueezeNet's 3x3/2
-    # ceil-mode max pool and PoolFormer's 3x3/1 average without the pads, chosen by lanes
-    # (dlvm_aot_rt.c: pool_planes) at two thread counts; NaN and -inf in windows
+    # ceil-mode max pool and PoolFormer's 3x3/1 average without the pads, by lanes
+    # (pool_lanes_task) or by column chunks (pool_vector_task) at two thread counts; NaN and
+    # -inf in windows
+    if vector == "1":
+        _need_avx512()
+    monkeypatch.delenv("DLVM_POOL_LANES", raising=False)
+    monkeypatch.setenv("DLVM_POOL_VECTOR", vector)
     module = assembler.parse("""module many
 func @main(%x: f32[N, 7, 11, 11]) -> (f32[N, 7, ?, ?], f32[N, 7, ?, ?]) {
 entry:
@@ -804,16 +817,17 @@ ceil_mode = false, count_include_pad = false}
     ("maxpool2d", (3, 3), (2, 2), (0, 0, 0, 0), (1, 1), True),      # 15-output chunks, overhang
     ("maxpool2d", (3, 3), (2, 2), (1, 1, 1, 1), (1, 1), False),     # a ResNet stem's
     ("maxpool2d", (5, 13), (1, 1), (2, 6, 2, 6), (1, 1), False),    # YOLO's SPP: a wide reach
-    ("maxpool2d", (2, 3), (3, 4), (0, 2, 1, 0), (2, 3), True),      # dilated, 4-output chunks
+    ("maxpool2d", (2, 3), (3, 4), (0, 2, 1, 0), (2, 3), True),      # dilated, 7-output chunks
     ("avgpool2d", (3, 3), (2, 2), (1, 1, 1, 1), (1, 1), True),
     ("avgpool2d", (4, 5), (1, 2), (2, 2, 1, 2), (1, 1), False)])
 @pytest.mark.parametrize("include", [False, True])
 def test_pooling_by_column_chunks(tmp_path, monkeypatch, op, k, s, p, d, ceil, include):
-    # pool_vector_task over planes wider than one chunk (45 columns: three or four chunks, the
+    # pool_vector_task over planes wider than one chunk (45 columns: two or three chunks, the
     # last one partial) and narrower than one (7), with NaN and -inf in windows, at one and two
     # threads, against the interpreter
     if op == "maxpool2d" and include:
         pytest.skip("count_include_pad is an average's")
+    _need_avx512()
     monkeypatch.setenv("DLVM_POOL_VECTOR", "1")
     extra = f", count_include_pad = {str(include).lower()}" if op == "avgpool2d" else ""
     attrs = (f"kernel = {list(k)}, strides = {list(s)}, pads = {list(p)}, dilations = {list(d)}, "

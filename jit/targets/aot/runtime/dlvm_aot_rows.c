@@ -73,8 +73,8 @@ HIDDEN int64_t dlvm_rt_row_tiles(const dlvm_val *args, int n_args, const int8_t 
             /* at least two rows a tile there: one image's products were narrower than the
              * GEMM's panels (a YOLO and a Siamese net ran 2-6% slower in tiles of one) */
             int64_t rows_per = cache_tile < 2 ? 2 : cache_tile;
-            many = (rows + rows_per - 1) / rows_per;
-            many = (many + threads - 1) / threads * threads;
+            many = rows / rows_per;             /* rounded down: no tile under rows_per */
+            many = many < threads ? threads : many / threads * threads;
             tiles = many > rows ? rows : many;
         }
     }

@@ -3143,22 +3143,22 @@ static void pool_vector_task(void *arg, int64_t lo, int64_t hi, int64_t part) {
     int64_t nc = pool_vector_chunk(m), chunks = (wo + nc - 1) / nc;
     __m512 fill = _mm512_set1_ps(is_max ? -INFINITY : 0.0f);
     /* per chunk: the load masks of its 32 columns, the store mask, 1 / column counts */
-    size_t bytes = (size_t)(chunks * 16 + ho) * 4 + (size_t)chunks * 8 + 64;
+    size_t bytes = (size_t)(chunks * 16 + ho) * 4 + (size_t)chunks * 6 + 64;
     float *buf = buffer_alloc(&bytes);
     if (!buf) {
         __atomic_store_n(&m->failed, 1, __ATOMIC_RELAXED);
         return;
     }
     float *colscale = buf, *rowscale = buf + chunks * 16;
-    __mmask16 *masks = (__mmask16 *)(rowscale + ho);     /* 4 per chunk: lo, hi, store, pad */
+    __mmask16 *masks = (__mmask16 *)(rowscale + ho);     /* 3 per chunk: lo, hi, store */
     for (int64_t ch = 0; ch < chunks; ch++) {
         int64_t start = ch * nc * s1 - p1, outs = wo - ch * nc < nc ? wo - ch * nc : nc;
         uint32_t valid = 0;
         for (int64_t t = 0; t < 32; t++)
             if (start + t >= 0 && start + t < w) valid |= 1u << t;
-        masks[4 * ch] = (__mmask16)(valid & 0xFFFF);
-        masks[4 * ch + 1] = (__mmask16)(valid >> 16);
-        masks[4 * ch + 2] = (__mmask16)((1u << outs) - 1);
+        masks[3 * ch] = (__mmask16)(valid & 0xFFFF);
+        masks[3 * ch + 1] = (__mmask16)(valid >> 16);
+        masks[3 * ch + 2] = (__mmask16)((1u << outs) - 1);
         for (int64_t j = 0; j < 16; j++)
             colscale[ch * 16 + j] = j < outs && !is_max ? 1.0f / (float)window_count(
                 ch * nc + j, k1, s1, p1, d1, m->include_pad ? -p1 : 0,
@@ -3185,21 +3185,25 @@ static void pool_vector_task(void *arg, int64_t lo, int64_t hi, int64_t part) {
             __m512 rs = _mm512_set1_ps(rowscale[i]);
             for (int64_t ch = 0; ch < chunks; ch++) {
                 int64_t start = ch * nc * s1 - p1;
-                __mmask16 mlo = masks[4 * ch], mhi = masks[4 * ch + 1];
+                __mmask16 mlo = masks[3 * ch], mhi = masks[3 * ch + 1];
                 __m512 a0 = fill, a1 = fill;
                 for (int64_t u = 0; u < k0; u++) {
                     int64_t yy = i * s0 - p0 + u * d0;
                     if (yy < 0 || yy >= h) continue;
-                    const float *r = xp + yy * w + start;
+                    /* the window may start before the plane or end past it (its lanes
+                     * there are masked off and never read): the address is an integer */
+                    const float *r = (const float *)((uintptr_t)xp +
+                                                     (uintptr_t)((yy * w + start) * 4));
                     a0 = pool_combine(a0, _mm512_mask_loadu_ps(fill, mlo, r), is_max);
-                    a1 = pool_combine(a1, _mm512_mask_loadu_ps(fill, mhi, r + 16), is_max);
+                    a1 = pool_combine(a1, _mm512_mask_loadu_ps(fill, mhi, (const float *)(
+                        (uintptr_t)r + 64)), is_max);
                 }
                 __m512 acc = _mm512_permutex2var_ps(a0, taps[0], a1);
                 for (int64_t v = 1; v < ntaps; v++)
                     acc = pool_combine(acc, _mm512_permutex2var_ps(a0, taps[v], a1), is_max);
                 if (!is_max)
                     acc = _mm512_mul_ps(_mm512_mul_ps(acc, rs), _mm512_loadu_ps(colscale + ch * 16));
-                _mm512_mask_storeu_ps(yp + i * wo + ch * nc, masks[4 * ch + 2], acc);
+                _mm512_mask_storeu_ps(yp + i * wo + ch * nc, masks[3 * ch + 2], acc);
             }
         }
     }
