@@ -3143,13 +3143,19 @@ static void pool_vector_task(void *arg, int64_t lo, int64_t hi, int64_t part) {
     int64_t nc = pool_vector_chunk(m), chunks = (wo + nc - 1) / nc;
     __m512 fill = _mm512_set1_ps(is_max ? -INFINITY : 0.0f);
     /* per chunk: the load masks of its 32 columns, the store mask, 1 / column counts */
-    size_t bytes = (size_t)(chunks * 16 + ho) * 4 + (size_t)chunks * 6 + 64;
+    /* stride-1 rows (a YOLO's 5x5/1 SPP, PoolFormer's 3x3/1 average): each input row's
+     * column taps are combined once into `across` (one vector per row of a chunk), then an
+     * output row combines its k0 rows of it; per output row and tap row, two loads and the
+     * column taps again cost 1.5x (5x5) to 2x (13x13) as much */
+    int across_first = s0 == 1 && k0 > 1;
+    int64_t across_n = across_first ? h * 16 : 0;
+    size_t bytes = (size_t)(across_n + chunks * 16 + ho) * 4 + (size_t)chunks * 6 + 64;
     float *buf = buffer_alloc(&bytes);
     if (!buf) {
         __atomic_store_n(&m->failed, 1, __ATOMIC_RELAXED);
         return;
     }
-    float *colscale = buf, *rowscale = buf + chunks * 16;
+    float *across = buf, *colscale = buf + across_n, *rowscale = colscale + chunks * 16;
     __mmask16 *masks = (__mmask16 *)(rowscale + ho);     /* 3 per chunk: lo, hi, store */
     for (int64_t ch = 0; ch < chunks; ch++) {
         int64_t start = ch * nc * s1 - p1, outs = wo - ch * nc < nc ? wo - ch * nc : nc;
@@ -3181,7 +3187,32 @@ static void pool_vector_task(void *arg, int64_t lo, int64_t hi, int64_t part) {
     for (int64_t q = lo; q < hi; q++) {
         const float *xp = m->x + q * h * w;
         float *yp = m->y + q * ho * wo;
-        for (int64_t i = 0; i < ho; i++) {
+        for (int64_t ch = 0; across_first && ch < chunks; ch++) {
+            int64_t start = ch * nc * s1 - p1;
+            __mmask16 mlo = masks[3 * ch], mhi = masks[3 * ch + 1];
+            for (int64_t yy = 0; yy < h; yy++) {
+                const float *r = (const float *)((uintptr_t)xp + (uintptr_t)((yy * w + start) * 4));
+                __m512 a0 = _mm512_mask_loadu_ps(fill, mlo, r);
+                __m512 a1 = _mm512_mask_loadu_ps(fill, mhi, (const float *)((uintptr_t)r + 64));
+                __m512 acc = _mm512_permutex2var_ps(a0, taps[0], a1);
+                for (int64_t v = 1; v < ntaps; v++)
+                    acc = pool_combine(acc, _mm512_permutex2var_ps(a0, taps[v], a1), is_max);
+                _mm512_storeu_ps(across + yy * 16, acc);
+            }
+            for (int64_t i = 0; i < ho; i++) {
+                __m512 acc = fill;
+                for (int64_t u = 0; u < k0; u++) {
+                    int64_t yy = i - p0 + u * d0;
+                    if (yy >= 0 && yy < h)
+                        acc = pool_combine(acc, _mm512_loadu_ps(across + yy * 16), is_max);
+                }
+                if (!is_max)
+                    acc = _mm512_mul_ps(_mm512_mul_ps(acc, _mm512_set1_ps(rowscale[i])),
+                                        _mm512_loadu_ps(colscale + ch * 16));
+                _mm512_mask_storeu_ps(yp + i * wo + ch * nc, masks[3 * ch + 2], acc);
+            }
+        }
+        for (int64_t i = 0; !across_first && i < ho; i++) {
             __m512 rs = _mm512_set1_ps(rowscale[i]);
             for (int64_t ch = 0; ch < chunks; ch++) {
                 int64_t start = ch * nc * s1 - p1;
