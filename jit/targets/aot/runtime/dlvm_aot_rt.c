@@ -3134,6 +3134,15 @@ static inline __m512 pool_combine(__m512 a, __m512 t, int is_max) {
     return _mm512_mask_mov_ps(a, c, t);
 }
 
+/* a chunk's outputs from its 32 columns (a0, a1): lane j combines columns taps[v][j] */
+static inline __m512 pool_columns(__m512 a0, __m512 a1, const __m512i *taps, int64_t ntaps,
+                                  int is_max) {
+    __m512 acc = _mm512_permutex2var_ps(a0, taps[0], a1);
+    for (int64_t v = 1; v < ntaps; v++)
+        acc = pool_combine(acc, _mm512_permutex2var_ps(a0, taps[v], a1), is_max);
+    return acc;
+}
+
 static void pool_vector_task(void *arg, int64_t lo, int64_t hi, int64_t part) {
     (void)part;
     pool2d_job *m = arg;
@@ -3194,9 +3203,7 @@ static void pool_vector_task(void *arg, int64_t lo, int64_t hi, int64_t part) {
                 const float *r = (const float *)((uintptr_t)xp + (uintptr_t)((yy * w + start) * 4));
                 __m512 a0 = _mm512_mask_loadu_ps(fill, mlo, r);
                 __m512 a1 = _mm512_mask_loadu_ps(fill, mhi, (const float *)((uintptr_t)r + 64));
-                __m512 acc = _mm512_permutex2var_ps(a0, taps[0], a1);
-                for (int64_t v = 1; v < ntaps; v++)
-                    acc = pool_combine(acc, _mm512_permutex2var_ps(a0, taps[v], a1), is_max);
+                __m512 acc = pool_columns(a0, a1, taps, ntaps, is_max);
                 _mm512_storeu_ps(across + yy * 16, acc);
             }
             for (int64_t i = 0; i < ho; i++) {
@@ -3229,9 +3236,7 @@ static void pool_vector_task(void *arg, int64_t lo, int64_t hi, int64_t part) {
                     a1 = pool_combine(a1, _mm512_mask_loadu_ps(fill, mhi, (const float *)(
                         (uintptr_t)r + 64)), is_max);
                 }
-                __m512 acc = _mm512_permutex2var_ps(a0, taps[0], a1);
-                for (int64_t v = 1; v < ntaps; v++)
-                    acc = pool_combine(acc, _mm512_permutex2var_ps(a0, taps[v], a1), is_max);
+                __m512 acc = pool_columns(a0, a1, taps, ntaps, is_max);
                 if (!is_max)
                     acc = _mm512_mul_ps(_mm512_mul_ps(acc, rs), _mm512_loadu_ps(colscale + ch * 16));
                 _mm512_mask_storeu_ps(yp + i * wo + ch * nc, masks[3 * ch + 2], acc);
