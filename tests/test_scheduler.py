@@ -185,3 +185,18 @@ func @main(%x: f32[N, 8], %w: f32[8, 4], %b: f32[4]) -> f32[N, 4] {
     runner = DeviceRegionRunner(m, region, types, gpu, s)
     (h,) = runner([x, w, b])
     np.testing.assert_allclose(to_host(h), np.maximum(x @ w + b, 0), rtol=1e-5, atol=1e-6)
+
+
+def test_device_runner_plans_each_shape_once():
+    # planning costs as much as a small kernel's launch: a shape seen before reuses its plan,
+    # a new shape gets its own, and every call's result is still the interpreter's
+    m, types, region, k = _setup(TANH)
+    gpu = sim_device()
+    runner = DeviceRegionRunner(m, region, types, gpu, Scheduler([gpu]), kernel=k)
+    for n in (3, 5, 3):
+        x = np.linspace(-2, 2, n * 8, dtype=np.float32).reshape(n, 8)
+        (y,) = runner([x])
+        np.testing.assert_allclose(to_host(y), np.tanh(x + x), rtol=1e-6)
+    assert len(runner.code._plans) == 2
+    first = runner.code.plan([(3, 8)])
+    assert runner.code.plan([(3, 8)]) is first

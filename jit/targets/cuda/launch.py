@@ -72,6 +72,9 @@ def rows_total(plan: Plan) -> int:
     return n
 
 
+PLANS_KEPT = 32
+
+
 class RegionCode:
     """The variants of one kernel on one launcher."""
 
@@ -81,9 +84,20 @@ class RegionCode:
         self.max_variants = max_variants
         self.variants: dict[Spec, Any] = {}
         self.launches = 0
+        self._plans: dict[tuple[tuple[int, ...], ...], Plan] = {}
 
     def plan(self, shapes: list[tuple[int, ...]]) -> Plan:
-        return make_plan(self.kernel, shapes)
+        # planning is pure in the shapes and costs tens of microseconds in Python, as much as
+        # a small kernel's launch: a call with shapes seen before reuses its plan (a region
+        # sees few distinct shapes; the table is emptied when it outgrows PLANS_KEPT)
+        key = tuple(tuple(int(d) for d in s) for s in shapes)
+        plan = self._plans.get(key)
+        if plan is None:
+            plan = make_plan(self.kernel, list(key))
+            if len(self._plans) >= PLANS_KEPT:
+                self._plans.clear()
+            self._plans[key] = plan
+        return plan
 
     def run(self, plan: Plan, ptrs: list[int]) -> None:
         handle = self.variants.get(plan.spec)
