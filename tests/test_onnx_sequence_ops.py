@@ -35,6 +35,27 @@ def _both(m, feeds: dict):
     return got, want
 
 
+@pytest.mark.parametrize("bad, shape, layout", [("W", (1, 12, 4), 0), ("R", (1, 16, 5), 0),
+                                                ("C0", (1, 3, 8), 0), ("H0", (3, 1, 5), 1),
+                                                ("P", (1, 8), 0)])
+def test_recurrent_weights_that_disagree_with_hidden_size_are_named(bad, shape, layout):
+    # torch's dynamo exporter writes an LSTM with proj_size as an LSTM of the projected size
+    # with the unprojected cell state: an error naming the input, not a failed broadcast
+    from frontends.onnx.errors import OnnxImportError
+    t, b, i, h = 5, 3, 4, 4
+    shapes = {"X": (b, t, i) if layout else (t, b, i), "W": (1, 4 * h, i), "R": (1, 4 * h, h),
+              "B": (1, 8 * h), "L": (b,), "H0": (b, 1, h) if layout else (1, b, h),
+              "C0": (b, 1, h) if layout else (1, b, h), "P": (1, 3 * h)}
+    shapes[bad] = shape
+    inputs = ["X", "W", "R", "B", "L", "H0", "C0", "P"]
+    types = {"L": TensorProto.INT32}
+    node = helper.make_node("LSTM", inputs, ["Y"], hidden_size=h, layout=layout)
+    m = _model([node], [_vi(n, types.get(n, F), shapes[n]) for n in inputs], [_vi("Y", F, None)])
+    name = {"H0": "initial_h", "C0": "initial_c"}.get(bad, bad)
+    with pytest.raises(OnnxImportError, match=f"input {name} has type .* hidden_size {h}"):
+        import_onnx(m)
+
+
 @pytest.mark.parametrize("op, gates", [("RNN", 1), ("GRU", 3), ("LSTM", 4)])
 @pytest.mark.parametrize("direction", ["forward", "reverse", "bidirectional"])
 def test_recurrent_with_ragged_sequence_lens(op, gates, direction):

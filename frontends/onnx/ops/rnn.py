@@ -299,6 +299,31 @@ def _same_activations(ctx: NodeCtx, k: int) -> bool:
     return True
 
 
+def _check_shapes(ctx: NodeCtx, x: Value, gates: int, hidden: int, n_dir: int,
+                 layout: int) -> None:
+    """Each weight and initial state against hidden_size and the directions: a model whose
+    shapes disagree (torch's dynamo exporter writes an LSTM with proj_size as a plain LSTM of
+    the projected size, keeping the unprojected weights and cell state) gets an error naming
+    the input, not a broadcast failure deep in the step's arithmetic."""
+    size = x.shape[0 if layout else 1], x.shape[2]
+    want = {1: ("W", (n_dir, gates * hidden, size[1])), 2: ("R", (n_dir, gates * hidden, hidden)),
+            3: ("B", (n_dir, 2 * gates * hidden)),
+            5: ("initial_h", (size[0], n_dir, hidden) if layout else (n_dir, size[0], hidden)),
+            6: ("initial_c", (size[0], n_dir, hidden) if layout else (n_dir, size[0], hidden)),
+            7: ("P", (n_dir, 3 * hidden))}
+    if ctx.node.op_type != "LSTM":
+        del want[6], want[7]
+    for k, (name, shape) in want.items():
+        v = ctx.input(k)
+        if v is None:
+            continue
+        if v.rank != len(shape) or any(isinstance(a, int) and isinstance(b, int) and a != b
+                                       for a, b in zip(v.shape, shape)):
+            shown = ", ".join("?" if d is None else str(d) for d in shape)
+            raise ctx.fail(f"input {name} has type {v.type}, where hidden_size {hidden}, "
+                           f"{n_dir} direction(s) and X of type {x.type} need shape [{shown}]")
+
+
 _GATES = {"RNN": (1, ["Tanh"]), "GRU": (3, ["Sigmoid", "Tanh"]),
           "LSTM": (4, ["Sigmoid", "Tanh", "Tanh"])}
 
@@ -323,6 +348,7 @@ def recurrent(ctx: NodeCtx) -> list[Value]:
         ctx.attr("linear_before_reset", 0)
     if x.rank != 3:
         raise ctx.fail(f"X must have rank 3, got {x.type}")
+    _check_shapes(ctx, x, gates, hidden, n_dir, layout)
     if layout:
         x = e.emit("transpose", [x], "x", perm=[1, 0, 2])
     batch = x.shape[1]
