@@ -1332,6 +1332,42 @@ entry:
         np.testing.assert_array_equal(g, w)
 
 
+@pytest.mark.parametrize("dtype", ["f32", "i32", "f64", "i64"])
+def test_topk_of_many_rows_splits_them_across_threads(tmp_path, dtype):
+    # a nearest-neighbour search's few of many (k = 16 of 256) over enough rows that they are
+    # split into parts across the pool, along the last axis and along a middle one (strided
+    # rows); every dtype's select, ties and NaNs in the reference's order
+    module = assembler.parse(f"""module tkm
+func @main(%x: {dtype}[N, 256, 3], %k: i64[]) -> ({dtype}[N, ?, 3], i64[N, ?, 3], \
+{dtype}[N, 256, ?], i64[N, 256, ?]) {{
+entry:
+  %v, %j = topk %x, %k {{axis = 1, largest = false}}
+  %w, %l = topk %x, 2 {{axis = -1, largest = true}}
+  ret %v, %j, %w, %l
+}}
+func @last(%x: {dtype}[M, 256], %k: i64[]) -> ({dtype}[M, ?], i64[M, ?]) {{
+entry:
+  %v, %j = topk %x, %k {{axis = -1, largest = true}}
+  ret %v, %j
+}}
+""")
+    compile_library(module, tmp_path)
+    lib, vm = aot.load(tmp_path), dlvmrt.VM(module, jit="off")
+    rng = np.random.default_rng(41)
+    np_type = {"f32": np.float32, "i32": np.int32, "f64": np.float64, "i64": np.int64}[dtype]
+    x = rng.integers(-40, 40, (70, 256, 3)).astype(np_type)       # ties
+    if dtype.startswith("f"):
+        x[3, ::5, 1] = np.nan
+        x[5, :8, 0] = -0.0
+    flat = x.transpose(0, 2, 1).reshape(-1, 256).copy()            # 210 rows of 256
+    lib.set_threads(2)
+    for k in (1, 16, 64):
+        for fn, a in (("main", x), ("last", flat)):
+            got, want = lib.run(fn, a, np.array(k)), vm.run(fn, a, np.array(k))
+            for g, w in zip(got, want):
+                np.testing.assert_array_equal(g, w)
+
+
 @pytest.mark.parametrize("reduction", ["none", "add", "max"])
 def test_scatter_nd(tmp_path, reduction):
     # slices addressed by index tuples (k < rank), negative indices, repeated tuples in order
@@ -1669,7 +1705,7 @@ entry:
 @pytest.mark.parametrize("dtype", ["f32", "i32", "f64"])
 def test_topk_of_most_of_a_row_sorts_by_keys(tmp_path, dtype):
     """topk of most of a row or all of it (torch.sort) sorts 64-bit keys for f32 and i32
-    (dlvm_aot_rt.c: topk_by_keys, rows across the pool) and merges pairs for other dtypes;
+    (dlvm_aot_rt.c: keyed_topk_task, rows across the pool) and merges pairs for other dtypes;
     either way the reference's order: ties by index, NaNs last, -0 equal to +0."""
     results = f"{dtype}[N, 5, ?], i64[N, 5, ?], {dtype}[N, ?, 70], i64[N, ?, 70]"
     module = assembler.parse(f"""module tk

@@ -4223,8 +4223,25 @@ HIDDEN int dlvm_rt_cumulative(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *
  * reference's. A few of many (k <= TOPK_SELECT, a nearest-neighbour search's): one pass keeping
  * the best k in order, most elements rejected by one comparison with the k-th; else a merge
  * sort of the whole row (glibc's qsort with a comparator call per comparison was 60% of a
- * point-cloud model). */
+ * point-cloud model). Rows are split across the pool (`topk_parts`). */
 #define TOPK_SELECT 64
+
+typedef struct {
+    const void *x;
+    void *y;
+    int64_t *iv;
+    int64_t len, inner, k;
+    int is_f32, largest, failed;
+} topk_job;
+
+static int topk_selects(int64_t k, int64_t len) { return k > 0 && k <= TOPK_SELECT && 4 * k <= len; }
+
+/* about 16K elements a part (a part's set-up, its buffers, is a few hundred nanoseconds) */
+static void topk_parts(dlvm_rt_task task, topk_job *t, int64_t outer) {
+    int64_t rows = outer * t->inner, parts = rows * t->len / 16384 + 1;
+    dlvm_rt_parallel(task, t, rows, parts < rows ? parts : rows);
+}
+
 #define TOPK(T, NAME)                                                                              \
     typedef struct { T v; int64_t i; } NAME##_pair;                                                \
     /* whether a goes before b */                                                                  \
@@ -4247,56 +4264,62 @@ HIDDEN int dlvm_rt_cumulative(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *
             memcpy(a, tmp, sizeof *a * (size_t)n);                                                 \
         }                                                                                          \
     }                                                                                              \
-    static int NAME(const void *xv, void *yv, int64_t *iv, int64_t outer, int64_t len,            \
-                    int64_t inner, int64_t k, int largest) {                                       \
+    /* rows [lo, hi) (row = outer index * inner + inner index) */                                  \
+    static void NAME##_task(void *arg, int64_t lo, int64_t hi, int64_t part) {                     \
+        (void)part;                                                                                \
+        topk_job *t = arg;                                                                         \
+        int64_t len = t->len, inner = t->inner, k = t->k;                                          \
+        int largest = t->largest, select = topk_selects(k, len);                                   \
         size_t n = (size_t)(len ? len : 1);                                                        \
         NAME##_pair *row = malloc(sizeof *row * n * 2);                                            \
-        if (!row) return 1;                                                                        \
+        if (!row) {                                                                                \
+            __atomic_store_n(&t->failed, 1, __ATOMIC_RELAXED);                                     \
+            return;                                                                                \
+        }                                                                                          \
         NAME##_pair *tmp = row + n;                                                                \
-        const T *x = xv;                                                                           \
-        T *y = yv;                                                                                 \
-        int select = k > 0 && k <= TOPK_SELECT && 4 * k <= len;                                    \
-        for (int64_t o = 0; o < outer && k > 0; o++)                                               \
-            for (int64_t c = 0; c < inner; c++) {                                                  \
-                const T *src = x + o * len * inner + c;                                            \
-                if (select) {                                                                      \
-                    int64_t have = 0;                                                              \
-                    for (int64_t j = 0; j < len; j++) {                                            \
-                        NAME##_pair p = {src[j * inner], j};                                       \
-                        if (have == k && !NAME##_before(p, row[k - 1], largest)) continue;         \
-                        int64_t at = have < k ? have++ : k - 1;                                    \
-                        while (at > 0 && NAME##_before(p, row[at - 1], largest)) {                 \
-                            row[at] = row[at - 1];                                                 \
-                            at--;                                                                  \
-                        }                                                                          \
-                        row[at] = p;                                                               \
+        const T *x = t->x;                                                                         \
+        T *y = t->y;                                                                               \
+        for (int64_t r = lo; r < hi && k > 0; r++) {                                               \
+            int64_t o = r / inner, c = r % inner;                                                  \
+            const T *src = x + o * len * inner + c;                                                \
+            if (select) {                                                                          \
+                int64_t have = 0;                                                                  \
+                for (int64_t j = 0; j < len; j++) {                                                \
+                    NAME##_pair p = {src[j * inner], j};                                           \
+                    if (have == k && !NAME##_before(p, row[k - 1], largest)) continue;             \
+                    int64_t at = have < k ? have++ : k - 1;                                        \
+                    while (at > 0 && NAME##_before(p, row[at - 1], largest)) {                     \
+                        row[at] = row[at - 1];                                                     \
+                        at--;                                                                      \
                     }                                                                              \
-                } else {                                                                           \
-                    for (int64_t j = 0; j < len; j++) {                                            \
-                        row[j].v = src[j * inner];                                                 \
-                        row[j].i = j;                                                              \
-                    }                                                                              \
-                    NAME##_msort(row, tmp, len, largest);                                          \
+                    row[at] = p;                                                                   \
                 }                                                                                  \
-                for (int64_t j = 0; j < k; j++) {                                                  \
-                    y[(o * k + j) * inner + c] = row[j].v;                                         \
-                    iv[(o * k + j) * inner + c] = row[j].i;                                        \
+            } else {                                                                               \
+                for (int64_t j = 0; j < len; j++) {                                                \
+                    row[j].v = src[j * inner];                                                     \
+                    row[j].i = j;                                                                  \
                 }                                                                                  \
+                NAME##_msort(row, tmp, len, largest);                                              \
             }                                                                                      \
+            for (int64_t j = 0; j < k; j++) {                                                      \
+                y[(o * k + j) * inner + c] = row[j].v;                                             \
+                t->iv[(o * k + j) * inner + c] = row[j].i;                                         \
+            }                                                                                      \
+        }                                                                                          \
         free(row);                                                                                 \
-        return 0;                                                                                  \
     }
-TOPK(float, topk_float)
 TOPK(double, topk_double)
-TOPK(int32_t, topk_i32)
 TOPK(int64_t, topk_i64)
+TOPK(float, topk_float)          /* f32 and i32 rows too long for 32-bit indices in a key */
+TOPK(int32_t, topk_i32)
 
-/* f32 and i32 rows sorted as 64-bit keys: the value mapped to an unsigned order (descending
- * for largest; NaNs last either way; -0 as +0, equal to it as in the reference) above the index,
- * so that plain integer comparisons give the reference's total order. Runs of 8 by insertion,
- * then branch-free merges: the pairs' comparator (NaN tests, the index tie-break, branches that
- * mispredict) made a sort of 64-float rows (torch.sort, topk of most of a row) 3.5x
- * onnxruntime's time. */
+/* f32 and i32 rows as 64-bit keys: the value mapped to an unsigned order (descending for
+ * largest; NaNs last either way; -0 as +0, equal to it as in the reference) above the index,
+ * so that plain integer comparisons give the reference's total order. Sorts take runs of 8 by
+ * insertion, then branch-free merges: the pairs' comparator (NaN tests, the index tie-break,
+ * branches that mispredict) made a sort of 64-float rows (torch.sort, topk of most of a row)
+ * 3.5x onnxruntime's time, and a nearest-neighbour search's select (k = 16 of 256) 8 ns an
+ * element. */
 static inline uint32_t order_key32(const void *row, int64_t j, int is_f32, int largest) {
     uint32_t u;
     if (is_f32) {
@@ -4343,51 +4366,60 @@ static void sort_keys(uint64_t *a, uint64_t *tmp, int64_t n) {
     if (src != a) memcpy(a, src, (size_t)n * 8);
 }
 
-typedef struct {
-    const uint32_t *x;
-    uint32_t *y;
-    int64_t *iv;
-    int64_t len, inner, k;
-    int is_f32, largest, failed;
-} keyed_topk;
+/* the best k keys of a row, in order, into keys[0, k): an element is admitted only below the
+ * k-th so far (one integer comparison rejects most of a long row) */
+static void select_keys(const uint32_t *row, int64_t len, int64_t k, int is_f32, int largest,
+                        uint64_t *keys) {
+    int64_t have = 0;
+    uint64_t worst = UINT64_MAX;
+    for (int64_t j = 0; j < len; j++) {
+        uint64_t key = (uint64_t)order_key32(row, j, is_f32, largest) << 32 | (uint64_t)j;
+        if (key >= worst) continue;
+        int64_t at = have < k ? have++ : k - 1;
+        for (; at > 0 && keys[at - 1] > key; at--) keys[at] = keys[at - 1];
+        keys[at] = key;
+        if (have == k) worst = keys[k - 1];
+    }
+}
 
 /* rows [lo, hi) (row = outer index * inner + inner index) */
 static void keyed_topk_task(void *arg, int64_t lo, int64_t hi, int64_t part) {
     (void)part;
-    keyed_topk *t = arg;
+    topk_job *t = arg;
     int64_t len = t->len, inner = t->inner, k = t->k;
+    int select = topk_selects(k, len);
     uint64_t *keys = malloc(sizeof *keys * (size_t)len * 2);
-    uint32_t *row = malloc(4 * (size_t)len);
-    if (!keys || !row) {
+    uint32_t *copy = inner > 1 ? malloc(4 * (size_t)len) : NULL;
+    if (!keys || (inner > 1 && !copy)) {
         free(keys);
-        free(row);
+        free(copy);
         __atomic_store_n(&t->failed, 1, __ATOMIC_RELAXED);
         return;
     }
+    const uint32_t *x = t->x;
+    uint32_t *y = t->y;
     for (int64_t r = lo; r < hi; r++) {
         int64_t o = r / inner, c = r % inner;
-        const uint32_t *line = t->x + o * len * inner + c;
-        for (int64_t j = 0; j < len; j++) row[j] = line[j * inner];
-        for (int64_t j = 0; j < len; j++)
-            keys[j] = (uint64_t)order_key32(row, j, t->is_f32, t->largest) << 32 | (uint64_t)j;
-        sort_keys(keys, keys + len, len);
+        const uint32_t *line = x + o * len * inner + c, *row = line;
+        if (inner > 1) {
+            for (int64_t j = 0; j < len; j++) copy[j] = line[j * inner];
+            row = copy;
+        }
+        if (select) {
+            select_keys(row, len, k, t->is_f32, t->largest, keys);
+        } else {
+            for (int64_t j = 0; j < len; j++)
+                keys[j] = (uint64_t)order_key32(row, j, t->is_f32, t->largest) << 32 | (uint64_t)j;
+            sort_keys(keys, keys + len, len);
+        }
         for (int64_t j = 0; j < k; j++) {
             int64_t at = (int64_t)(keys[j] & 0xFFFFFFFFu);
-            t->y[(o * k + j) * inner + c] = row[at];
+            y[(o * k + j) * inner + c] = row[at];
             t->iv[(o * k + j) * inner + c] = at;
         }
     }
     free(keys);
-    free(row);
-}
-
-/* rows across the pool from about 16K elements a part */
-static int topk_by_keys(const dlvm_val *x, void *y, int64_t *iv, int64_t outer, int64_t len,
-                        int64_t inner, int64_t k, int largest) {
-    keyed_topk t = {x->data, y, iv, len, inner, k, x->dtype == DT_F32, largest, 0};
-    int64_t rows = outer * inner, parts = rows * len / 16384 + 1;
-    dlvm_rt_parallel(keyed_topk_task, &t, rows, parts < rows ? parts : rows);
-    return t.failed;
+    free(copy);
 }
 
 HIDDEN int dlvm_rt_topk(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *kv, int64_t axis,
@@ -4401,10 +4433,11 @@ HIDDEN int dlvm_rt_topk(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *kv, in
     if (k < 0 || k > len)
         return dlvm_rt_fail(ctx, DLVM_RT_ERR_TRAP, "topk: k = %lld is outside [0, %lld]",
                             (long long)k, (long long)len);
-    int (*fn)(const void *, void *, int64_t *, int64_t, int64_t, int64_t, int64_t, int) =
-        x->dtype == DT_F32 ? topk_float : x->dtype == DT_F64 ? topk_double :
-        x->dtype == DT_I32 ? topk_i32 : x->dtype == DT_I64 ? topk_i64 : NULL;
-    if (!fn)
+    int keyed = (x->dtype == DT_F32 || x->dtype == DT_I32) && len < ((int64_t)1 << 31);
+    dlvm_rt_task task = keyed ? keyed_topk_task : x->dtype == DT_F64 ? topk_double_task :
+        x->dtype == DT_I64 ? topk_i64_task : x->dtype == DT_F32 ? topk_float_task :
+        x->dtype == DT_I32 ? topk_i32_task : NULL;
+    if (!task)
         return dlvm_rt_fail(ctx, DLVM_RT_ERR_GUARD, "topk of %s is not compiled ahead of time",
                             dtype_name(x->dtype));
     int64_t shape[DLVM_MAX_RANK], outer = 1, inner = 1;
@@ -4417,11 +4450,9 @@ HIDDEN int dlvm_rt_topk(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *kv, in
         dlvm_rt_release(&v);
         return 1;
     }
-    /* most of a row (or all of it): the keyed sort where the dtype has one */
-    int keyed = (x->dtype == DT_F32 || x->dtype == DT_I32) && len < ((int64_t)1 << 31) && k > 0 &&
-                !(k <= TOPK_SELECT && 4 * k <= len);
-    if (keyed ? topk_by_keys(x, v.data, ix.data, outer, len, inner, k, largest)
-              : fn(x->data, v.data, ix.data, outer, len, inner, k, largest)) {
+    topk_job job = {x->data, v.data, ix.data, len, inner, k, x->dtype == DT_F32, largest, 0};
+    if (k > 0 && outer * inner > 0) topk_parts(task, &job, outer);
+    if (job.failed) {
         dlvm_rt_release(&v);
         dlvm_rt_release(&ix);
         return dlvm_rt_fail(ctx, DLVM_RT_ERR_RESOURCE, "out of memory (topk)");
