@@ -672,12 +672,13 @@ entry:
 
 
 @pytest.mark.parametrize("k,s,pad,size", [(1, 1, 0, 2), (1, 1, 0, 7), (3, 1, 1, 4), (3, 2, 1, 7),
-                                          (2, 1, 0, 3)])
+                                          (2, 1, 0, 3), (3, 1, 1, 2), (3, 2, 1, 4), (3, 1, 1, 8)])
 @pytest.mark.parametrize("threads", [1, 2])
 def test_small_images_share_a_product(tmp_path, k, s, pad, size, threads):
     # images of few output pixels are multiplied several at a time, their pixels side by side
     # (dlvm_aot_rt.c: CONV_GROUP_COLUMNS): batches that fill groups, leave a remainder, or are
-    # split across the threads
+    # split across the threads; output rows of 8, 4 and 2 pixels are packed several to a
+    # vector (gemm_kernel.py: _copy_row_groups) where a panel holds whole groups of them
     module = assembler.parse(f"""module small
 func @main(%x: f32[N, 5, {size}, {size}], %w: f32[11, 5, {k}, {k}], %b: f32[11]) -> f32[N, 11, ?, ?] {{
 entry:

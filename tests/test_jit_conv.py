@@ -133,6 +133,7 @@ def small_conv(n: int, c: int, hw: int, o: int, k: int, stride: int, pads: list[
     (3, 16, 16, 24, 3, 2, [1, 1, 1, 1], 1, True),
     (3, 8, 8, 16, 3, 2, [1, 1, 1, 1], 1, False),     # 4x4 (AVX2's half vector)
     (3, 8, 4, 16, 3, 2, [1, 1, 1, 1], 1, True),      # 2x2 (SSE's)
+    (5, 8, 4, 16, 3, 1, [1, 1, 1, 1], 1, True),      # 4x4: a quarter of AVX-512's vector
 ])
 def test_small_conv2d_runs_on_the_kernel(jit, monkeypatch, n, c, hw, o, k, stride, pads,
                                          dilation, epilogue):

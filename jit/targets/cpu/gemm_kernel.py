@@ -292,27 +292,37 @@ class _Builder:
                 x = load(self._at(b, src, b.mul(off, const(I64, stride))))
                 b.call(self.masked_store, [x, self._at(b, row, off), const(I32, 4), mask])
 
-    def _copy_row_pairs(self, b: ir.IRBuilder, kc: ir.Value, koff: ir.Value, xp: ir.Value,
-                        segments: ir.Value, seg_src: ir.Value, panel: ir.Value, stride: int) -> None:
-        """Segments (output rows) of VW / 2 columns two at a time: for every k, a vector from
-        each row's start (every `stride`-th float; the loads may read past the rows, as
-        _copy_rows's), their first halves' lanes put together by one shuffle, one store."""
+    def _copy_row_groups(self, b: ir.IRBuilder, kc: ir.Value, koff: ir.Value, xp: ir.Value,
+                         segments: ir.Value, seg_src: ir.Value, panel: ir.Value, stride: int,
+                         group: int) -> None:
+        """Segments (output rows) of VW / `group` columns, `group` of them a vector: for every
+        k, a vector from each row's start (every `stride`-th float; the loads may read past
+        the rows, as _copy_rows's), their first lanes put together by a tree of group - 1
+        shuffles, one store. Small planes' rows (8, 4 or 2 outputs with AVX-512) otherwise
+        took a loop trip and a masked store each: 4x4 and 2x2 planes spent a quarter to a
+        third of a convolution packing."""
         nr, vw = self.s.nr, self.s.vw
-        half = vw // 2
-        pick = ir.Constant(ir.VectorType(I32, vw), [stride * i for i in range(half)]
-                           + [vw + stride * i for i in range(half)])
-        with for_range(b, const(I64, 0), b.sdiv(segments, const(I64, 2)), "pr") as pr:
-            first = b.mul(pr, const(I64, 2))
-            start_a = b.load(b.gep(seg_src, [first], source_etype=I64), typ=I64)
-            start_b = b.load(b.gep(seg_src, [b.add(first, const(I64, 1))], source_etype=I64),
-                             typ=I64)
+        wo = vw // group
+        levels = []                       # each level's shuffle: two vectors' valid lanes
+        width, step = wo, stride
+        while width < vw:
+            levels.append(ir.Constant(ir.VectorType(I32, vw),
+                                      [step * i for i in range(width)]
+                                      + [vw + step * i for i in range(width)]
+                                      + [0] * (vw - 2 * width)))
+            width, step = 2 * width, 1
+        with for_range(b, const(I64, 0), b.sdiv(segments, const(I64, group)), f"g{group}") as pr:
+            first = b.mul(pr, const(I64, group))
+            starts = [b.load(b.gep(seg_src, [b.add(first, const(I64, g))], source_etype=I64),
+                             typ=I64) for g in range(group)]
             to = self._at(b, panel, b.mul(pr, const(I64, vw)))
-            with for_range(b, const(I64, 0), kc, f"kp{stride}") as k:
+            with for_range(b, const(I64, 0), kc, f"kg{group}s{stride}") as k:
                 tap = self._at(b, xp, b.load(b.gep(koff, [k], source_etype=I64), typ=I64))
-                a = b.load(self._at(b, tap, start_a), typ=self.vec, align=4)
-                c = b.load(self._at(b, tap, start_b), typ=self.vec, align=4)
-                b.store(b.shuffle_vector(a, c, pick), self._at(b, to, b.mul(k, const(I64, nr))),
-                        align=4)
+                vecs = [b.load(self._at(b, tap, st), typ=self.vec, align=4) for st in starts]
+                for pick in levels:
+                    vecs = [b.shuffle_vector(vecs[i], vecs[i + 1], pick)
+                            for i in range(0, len(vecs), 2)]
+                b.store(vecs[0], self._at(b, to, b.mul(k, const(I64, nr))), align=4)
                 self._no_idiom(b)
 
     def pack_b_conv(self) -> ir.Function:
@@ -394,23 +404,28 @@ class _Builder:
             b.branch(head)
             b.position_at_end(done)
             segments = b.load(count, typ=I64)
-            # a whole panel of output rows half a vector long (8x8 planes with AVX-512): two
-            # rows a vector, each row k one permute of two loads and a whole store (a masked
-            # store and a loop trip per row of 8 was 13% of a small CNN at batch 32, 1 thread)
-            halves = b.and_(b.icmp_signed("==", b.mul(wo, const(I64, 2)), const(I64, vw)),
-                            b.icmp_signed("==", b.mul(segments, wo), width))
-            halves = b.and_(halves, b.icmp_signed("==", b.srem(segments, const(I64, 2)), zero))
+            # a whole panel of output rows half, a quarter or an eighth of a vector long (8x8,
+            # 4x4 and 2x2 planes with AVX-512): `group` rows a vector, each row k one load per
+            # row, a tree of shuffles and a whole store (a masked store and a loop trip per
+            # row of 8 was 13% of a small CNN at batch 32, 1 thread)
             by_one = b.icmp_signed("==", sw, one)
-            halves = b.and_(halves, b.or_(by_one, b.icmp_signed("==", sw, const(I64, 2))))
-            with b.if_then(halves):
-                with b.if_else(by_one) as (unit, two):
-                    with unit:
-                        self._copy_row_pairs(b, kc, koff, xp, segments, seg_src, panel, 1)
-                    with two:
-                        self._copy_row_pairs(b, kc, koff, xp, segments, seg_src, panel, 2)
+            strided = b.or_(by_one, b.icmp_signed("==", sw, const(I64, 2)))
+            whole_rows = b.and_(strided, b.icmp_signed("==", b.mul(segments, wo), width))
+            grouped = ir.Constant(ir.IntType(1), 0)
+            for group in (g for g in (2, 4, 8) if vw // g >= 2):
+                fits = b.and_(whole_rows, b.icmp_signed("==", b.mul(wo, const(I64, group)),
+                                                        const(I64, vw)))
+                fits = b.and_(fits, b.icmp_signed("==", b.srem(segments, const(I64, group)), zero))
+                with b.if_then(fits):
+                    with b.if_else(by_one) as (unit, two):
+                        with unit:
+                            self._copy_row_groups(b, kc, koff, xp, segments, seg_src, panel, 1, group)
+                        with two:
+                            self._copy_row_groups(b, kc, koff, xp, segments, seg_src, panel, 2, group)
+                grouped = b.or_(grouped, fits)
             # else segment by segment, every row k of the block: the inner loops then have one
             # trip count per segment (branches predicted), and each row is a table lookup
-            with for_range(b, zero, b.select(halves, zero, segments), "s") as sg:
+            with for_range(b, zero, b.select(grouped, zero, segments), "s") as sg:
                 start = b.load(b.gep(seg_src, [sg], source_etype=I64), typ=I64)
                 to = self._at(b, panel, b.load(b.gep(seg_dst, [sg], source_etype=I64), typ=I64))
                 ln = b.load(b.gep(seg_len, [sg], source_etype=I64), typ=I64)
