@@ -700,6 +700,29 @@ entry:
         close(lib.run("main", x, w, b), vm.run("main", x, w, b), 1e-5)
 
 
+@pytest.mark.parametrize("h,w", [(3, 5), (5, 3), (4, 12), (2, 14), (3, 15)])
+@pytest.mark.parametrize("pads", [(1, 1, 1, 1), (0, 2, 1, 0), (2, 0, 0, 1)])
+def test_padding_rows_of_at_most_a_vector(tmp_path, h, w, pads):
+    # padded rows of up to 16 floats are written by one masked load and store each (pad_task),
+    # wider ones by the copy and zeros; pads on one side only, either side
+    module = assembler.parse(f"""module padrows
+func @main(%x: f32[N, 6, {h}, {w}], %w: f32[8, 6, 3, 3]) -> f32[N, 8, ?, ?] {{
+entry:
+  %y = conv2d %x, %w {{strides = [1, 1], pads = [{", ".join(map(str, pads))}]}}
+  %z = conv2d %x, %w {{strides = [2, 2], pads = [{", ".join(map(str, pads))}]}}
+  %s = reduce_sum %z {{axes = [2, 3], keepdims = true}}
+  %r = add %y, %s
+  ret %r
+}}
+""")
+    compile_library(module, tmp_path)
+    rng = np.random.default_rng(h * 16 + w)
+    args = [rng.standard_normal((3, 6, h, w)).astype(np.float32),
+            rng.standard_normal((8, 6, 3, 3)).astype(np.float32)]
+    close(aot.load(tmp_path).run("main", *args), dlvmrt.VM(module, jit="off").run("main", *args),
+          1e-4)
+
+
 @pytest.mark.parametrize("k,pads,dil", [((3, 3), (1, 1, 1, 1), (1, 1)), ((3, 3), (0, 2, 1, 0), (1, 1)),
                                         ((3, 1), (1, 0, 1, 0), (1, 1)), ((1, 3), (0, 1, 0, 1), (1, 1)),
                                         ((3, 3), (2, 2, 2, 2), (2, 2)), ((1, 1), (0, 0, 0, 0), (1, 1))])
