@@ -1,7 +1,7 @@
 """The zoo's more models (`bench/zoo_more.py`) and the probes' (`bench/zoo_probe.py`,
 `bench/zoo_probe2.py`, `bench/zoo_probe3.py`, `bench/zoo_probe4.py`,
 `bench/zoo_probe5.py`, `bench/zoo_probe6.py`, `bench/zoo_probe7.py`, `bench/zoo_probe8.py`,
-`bench/zoo_probe9.py`, `bench/zoo_probe10.py`): each,
+`bench/zoo_probe9.py`, `bench/zoo_probe10.py`, `bench/zoo_probe11.py`): each,
 exported with both torch exporters with a dynamic batch, imports and matches onnxruntime at
 batches 1 and 3; and the native tier's library (every op of these models compiles ahead of
 time) matches the interpreter on them.
@@ -32,6 +32,7 @@ from zoo_probe7 import PROBE7  # noqa: E402
 from zoo_probe8 import PROBE8  # noqa: E402
 from zoo_probe9 import PROBE9  # noqa: E402
 from zoo_probe10 import PROBE10  # noqa: E402
+from zoo_probe11 import PROBE11  # noqa: E402
 
 import dlvmrt  # noqa: E402
 from frontends.onnx import import_onnx  # noqa: E402
@@ -39,9 +40,11 @@ from frontends.onnx import import_onnx  # noqa: E402
 pytestmark = pytest.mark.onnx
 
 MORE = {**_MORE, **PROBE, **PROBE2, **PROBE3, **PROBE4, **PROBE5, **PROBE6, **PROBE7,
-        **PROBE8, **PROBE9, **PROBE10}
+        **PROBE8, **PROBE9, **PROBE10, **PROBE11}
 # the latest probes' dynamo exports (2-4 s each) run with the slow tests: CI's time
-LATE = set(PROBE6) | set(PROBE7) | set(PROBE8) | set(PROBE9) | set(PROBE10)
+LATE = set(PROBE6) | set(PROBE7) | set(PROBE8) | set(PROBE9) | set(PROBE10) | set(PROBE11)
+# and the newest probe's native libraries (a compile of 5-20 s each)
+LATE_NATIVE = set(PROBE11)
 # torch's TorchScript-based exporter fails on these (torch 2.13, opset 17): affine_grid and
 # bilinear have no ONNX symbolic there, and max_unpool2d's export trips over a tensor condition;
 # they are checked through the dynamo exporter
@@ -112,7 +115,8 @@ def test_matches_onnxruntime(name, exporter):
 
 
 @pytest.mark.parametrize("name", [
-    pytest.param(n, marks=[pytest.mark.slow] if n in LATE and n in TORCHSCRIPT_FAILS else [])
+    pytest.param(n, marks=[pytest.mark.slow] if n in LATE_NATIVE or (n in LATE and n in
+                                                                     TORCHSCRIPT_FAILS) else [])
     for n in MORE])
 def test_native_library_matches_the_interpreter(name):
     # the whole program as one library (dlvmrt/native_tier.py): nothing of these models stays
