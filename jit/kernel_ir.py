@@ -103,6 +103,16 @@ class Kernel:
             lines.append(f"  out %{o.name} = v{o.node} : {o.dtype} rank {o.rank}")
         return "\n".join(lines) + "\n"
 
+    def structure(self) -> str:
+        """text() without its name and its registers' names: all the compiled code depends on.
+        Regions alike but for their registers (a loop an exporter unrolled: every step's gates
+        are one kernel) share a compile through it."""
+        lines = [f"kernel (inner axes {self.inner})"]
+        lines += [f"  in{i} : {t.dtype} rank {t.rank}" for i, t in enumerate(self.inputs)]
+        lines += ["  " + n.text(i) for i, n in enumerate(self.nodes)]
+        lines += [f"  out = v{o.node} : {o.dtype} rank {o.rank}" for o in self.outputs]
+        return "\n".join(lines) + "\n"
+
     def uses(self) -> list[list[int]]:
         users: list[list[int]] = [[] for _ in self.nodes]
         for i, n in enumerate(self.nodes):

@@ -1791,3 +1791,47 @@ def test_batched_products_of_constant_weights(tmp_path):
         for n in (1, 3) if i == 3 else (1, 3, 16, 32):
             x = rng.standard_normal([n if d is None else d for d in dims]).astype(np.float32)
             close(lib.run(f"f{i}", x), vm.run(f"f{i}", x), 1e-5)
+
+
+UNROLLED = """module unrolled
+func @main(%x: f32[N, 8], %y: f32[N, 8], %z: f32[N, 8]) -> f32[?, 8] {
+entry:
+  %a = mul %x, %y
+  %a = tanh %a
+  %b = concat %a, %y {axis = 0}
+  %c = concat %z, %a {axis = 0}
+  %d = mul %b, %c
+  %d = tanh %d
+  %e = concat %d, %b {axis = 0}
+  %f = concat %c, %d {axis = 0}
+  %g = mul %e, %f
+  %g = tanh %g
+  ret %g
+}
+"""
+
+
+def test_regions_alike_but_for_their_registers_share_one_kernel(tmp_path):
+    # an exporter's unrolled loop: every step's region is one kernel over other registers.
+    # The library compiles it once and its steps call it (SRU's 32 steps made 255 kernels, a
+    # 5 s first call with --jit always); each region keeps its own table (its trap's place)
+    from jit.targets.aot.program import ProgramCompiler
+    module = assembler.parse(UNROLLED)
+    program = ProgramCompiler(module, "un").compile()
+    own = [k for k in program.kernels if k.llvm_ir]
+    # three regions with their variants (the concats' unknown size: 1 or more): the third's
+    # are the second's, the second's first is the first's
+    third = [k for k in program.kernels if "instructions 8-9" in k.where]
+    assert third and not any(k.llvm_ir for k in third), [(k.cname, k.function) for k in third]
+    assert len(own) < len(program.kernels) - len(third)
+    assert {k.function for k in program.kernels} == {k.function for k in own}
+    assert len({k.where for k in program.kernels}) == 3       # each region's own trap place
+    compile_library(module, tmp_path)
+    rng = np.random.default_rng(5)
+    args = [rng.standard_normal((3, 8)).astype(np.float32) for _ in range(3)]
+    close(aot.load(tmp_path).run("main", *args), dlvmrt.VM(module, jit="off").run("main", *args))
+    # the JIT too: the alike regions' variants are one compiled code (one cache key)
+    vm = dlvmrt.VM(module, jit="always")
+    close(vm.run("main", *args), dlvmrt.VM(module, jit="off").run("main", *args))
+    keys = [c.key for *_, r in vm.runners for c in r.variants.values()]
+    assert len(keys) == 3 and len(set(keys)) == 1, keys        # [N, 8], [2N, 8], [4N, 8]

@@ -270,7 +270,7 @@ def _pic_machine():
 def _kernel_objects(program: CProgram, src: Path) -> list[Path]:
     from jit.llvm import target as host
     tm = _pic_machine()
-    texts = [(k.cname, k.llvm_ir) for k in program.kernels]
+    texts = [(k.cname, k.llvm_ir) for k in program.kernels if k.llvm_ir]
     objects = []
     for cname, text in texts:
         mod = host.optimize(text, 3)

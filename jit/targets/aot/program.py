@@ -130,9 +130,14 @@ class RegionKernel:
     kernel: Kernel
     variant: Variant
     where: str
-    llvm_ir: str                # the kernel's LLVM module, unoptimized
+    llvm_ir: str                # the kernel's LLVM module, unoptimized ("": it calls fn's)
     slots: int                  # scratch rows per chunk
     rows: set[int] = field(default_factory=set)     # nodes with one value per row (_row_nodes)
+    fn: str = ""                # the kernel function's C name ("": cname + "_fn")
+
+    @property
+    def function(self) -> str:
+        return self.fn or self.cname + "_fn"
 
 
 @dataclass
@@ -227,6 +232,7 @@ class ProgramCompiler:
         self.const_values: dict[str, str] = {}      # module constant -> C dlvm_val name
         self.packs: set[str] = set()
         self.pack_decls: list[str] = []
+        self._lowered: dict[tuple, RegionKernel] = {}      # (structure, spec) -> its kernel
         self.w = _Writer()
 
     # -- the whole program ----------------------------------------------------------------
@@ -509,9 +515,18 @@ class ProgramCompiler:
                 variant = Variant(replace(variant.spec, short_rows=True), variant.domain_rank,
                                   variant.groups)
             cname = f"dlvm_{ident(self.prefix)}_k{len(self.out.kernels)}"
-            ir_module, slots = lower_kernel(k, variant.spec, cname + "_fn")
-            self.out.kernels.append(RegionKernel(cname, k, variant, where, str(ir_module), slots,
-                                                 rows_of))
+            # a region alike another but for its registers (an unrolled loop's steps) calls the
+            # other's kernel: one function compiled, not one per step (SRU's 32 steps made 255)
+            same = (k.structure(), variant.spec)
+            shared = self._lowered.get(same)
+            if shared is not None:
+                self.out.kernels.append(RegionKernel(cname, k, variant, where, "", shared.slots,
+                                                     rows_of, shared.function))
+            else:
+                ir_module, slots = lower_kernel(k, variant.spec, cname + "_fn")
+                rk = RegionKernel(cname, k, variant, where, str(ir_module), slots, rows_of)
+                self.out.kernels.append(rk)
+                self._lowered[same] = rk
             cnames.append(cname)
         ins = []
         for t in k.inputs:
@@ -563,15 +578,16 @@ class ProgramCompiler:
         nbytes = sum(t.dtype.itemsize for t in k.inputs) + sum(o.dtype.itemsize for o in k.outputs)
         work = 0.05 * nbytes + 0.03 * len(k.nodes) + 0.4 * math_ops
         c = rk.cname
-        w(f"extern int32_t {c}_fn();", 0)
+        w(f"extern int32_t {rk.function}();", 0)
         w(f"static const int32_t {c}_groups[] = {{{', '.join(map(str, groups or [0]))}}};", 0)
         w(f"static const uint8_t {c}_patterns[] = {{{', '.join(map(str, pats or [0]))}}};", 0)
         w(f"static const int32_t {c}_nodes[] = {{{', '.join(map(str, nodes))}}};", 0)
         w(f"static const int32_t {c}_out_nodes[] = {{{', '.join(str(o.node) for o in k.outputs)}}};", 0)
         w(f"static const int32_t {c}_out_dtypes[] = "
           f"{{{', '.join(dtype_code(o.dtype) for o in k.outputs)}}};", 0)
-        w(f"static const dlvm_rt_kernel {c} = {{{c_string(rk.where)}, (void *){c}_fn, {len(k.inputs)}, "
-          f"{len(k.outputs)}, {len(k.nodes)}, {v.domain_rank}, {k.inner}, {n_axes}, {v.spec.outer}, "
+        w(f"static const dlvm_rt_kernel {c} = {{{c_string(rk.where)}, (void *){rk.function}, "
+          f"{len(k.inputs)}, {len(k.outputs)}, {len(k.nodes)}, {v.domain_rank}, {k.inner}, "
+          f"{n_axes}, {v.spec.outer}, "
           f"{c}_groups, {c}_patterns, {c}_nodes, {c}_out_nodes, {c}_out_dtypes, "
           f"{rk.slots}, {work!r}}};", 0)
         w("", 0)

@@ -39,8 +39,8 @@ def compile_variant(kernel: Kernel, spec: Spec, opt_level: int, disk: DiskCache 
     from jit.llvm import target
     n_args = 4 + len(kernel.inputs) + sum(1 for j in range(len(kernel.outputs))
                                           if not (spec.inplace and spec.inplace[j] >= 0))
-    key = cache_key(kernel.text().replace(f"@{kernel.name} ", "@k ", 1), spec.text() + f"O{opt_level}",
-                    target.host().key())
+    # the structure, not the registers' names: an unrolled loop's steps share one compile
+    key = cache_key(kernel.structure(), spec.text() + f"O{opt_level}", target.host().key())
     with _memory_lock:
         hit = _memory.get(key)
     if hit is not None:
