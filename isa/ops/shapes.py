@@ -28,6 +28,9 @@ def broadcast_dims(a: Dim, b: Dim, what: str) -> Dim:
 
 
 def broadcast_shapes(shapes: list[tuple[Dim, ...]], what: str) -> tuple[Dim, ...]:
+    first = tuple(shapes[0]) if shapes else ()
+    if all(tuple(s) == first for s in shapes[1:]):
+        return first        # the common case, as broadcast_dims gives it (a == b keeps a)
     rank = max((len(s) for s in shapes), default=0)
     out: list[Dim] = [1] * rank
     for s in shapes:
