@@ -1470,6 +1470,33 @@ def test_gathers_of_one_index_share_the_buffer_and_stay_values(tmp_path):
         lib.run("main", x, np.array(5), acc)
 
 
+def test_gather_along_an_axis_of_one_is_a_view(tmp_path):
+    # torch's `[..., 0]` after a product of column vectors: one index along an axis of size 1
+    # with axes before it, in the library a view of the operand (values kept after it, the
+    # index still checked)
+    module = assembler.parse("""module sel
+func @main(%x: f32[N, 4, 3, 1], %i: i64[], %y: f32[N, 4, 3]) -> (f32[N, 4, 3], f32[N, 4, 3], \
+f32[N, 4, 3, 1]) {
+entry:
+  %a = gather %x, %i {axis = 3}
+  %b = gather %x, 0 {axis = -1}
+  %c = add %a, %y
+  %d = mul %b, %c
+  %e = add %x, 1.0
+  ret %d, %a, %e
+}
+""")
+    compile_library(module, tmp_path)
+    lib, vm = aot.load(tmp_path), dlvmrt.VM(module, jit="off")
+    rng = np.random.default_rng(12)
+    x = rng.standard_normal((5, 4, 3, 1)).astype(np.float32)
+    y = rng.standard_normal((5, 4, 3)).astype(np.float32)
+    for i in (0, -1):
+        close(lib.run("main", x, np.array(i), y), vm.run("main", x, np.array(i), y))
+    with pytest.raises(Trap, match="out of range"):
+        lib.run("main", x, np.array(1), y)
+
+
 @pytest.mark.parametrize("dtype", ["f32", "f64", "i64", "i32"])
 def test_transposes_to_a_short_last_axis(tmp_path, dtype):
     """Transposes whose last axis is 2 to 4 long and not contiguous in the source are copied in

@@ -4793,11 +4793,14 @@ HIDDEN int dlvm_rt_gather(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *idx,
     size_t item = dlvm_rt_itemsize(x->dtype);
     int64_t outer = numel_of((int)axis, x->shape), inner = numel_of(rank - (int)axis - 1, x->shape + axis + 1);
     size_t row = (size_t)inner * item;
-    if (outer == 1 && n_idx == 1) {
+    if (n_idx == 1 && (outer == 1 || size == 1)) {
         /* one index where nothing comes before the axis (a recurrent loop's x[t] of its input
-         * projections): the result is a contiguous run of x, so it shares x's buffer instead of
-         * copying it (values are never written after they are made; a view never starts a
-         * buffer's `used` bytes, so concat's in-place append leaves it alone) */
+         * projections), or along an axis of size 1 (torch's `[..., 0]` after a product of
+         * column vectors: a reshape): the result is a contiguous run of x, so it shares x's
+         * buffer instead of copying it (values are never written after they are made; a view
+         * never starts a buffer's `used` bytes, so concat's in-place append leaves it alone).
+         * Copied element by element, a capsule network's [B, 288, 5, 12, 1] took 46% of its
+         * time. */
         int64_t j = idx->dtype == DT_I32 ? ((const int32_t *)idx->data)[0] : ((const int64_t *)idx->data)[0];
         dlvm_val view = *x;
         view.data = (char *)x->data + (size_t)(j < 0 ? j + size : j) * row;
