@@ -1497,6 +1497,30 @@ entry:
         lib.run("main", x, np.array(1), y)
 
 
+@pytest.mark.parametrize("dtype", ["f32", "i64", "f64", "i32", "bool"])
+def test_gather_of_one_index_along_the_last_axis(tmp_path, dtype):
+    # one element of each row (a box's x of [B, N, 4]): a strided pick for 4- and 8-byte
+    # elements, the general gather for others; rows enough to split across the pool
+    module = assembler.parse(f"""module pick
+func @main(%x: {dtype}[N, 7, 4], %i: i64[]) -> {dtype}[N, 7] {{
+entry:
+  %a = gather %x, %i {{axis = -1}}
+  ret %a
+}}
+""")
+    compile_library(module, tmp_path)
+    lib, vm = aot.load(tmp_path), dlvmrt.VM(module, jit="off")
+    lib.set_threads(2)
+    rng = np.random.default_rng(13)
+    for n in (1, 20000):
+        x = (rng.standard_normal((n, 7, 4)) * 10).astype(np.bool_ if dtype == "bool" else
+                                                         {"f32": np.float32, "i64": np.int64,
+                                                          "f64": np.float64, "i32": np.int32}[dtype])
+        for i in (0, 3, -2):
+            np.testing.assert_array_equal(lib.run("main", x, np.array(i))[0],
+                                          vm.run("main", x, np.array(i))[0])
+
+
 @pytest.mark.parametrize("dtype", ["f32", "f64", "i64", "i32"])
 def test_transposes_to_a_short_last_axis(tmp_path, dtype):
     """Transposes whose last axis is 2 to 4 long and not contiguous in the source are copied in

@@ -4739,6 +4739,20 @@ static void gather_task(void *arg, int64_t lo, int64_t hi, int64_t part) {
     const gather_job *g = arg;
     int64_t n_idx = g->n_idx, size = g->size, inner = g->inner;
     size_t row = (size_t)inner * g->item;
+    if (n_idx == 1 && inner == 1 && (g->item == 4 || g->item == 8)) {
+        /* one element of each row (a box's x of [B, N, 4]): a strided pick, not a shuffle or a
+         * loop trip per element */
+        if (g->item == 4) {
+            const uint32_t *src = (const uint32_t *)g->src + g->at[0];
+            uint32_t *d = (uint32_t *)g->dst;
+            for (int64_t o = lo; o < hi; o++) d[o] = src[o * size];
+        } else {
+            const uint64_t *src = (const uint64_t *)g->src + g->at[0];
+            uint64_t *d = (uint64_t *)g->dst;
+            for (int64_t o = lo; o < hi; o++) d[o] = src[o * size];
+        }
+        return;
+    }
 #ifdef GATHER_BY_SHUFFLE
     v16u picks[SHUFFLE_MAX_INDICES / 16] = {{0}};     /* (lanes past n_idx pick element 0) */
     int shuffle = inner == 1 && g->item == 4 && size <= 32 && n_idx <= SHUFFLE_MAX_INDICES;
