@@ -700,11 +700,12 @@ entry:
         close(lib.run("main", x, w, b), vm.run("main", x, w, b), 1e-5)
 
 
-@pytest.mark.parametrize("h,w", [(3, 5), (5, 3), (4, 12), (2, 14), (3, 15)])
+@pytest.mark.parametrize("h,w", [(3, 5), (5, 3), (4, 12), (2, 14), (3, 15), (2, 30), (3, 47),
+                                 (2, 62), (2, 63)])
 @pytest.mark.parametrize("pads", [(1, 1, 1, 1), (0, 2, 1, 0), (2, 0, 0, 1)])
-def test_padding_rows_of_at_most_a_vector(tmp_path, h, w, pads):
-    # padded rows of up to 16 floats are written by one masked load and store each (pad_task),
-    # wider ones by the copy and zeros; pads on one side only, either side
+def test_padding_rows_of_at_most_four_vectors(tmp_path, h, w, pads):
+    # padded rows of up to 64 floats are written by a masked load and store per vector
+    # (pad_task), wider ones by the copy and zeros; pads on one side only, either side
     module = assembler.parse(f"""module padrows
 func @main(%x: f32[N, 6, {h}, {w}], %w: f32[8, 6, 3, 3]) -> f32[N, 8, ?, ?] {{
 entry:

@@ -1879,6 +1879,18 @@ static void pad_task(void *arg, int64_t lo, int64_t hi, int64_t part) {
     const pad_job *j = arg;
     int64_t h = j->h, wd = j->wd, hp = j->hp, wp = j->wp;
     int64_t top = j->p[0], left = j->p[1], right = wp - left - wd, bottom = hp - top - h;
+#ifdef __AVX512F__
+    /* rows of up to 64 floats by vectors (below): each vector's lanes of the padded row, and
+     * those of them the image's row fills */
+    int nv = wp <= 64 && left >= 0 && right >= 0 ? (int)((wp + 15) / 16) : 0;
+    __mmask16 in_mask[4] = {0}, out_mask[4] = {0};
+    for (int v = 0; v < nv; v++)
+        for (int l = 0; l < 16; l++) {
+            int64_t at = 16 * v + l;
+            if (at < wp) out_mask[v] |= (__mmask16)(1u << l);
+            if (at >= left && at < left + wd) in_mask[v] |= (__mmask16)(1u << l);
+        }
+#endif
     for (int64_t ci = lo; ci < hi; ci++) {      /* image ci / c, channel ci % c */
         float *plane = j->padded + ci * hp * wp;
         /* each float written once, the border's zeros row by row beside its copy (the whole
@@ -1889,16 +1901,20 @@ static void pad_task(void *arg, int64_t lo, int64_t hi, int64_t part) {
         }
         const float *rows = j->x + ci / j->c * j->x_image + ci % j->c * h * wd;
 #ifdef __AVX512F__
-        if (wp <= 16) {
-            /* padded rows of at most a vector (a detector's 4x4 and 2x2 levels): each one
-             * masked load, its zeros from the mask, and one masked store, where the border's
-             * zeros and the copy took a loop trip each (pad_task was 13-18% of such a
-             * convolution). The load's address is formed as an integer: it may lie before
-             * the row, in lanes the mask leaves unread. */
-            __mmask16 in = (__mmask16)(((1u << wd) - 1) << left), out = (__mmask16)((1u << wp) - 1);
+        if (nv) {
+            /* padded rows of at most four vectors (a small CNN's 32x32 and 16x16 images, a
+             * detector's 4x4 levels): per vector of the row one masked load, its zeros from
+             * the mask, and one masked store, where the border's zeros and the copy took a
+             * loop trip each (pad_task was 13-18% of such a convolution). The loads' addresses
+             * are formed as integers: one may lie before the row, in lanes its mask leaves
+             * unread. */
             for (int64_t i = 0; i < h; i++) {
-                const void *from = (const void *)((uintptr_t)(rows + i * wd) - (uintptr_t)left * 4);
-                _mm512_mask_storeu_ps(plane + (i + top) * wp, out, _mm512_maskz_loadu_ps(in, from));
+                uintptr_t from = (uintptr_t)(rows + i * wd) - (uintptr_t)left * 4;
+                float *to = plane + (i + top) * wp;
+                for (int v = 0; v < nv; v++) {
+                    const void *at = (const void *)(from + 64 * (uintptr_t)v);
+                    _mm512_mask_storeu_ps(to + 16 * v, out_mask[v], _mm512_maskz_loadu_ps(in_mask[v], at));
+                }
             }
             continue;
         }
