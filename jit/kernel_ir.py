@@ -10,8 +10,8 @@ through their `expand`) plus:
     load i            element of input i            const v         a scalar literal
     reduce_K a        fold a over the inner axes    count           number of elements per row
 
-The printed form (`Kernel.text()`) is what `dlvm compile --emit kernel-ir` writes and part of the
-code cache key.
+The printed form (`Kernel.text()`) is what `dlvm compile --emit kernel-ir` writes; the code
+cache keys on `Kernel.structure()`, the same text without the name and the registers' names.
 """
 from __future__ import annotations
 

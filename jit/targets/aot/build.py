@@ -48,7 +48,7 @@ class Library:
     shared: Path
     static: Path
     header: Path
-    kernels: int
+    kernels: int                # kernel functions compiled (alike regions share one)
     seconds: float
     steps: dict[str, float] = field(default_factory=dict)
 
@@ -112,7 +112,7 @@ def compile_library(module: Module, out_dir: str | os.PathLike, *, name: str | N
                               for f in module.functions.values()},
                 "vm_instructions": program.vm_instructions}
     (out / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
-    return Library(out, name, shared, static, header, len(program.kernels),
+    return Library(out, name, shared, static, header, len({k.function for k in program.kernels}),
                    time.perf_counter() - t0, steps)
 
 
