@@ -79,6 +79,15 @@ RETRY_MAX_S = 120.0
 STEADY_AFTER = 4
 RETRY_MAX = 64000
 MAX_SIGNATURES = 256        # signatures remembered per VM (then forgotten and tried again)
+# A shape family (_family: the entry, each argument's dtype and rank, and which of its dims are
+# 0, 1 or more) whose last FAMILY_TRUST votes favoured the library, and none of whose
+# signatures the library failed or got wrong, runs a new signature on the library at once, in
+# "auto": the library's code for the family is the same, only extents differ. A vote is a timed
+# choice, or a signature's first call, which runs both ways on the same inputs to compare them.
+# A text model called on batches of varying length had a new signature nearly every call, and
+# none finished its trial: each new one ran both ways (MiniLM over lengths 8-64 at batch 4:
+# 2-3x onnxruntime's time after 80 calls).
+FAMILY_TRUST = 2
 # how close the library's results must be to the VM's on the first call of a signature (f32
 # kernels reassociate sums; a real miscompile is far outside)
 RTOL, ATOL = 1e-3, 1e-5
@@ -127,6 +136,9 @@ class NativeTier:
         self.uses: dict[tuple, int] = {}              # calls since a timed choice
         # per signature: the last timed choice, the calls and seconds until the next, and when
         self.retry: dict[tuple, tuple[bool, int, float, float]] = {}
+        self.votes: dict[tuple, list[bool]] = {}      # family -> its recent timed choices
+        self.family_declined: set[tuple] = set()      # families the library failed or got wrong
+        self.inherited: set[tuple] = set()            # signatures run native on their family's
         self._lock = threading.Lock()
         self._done = threading.Event()
         self._pid = os.getpid()         # a forked child rebuilds: its parent's compile is not its
@@ -154,7 +166,10 @@ class NativeTier:
                 with self._lock:
                     self.choice.pop(sig, None)
                     self.uses.pop(sig, None)
+                    self.inherited.discard(sig)     # timed itself now: a vote for the family
                 choice = None
+        if choice is None and self.mode == "auto" and self._inherit(sig):
+            choice = True
         if choice is True:
             code, _, outs = lib.call(entry, arrays)
             if code == 0:
@@ -261,6 +276,7 @@ class NativeTier:
             if not _same(outs, want, self._has_steps()):
                 self._decline(sig)
                 return want
+            self._vote(sig, t_native <= t_vm * NATIVE_EDGE)
             if self.mode == "always":
                 self._decide(sig, True)
                 return want
@@ -285,10 +301,35 @@ class NativeTier:
                 min(trial.native_any) * CLEAR_WIN <= min(trial.vm_any):
             self._decide(sig, True, trial)
 
+    def _inherit(self, sig) -> bool:
+        """Run `sig` on the library without a trial where its family has earned it (see
+        FAMILY_TRUST); a signature that was timed itself is timed again instead."""
+        family = _family(sig)
+        with self._lock:
+            votes = self.votes.get(family, ())
+            if sig in self.declined or family in self.family_declined or \
+                    (sig in self.retry and sig not in self.inherited) or sig in self.trials or \
+                    len(votes) < FAMILY_TRUST or not all(votes[-FAMILY_TRUST:]):
+                return False
+            self.inherited.add(sig)
+        self._decide(sig, True)
+        return True
+
+    def _vote(self, sig, native: bool, locked: bool = False) -> None:
+        """Count a comparison of the two ways on `sig` towards its family (FAMILY_TRUST)."""
+        if not locked:
+            with self._lock:
+                return self._vote(sig, native, locked=True)
+        votes = self.votes.setdefault(_family(sig), [])
+        votes.append(native)
+        del votes[:-FAMILY_TRUST]
+
     def _decline(self, sig) -> None:
-        """The library failed this signature or got it wrong: the VM keeps it for good."""
+        """The library failed this signature or got it wrong: the VM keeps it for good, and its
+        family's new signatures are tried one by one."""
         with self._lock:
             self.declined.add(sig)
+            self.family_declined.add(_family(sig))
         self._decide(sig, False)
 
     def _decide(self, sig, native: bool, trial: _Trial | None = None) -> None:
@@ -303,8 +344,11 @@ class NativeTier:
                 self.trials.clear()
                 self.uses.clear()
                 self.retry.clear()
+                self.inherited.clear()
             self.choice[sig] = native
             self.trials.pop(sig, None)
+            if trial is not None:
+                self._vote(sig, native, locked=True)
             if self.mode == "always":       # kept without timing: nothing to time again
                 return
             last, calls, seconds, _ = self.retry.get(sig, (None, 0, 0.0, 0.0))
@@ -370,6 +414,14 @@ class _Trial:
     native_any: list[float] = field(default_factory=list)
     vm_any: list[float] = field(default_factory=list)
     vm_end: float = 0.0
+
+
+def _family(sig: tuple) -> tuple:
+    """A signature's shape family: the entry, and per argument its dtype, its rank and which of
+    its dims are 0, 1 or larger (size-1 and empty dims take paths of their own in the library:
+    broadcasts, few-row products)."""
+    entry, *args = sig
+    return (entry, *[(dtype, tuple(min(d, 2) for d in shape)) for dtype, shape in args])
 
 
 def _compiler_idle() -> bool:

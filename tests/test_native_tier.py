@@ -332,6 +332,67 @@ def test_library_samples_wait_out_the_vms_blas_threads(monkeypatch):
     assert vm.native.native_calls >= 4 * nt.TRIALS - 2
 
 
+def _timed(vm, sig, native_wins: bool) -> None:
+    """Record a timed choice for `sig` as the trial would."""
+    import dlvmrt.native_tier as nt
+    trial = vm.native.trials[sig] = nt._Trial(native=[1.0] * nt.TRIALS,
+                                              vm=[2.0 if native_wins else 0.5] * nt.TRIALS)
+    vm.native._maybe_choose(sig, trial)
+    assert vm.native.choice[sig] is native_wins
+
+
+def test_a_family_the_library_won_runs_new_shapes_on_it_at_once():
+    # a text model over batches of varying length has a new signature nearly every call: once
+    # the library won two timings of the family, a new extent runs it with no trial
+    vm, x, _ = _auto_vm_with_its_library()
+    rows = lambda n: np.random.default_rng(n).standard_normal((n, 16)).astype(np.float32)  # noqa: E731
+    ref = dlvmrt.VM(vm.source_program, jit="off")
+    for n in (5, 6):
+        _timed(vm, ("main", ("f", (n, 16))), True)
+    calls = vm.native.native_calls
+    for n in (7, 9, 30):
+        close(vm.run(rows(n)), ref.run(rows(n)))
+        sig = ("main", ("f", (n, 16)))
+        assert vm.native.choice[sig] is True and sig in vm.native.inherited
+        assert sig not in vm.native.trials
+    assert vm.native.native_calls == calls + 3          # each ran once, on the library alone
+    # one row is a family of its own (size-1 dims take their own paths): it is tried
+    vm.run(rows(1))
+    assert ("main", ("f", (1, 16))) not in vm.native.inherited
+
+
+def test_first_calls_vote_for_their_family(monkeypatch):
+    # each signature's first call runs both ways on the same inputs: shapes seen once each
+    # (no trial finishes) still earn their family the library
+    import dlvmrt.native_tier as nt
+    vm, x, _ = _auto_vm_with_its_library()
+    rows = lambda n: np.random.default_rng(n).standard_normal((n, 16)).astype(np.float32)  # noqa: E731
+    ref = dlvmrt.VM(vm.source_program, jit="off")
+    for edge, inherits in ((0.0, False), (1e9, True)):     # the library never / always faster
+        monkeypatch.setattr(nt, "NATIVE_EDGE", edge)
+        base = 20 if inherits else 10
+        for n in (base, base + 1):
+            close(vm.run(rows(n)), ref.run(rows(n)))
+        close(vm.run(rows(base + 2)), ref.run(rows(base + 2)))
+        assert (("main", ("f", (base + 2, 16))) in vm.native.inherited) is inherits
+
+
+def test_a_family_with_a_vm_choice_or_a_failure_tries_each_shape():
+    vm, x, _ = _auto_vm_with_its_library()
+    rows = lambda n: np.ones((n, 16), np.float32)  # noqa: E731
+    _timed(vm, ("main", ("f", (5, 16))), True)
+    _timed(vm, ("main", ("f", (6, 16))), False)        # the VM won the last timing
+    vm.run(rows(7))
+    assert ("main", ("f", (7, 16))) in vm.native.trials
+    _timed(vm, ("main", ("f", (8, 16))), True)
+    _timed(vm, ("main", ("f", (9, 16))), True)
+    vm.run(rows(10))
+    assert ("main", ("f", (10, 16))) in vm.native.inherited
+    vm.native._decline(("main", ("f", (11, 16))))       # a failure: every new shape is tried
+    vm.run(rows(12))
+    assert ("main", ("f", (12, 16))) in vm.native.trials
+
+
 def test_a_near_tie_keeps_the_library():
     import dlvmrt.native_tier as nt
     vm = dlvmrt.VM(mlp_module(), jit="auto", native="auto")
