@@ -1,7 +1,8 @@
 """The zoo's more models (`bench/zoo_more.py`) and the probes' (`bench/zoo_probe.py`,
 `bench/zoo_probe2.py`, `bench/zoo_probe3.py`, `bench/zoo_probe4.py`,
 `bench/zoo_probe5.py`, `bench/zoo_probe6.py`, `bench/zoo_probe7.py`, `bench/zoo_probe8.py`,
-`bench/zoo_probe9.py`, `bench/zoo_probe10.py`, `bench/zoo_probe11.py`): each,
+`bench/zoo_probe9.py`, `bench/zoo_probe10.py`, `bench/zoo_probe11.py`,
+`bench/zoo_probe12.py`): each,
 exported with both torch exporters with a dynamic batch, imports and matches onnxruntime at
 batches 1 and 3; and the native tier's library (every op of these models compiles ahead of
 time) matches the interpreter on them.
@@ -33,6 +34,7 @@ from zoo_probe8 import PROBE8  # noqa: E402
 from zoo_probe9 import PROBE9  # noqa: E402
 from zoo_probe10 import PROBE10  # noqa: E402
 from zoo_probe11 import PROBE11  # noqa: E402
+from zoo_probe12 import ORT_DISABLED_OPTIMIZERS, PROBE12, TOLERANCES  # noqa: E402
 
 import dlvmrt  # noqa: E402
 from frontends.onnx import import_onnx  # noqa: E402
@@ -40,17 +42,25 @@ from frontends.onnx import import_onnx  # noqa: E402
 pytestmark = pytest.mark.onnx
 
 MORE = {**_MORE, **PROBE, **PROBE2, **PROBE3, **PROBE4, **PROBE5, **PROBE6, **PROBE7,
-        **PROBE8, **PROBE9, **PROBE10, **PROBE11}
+        **PROBE8, **PROBE9, **PROBE10, **PROBE11, **PROBE12}
 # the latest probes' dynamo exports (2-4 s each) run with the slow tests: CI's time
-LATE = set(PROBE6) | set(PROBE7) | set(PROBE8) | set(PROBE9) | set(PROBE10) | set(PROBE11)
-# and the newest probe's native libraries (a compile of 5-20 s each)
-LATE_NATIVE = set(PROBE11)
+LATE = (set(PROBE6) | set(PROBE7) | set(PROBE8) | set(PROBE9) | set(PROBE10) | set(PROBE11)
+        | set(PROBE12))
+# and the newest probes' native libraries (a compile of 5-20 s each)
+LATE_NATIVE = set(PROBE11) | set(PROBE12)
 # torch's TorchScript-based exporter fails on these (torch 2.13, opset 17): affine_grid and
 # bilinear have no ONNX symbolic there, and max_unpool2d's export trips over a tensor condition;
 # they are checked through the dynamo exporter
 TORCHSCRIPT_FAILS = {"stn": "aten::affine_grid_generator has no opset-17 symbolic",
                      "segnet": "max_unpool2d's export meets a tensor condition",
-                     "bilinear_head": "aten::bilinear has no opset-17 symbolic"}
+                     "bilinear_head": "aten::bilinear has no opset-17 symbolic",
+                     "fnet": "aten::fft_fft2 has no opset-17 symbolic",
+                     "qwen_block": "aten::rms_norm has no opset-17 symbolic",
+                     "antialias_pyramid": "aten::_upsample_bilinear2d_aa has no opset-17 symbolic",
+                     "hash_embed": "aten::bitwise_xor has no opset-17 symbolic",
+                     "spectrogram_cnn": "STFT does not support complex types",
+                     "pool_zoo": "adaptive_avg_pool2d to a size that does not divide",
+                     "early_exit": "torch.cond cannot be traced by torch.jit.trace"}
 # torch.export fails on these with a dynamic batch (torch 2.13): fake_quantize_per_tensor_affine
 # decomposes to a _cachemask op that has no fake-tensor kernel; checked through TorchScript
 DYNAMO_FAILS = {"fakequant_cnn": "aten.fake_quantize_per_tensor_affine_cachemask has no "
@@ -91,11 +101,11 @@ def _export(name: str, exporter: str) -> bytes:
     return zm.export_onnx(model, model.build(), model.inputs(2), exporter, True)
 
 
-def _close(got, want, what: str) -> None:
+def _close(got, want, what: str, tolerance: tuple[float, float] = (ATOL, RTOL)) -> None:
     assert len(got) == len(want)
     for g, w in zip(got, want):
         assert g.shape == w.shape and g.dtype == w.dtype, (what, g.shape, w.shape)
-        np.testing.assert_allclose(g, w, atol=ATOL, rtol=RTOL, err_msg=what)
+        np.testing.assert_allclose(g, w, atol=tolerance[0], rtol=tolerance[1], err_msg=what)
 
 
 @pytest.mark.parametrize("name, exporter", [
@@ -107,16 +117,28 @@ def test_matches_onnxruntime(name, exporter):
     options = ort.SessionOptions()
     if name in AS_WRITTEN:
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    sess = ort.InferenceSession(onnx_bytes, options, providers=["CPUExecutionProvider"])
+    sess = ort.InferenceSession(onnx_bytes, options, providers=["CPUExecutionProvider"],
+                                disabled_optimizers=ORT_DISABLED_OPTIMIZERS.get(name, []))
     for batch in (1, 3):
         feeds = MORE[name].inputs(batch, seed=batch)
         _close(vm.run("main", *feeds.values()), sess.run(None, feeds),
-               f"{name} {exporter} b={batch}")
+               f"{name} {exporter} b={batch}", TOLERANCES.get(name, (ATOL, RTOL)))
+
+
+# the native tier's library has no code for some of probe12's ops: it hands them back to the VM
+# (the results still match), or for unsigned 64-bit values builds no library at all
+NATIVE_GAPS = {"fnet": "DFT (8 instructions) runs on the VM",
+               "spectrogram_cnn": "DFT (the STFT's, onesided) runs on the VM",
+               "mlm_masked": "NonZero runs on the VM",
+               "half_encoder": "float16 matmul, add, softmax, layer_norm, erf run on the VM",
+               "hash_embed": "no library: the CPU JIT has no kernels for u64 (BitShift's)"}
 
 
 @pytest.mark.parametrize("name", [
-    pytest.param(n, marks=[pytest.mark.slow] if n in LATE_NATIVE or (n in LATE and n in
-                                                                     TORCHSCRIPT_FAILS) else [])
+    pytest.param(n, marks=([pytest.mark.slow] if n in LATE_NATIVE or (n in LATE and n in
+                                                                      TORCHSCRIPT_FAILS) else [])
+                 + ([pytest.mark.xfail(strict=True, reason=NATIVE_GAPS[n])]
+                    if n in NATIVE_GAPS else []))
     for n in MORE])
 def test_native_library_matches_the_interpreter(name):
     # the whole program as one library (dlvmrt/native_tier.py): nothing of these models stays
@@ -129,10 +151,11 @@ def test_native_library_matches_the_interpreter(name):
         vm.run("main", *feeds.values())
         vm.wait_compiled()
     got = vm.run("main", *feeds.values())
+    _close(got, ref.run("main", *feeds.values()), f"{name} native",
+           TOLERANCES.get(name, (ATOL, RTOL)))
     assert vm.native.state == "ready", vm.native.status()
     assert vm.native.native_calls > 0, vm.native.status()
     assert vm.native.vm_instructions == 0, vm.native.status()    # all compiled, none handed back
-    _close(got, ref.run("main", *feeds.values()), f"{name} native")
 
 
 @pytest.mark.parametrize("name", sorted(SEQUENCES))
