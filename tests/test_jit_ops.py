@@ -14,7 +14,7 @@ from isa.verify import verify_module
 from jit import Jit, form_regions
 from jit.testing import assert_matches, reference_run, run_with_jit
 
-DTYPES = ["f32", "f64", "i8", "i32", "i64", "u8", "bool"]
+DTYPES = ["f32", "f64", "i8", "i32", "i64", "u8", "u16", "u32", "u64", "bool"]
 ELEMENTWISE = sorted(n for n, op in OPS.items() if op.family.elementwise and n not in ("cast", "select"))
 
 
@@ -89,7 +89,9 @@ def test_op_all_dtypes(jit, op):
 
 CASTS = [("f32", "f64"), ("f64", "f32"), ("f32", "i32"), ("i32", "f32"), ("f64", "i64"), ("i64", "f64"),
          ("i32", "i8"), ("i8", "i32"), ("u8", "i32"), ("i32", "u8"), ("bool", "f32"), ("f32", "bool"),
-         ("i32", "bool"), ("u8", "f64"), ("f64", "u8")]
+         ("i32", "bool"), ("u8", "f64"), ("f64", "u8"), ("i64", "u64"), ("u64", "i64"),
+         ("u64", "f64"), ("u64", "f32"), ("f32", "u64"), ("f64", "u32"), ("u32", "f32"),
+         ("u16", "i32"), ("i32", "u16"), ("u64", "bool")]
 
 
 @pytest.mark.parametrize("src,to", CASTS)

@@ -126,12 +126,11 @@ def test_matches_onnxruntime(name, exporter):
 
 
 # the native tier's library has no code for some of probe12's ops: it hands them back to the VM
-# (the results still match), or for unsigned 64-bit values builds no library at all
+# (the results still match)
 NATIVE_GAPS = {"fnet": "DFT (8 instructions) runs on the VM",
                "spectrogram_cnn": "DFT (the STFT's, onesided) runs on the VM",
                "mlm_masked": "NonZero runs on the VM",
-               "half_encoder": "float16 matmul, add, softmax, layer_norm, erf run on the VM",
-               "hash_embed": "no library: the CPU JIT has no kernels for u64 (BitShift's)"}
+               "half_encoder": "float16 matmul, add, softmax, layer_norm, erf run on the VM"}
 
 
 @pytest.mark.parametrize("name", [

@@ -26,8 +26,11 @@ DEFAULT_FLAGS = ("contract", "afn")
 # reductions may also reassociate, so the vectorizer can keep several partial sums
 REDUCE_FLAGS = DEFAULT_FLAGS + ("reassoc",)
 
-_REG = {DType.BOOL: I1, DType.I8: I8, DType.U8: I8, DType.I16: ir.IntType(16), DType.I32: I32,
-        DType.I64: I64, DType.F32: F32, DType.F64: F64}
+# unsigned integers share the signed ones' LLVM types: the ops choose udiv, lshr, icmp ult,
+# zext and uitofp by the dtype's class (jit/llvm/ops.py)
+_REG = {DType.BOOL: I1, DType.I8: I8, DType.U8: I8, DType.I16: ir.IntType(16),
+        DType.U16: ir.IntType(16), DType.I32: I32, DType.U32: I32, DType.I64: I64,
+        DType.U64: I64, DType.F32: F32, DType.F64: F64}
 _MEM = {**_REG, DType.BOOL: I8}
 
 
