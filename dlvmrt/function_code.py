@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from isa.errors import DlvmError, InternalError, ResourceExhausted, Trap
 from isa.module import Function
 from isa.narrow import touches_narrow
+from isa.ops import OPS
 
 from . import steps as S
 from .binding import bind_arguments, check_results
@@ -113,7 +114,7 @@ class FunctionCode:
             step = S.make_call(lambda: self.vm.code(callee), ins_slots, out_slots)
         else:
             row = self.types[bi][ii] if ii < len(self.types[bi]) else None
-            narrow = row is not None and touches_narrow(row.operands + row.results)
+            narrow = row is not None and touches_narrow(row.operands + row.results, OPS[ins.op])
             step = S.make_step(ins, ins_slots, out_slots,
                                [t.dtype for t in row.results] if narrow else None,
                                self.vm.random, (self.func.name, bi, ii))

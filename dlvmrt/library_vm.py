@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from isa.module import Module
+from isa.narrow import touches_narrow, widened
 from isa.ops import OPS
 
 from .aot import _BY_CODE, MAX_RANK
@@ -56,8 +57,11 @@ def attach(lib: ctypes.CDLL, name: str, directory: str, table: list, module: Mod
         for fname, bi, ii in table:
             ins = module.functions[fname].blocks[bi].instrs[ii]
             op = OPS[ins.op]
-            steps.append((op.reference, op.with_defaults(ins.attrs), len(ins.results),
-                          types[fname][bi][ii].results))
+            t = types[fname][bi][ii]
+            ref = op.reference
+            if touches_narrow(t.operands + t.results, op):     # f16: in f32, rounded once
+                ref = widened(ref, [r.dtype for r in t.results])
+            steps.append((ref, op.with_defaults(ins.attrs), len(ins.results), t.results))
         make = getattr(lib, f"{name}_vm_result")
         make.argtypes = [ctypes.POINTER(Value), ctypes.c_int32, ctypes.c_int32,
                          ctypes.POINTER(ctypes.c_int64)]

@@ -487,7 +487,8 @@ def test_batch_norm_written_out_is_bit_exact(dt):
     import assembler
     m = assembler.parse(BATCH_NORM.format(dt=dt, c=3))
     out = optimize(m, ["composites"])
-    assert "batch_norm" not in ops_of(out)
+    # f16 computes in f32 and rounds once (isa/narrow.py): written out, each part would round
+    assert ("batch_norm" in ops_of(out)) == (dt == "f16")
     rng = np.random.default_rng(0)
     x = rng.standard_normal((2, 3, 2, 2)).astype(dt.replace("f", "float"))
     x.flat[:4] = [np.nan, np.inf, -0.0, -np.inf]
@@ -511,6 +512,8 @@ entry:
 """)
     full = optimize(mb)
     chain = [op for op in ops_of(full) if op != "const"]
+    if dt == "f16":     # widened: f32 arithmetic between casts (test_passes_widen.py)
+        chain = [op for op in chain if op != "cast"]
     assert chain == ["relu", "sub", "mul", "add", "neg", "ret"], chain
     check_same(mb, full, x)
 

@@ -142,7 +142,7 @@ class Emitter:
                 opdef.family is not Family.CONTROL and not _has_named_dim(results) and \
                 all(a.const.size <= FOLD_LIMIT for a in args):
             ref = opdef.reference
-            if touches_narrow(types + results):
+            if touches_narrow(types + results, opdef):
                 ref = widened(ref, [t.dtype for t in results])
             try:
                 out = ref(full, *[a.const for a in args])

@@ -17,6 +17,7 @@ reference's shape trap cannot be lost.
 """
 from __future__ import annotations
 
+from isa.dtypes import DType
 from isa.errors import InternalError
 from isa.module import ConstRef, Imm, Instr, Module, Reg
 from isa.ops import OPS
@@ -32,6 +33,9 @@ def _expandable(ins: Instr, types) -> bool:
     if ins.op not in EXPANDED or types is None or len(ins.results) != 1:
         return False
     x: TensorType = types.operands[0]
+    if x.dtype is DType.F16 or x.dtype.is_narrow:
+        # computed in f32 and rounded once (isa/narrow.py): written out, each part would round
+        return False
     c = x.shape[1] if x.rank >= 2 else None
     return isinstance(c, int) and all(t.rank == 1 and t.shape[0] == c
                                       for t in types.operands[1:])

@@ -89,7 +89,7 @@ class Folder:
     def run_reference(ins: Instr, t: InstrTypes, args: list[np.ndarray]) -> list[np.ndarray] | None:
         op = OPS[ins.op]
         ref = op.reference
-        if touches_narrow(t.operands + t.results):
+        if touches_narrow(t.operands + t.results, op):
             ref = widened(ref, [r.dtype for r in t.results])
         try:
             with np.errstate(all="ignore"):
