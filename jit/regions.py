@@ -15,7 +15,8 @@ A region is a contiguous run of instructions of one block. Three kinds are forme
   else its op reference); the epilogue (bias, relu, residual add) runs in place on its result.
 - "maxpool2d+epilogue": the same after an f32 2-D max pool (a native kernel, jit/targets/cpu/maxpool.py).
 
-What is not fused stays interpreted: f16 (no CPU kernel), reductions over non-trailing axes,
+What is not fused stays interpreted: f16 arithmetic (the pipeline widens it to f32; casts and
+copies of f16 fuse), reductions over non-trailing axes,
 integer matmul, movement ops, control flow. A region needs at least two instructions, except a
 lone composite op (softmax, layer_norm, gelu, ...) that is several primitives after decomposition
 or expansion, and a lone matmul, conv2d or maxpool2d head.
@@ -72,8 +73,13 @@ class _Shape:
 
 
 def _dtype_ok(d: DType) -> bool:
-    # f16, the narrow storage formats and str: no kernels, the interpreter computes them
-    return d is not DType.F16 and not d.is_narrow and not d.is_str
+    # the narrow storage formats and str: no kernels, the interpreter computes them
+    return not d.is_narrow and not d.is_str
+
+
+# what a kernel does with f16 values: convert and copy them (the pipeline writes f16 arithmetic
+# as f32 arithmetic between casts: jit/passes/widen.py; unwidened, it stays interpreted)
+_F16_PRIMS = frozenset({"cast", "mov"})
 
 
 def reduce_inner(p: Prim) -> int | None:
@@ -89,7 +95,9 @@ def reduce_inner(p: Prim) -> int | None:
 
 def classify_prim(p: Prim) -> _Shape:
     if not all(_dtype_ok(t.dtype) for t in p.in_types + p.out_types):
-        return _Shape(False, reason="f16, the narrow formats and str have no CPU kernel")
+        return _Shape(False, reason="the narrow formats and str have no CPU kernel")
+    if p.op not in _F16_PRIMS and any(t.dtype is DType.F16 for t in p.in_types + p.out_types):
+        return _Shape(False, reason="f16 arithmetic has no kernel (the pipeline widens it to f32)")
     if fuses_elementwise(p.op):
         return _Shape(True)
     if p.op in REDUCE_OPS:

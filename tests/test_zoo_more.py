@@ -129,8 +129,7 @@ def test_matches_onnxruntime(name, exporter):
 # (the results still match)
 NATIVE_GAPS = {"fnet": "DFT (8 instructions) runs on the VM",
                "spectrogram_cnn": "DFT (the STFT's, onesided) runs on the VM",
-               "mlm_masked": "NonZero runs on the VM",
-               "half_encoder": "float16 matmul, add, softmax, layer_norm, erf run on the VM"}
+               "mlm_masked": "NonZero runs on the VM"}
 
 
 @pytest.mark.parametrize("name", [

@@ -31,7 +31,13 @@ REDUCE_FLAGS = DEFAULT_FLAGS + ("reassoc",)
 _REG = {DType.BOOL: I1, DType.I8: I8, DType.U8: I8, DType.I16: ir.IntType(16),
         DType.U16: ir.IntType(16), DType.I32: I32, DType.U32: I32, DType.I64: I64,
         DType.U64: I64, DType.F32: F32, DType.F64: F64}
-_MEM = {**_REG, DType.BOOL: I8}
+# f16: in memory two bytes, in registers a float holding an f16 value (rounded by every cast to
+# f16: jit/llvm/ops.py). Only casts, loads, stores and copies of f16 reach a kernel: the pipeline
+# writes f16 arithmetic as f32 arithmetic between casts (jit/passes/widen.py), and the region
+# former leaves any other to the interpreter.
+HALF = ir.HalfType()
+_REG[DType.F16] = F32
+_MEM = {**_REG, DType.BOOL: I8, DType.F16: HALF}
 
 
 def reg_type(d: DType) -> ir.Type:
@@ -55,6 +61,8 @@ def type_suffix(t: ir.Type) -> str:
         return "f32"
     if isinstance(t, ir.DoubleType):
         return "f64"
+    if isinstance(t, ir.HalfType):
+        return "f16"
     return f"i{t.width}"
 
 

@@ -81,6 +81,8 @@ class _VLoop:
 
 
 def _elem_bytes(t: ir.Type) -> int:
+    if isinstance(t, ir.HalfType):
+        return 2
     return t.width // 8 if isinstance(t, ir.IntType) else 8 if t == F64 else 4
 
 

@@ -18,6 +18,7 @@ from isa.dtypes import DType
 
 from .irutil import (
     DEFAULT_FLAGS,
+    HALF,
     I1,
     const,
     elem_type,
@@ -229,10 +230,23 @@ lowers("select", "fsub")(lambda ctx, b, rt, dts, args, attr: b.select(*args))
 
 # ---- cast ---------------------------------------------------------------------------------------
 
+def round_to_f16(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
+    """A float (or vector) rounded to the nearest f16 value, ties to even, kept as float (F16C's
+    vcvtps2ph and back on x86)."""
+    return b.fpext(b.fptrunc(x, like(x.type, HALF)), x.type)
+
+
 def lower_cast(ctx, b, to: DType, src: DType, x: ir.Value) -> ir.Value:
     rt = like(x.type, reg_type(to))
     if to == src:
         return x
+    if to is DType.F16 or src is DType.F16:      # f16 is held as a rounded float (irutil.py)
+        if to is DType.F16 and src is DType.F64:
+            # (double -> half is a library call on x86; through float it would round twice)
+            raise NotImplementedError("the CPU JIT has no f64 -> f16 cast")
+        if to is DType.F16:
+            return round_to_f16(b, lower_cast(ctx, b, DType.F32, src, x))
+        return lower_cast(ctx, b, to, DType.F32, x)
     if to.is_bool:
         if src.is_float:
             return b.fcmp_unordered("!=", x, const(x.type, 0.0))   # NaN is true, as in NumPy
@@ -297,13 +311,19 @@ def load_value(b: ir.IRBuilder, ptr: ir.Value, d: DType, lanes: int | None = Non
     # a vector is aligned to its element only (a vector type's own alignment is its size)
     v = b.load(ptr, typ=t) if lanes is None else b.load(b.bitcast(ptr, t.as_pointer()), typ=t,
                                                         align=d.itemsize)
+    if d is DType.F16:
+        return b.fpext(v, like(v.type, reg_type(d)))
     return b.icmp_unsigned("!=", v, const(v.type, 0)) if d.is_bool else v
 
 
 def store_value(b: ir.IRBuilder, v: ir.Value, ptr: ir.Value, d: DType) -> None:
     """Store one element, or a vector of consecutive ones."""
     mt = like(v.type, mem_type(d))
+    if d is DType.F16:
+        v = b.fptrunc(v, mt)            # exact: the register holds an f16 value
+    elif d.is_bool:
+        v = b.zext(v, mt)
     if isinstance(v.type, ir.VectorType):
-        b.store(b.zext(v, mt) if d.is_bool else v, b.bitcast(ptr, mt.as_pointer()), align=d.itemsize)
+        b.store(v, b.bitcast(ptr, mt.as_pointer()), align=d.itemsize)
         return
-    b.store(b.zext(v, mt) if d.is_bool else v, ptr)
+    b.store(v, ptr)

@@ -9,6 +9,7 @@ never mutates its input and returns a verified module that computes exactly what
 computes, traps included (specs/passes.md says why each pass is safe).
 
 Default pipeline, repeated until nothing changes (at most MAX_ROUNDS rounds):
+  widen     - f16 instructions as f32 ones between casts (they compute in f32 and round once)
   composites - write out composites a kernel cannot take whole (batch_norm's per-channel parts)
   simplify  - algebraic identities first, so folding and CSE see the simpler forms
   fold      - constant folding/propagation (turns known branches into jumps)
@@ -37,11 +38,13 @@ from .dce import eliminate_dead_code
 from .hoist import hoist_constants
 from .memplan import MemoryPlan, PlannedValue, plan_memory
 from .simplify import simplify
+from .widen import widen_f16
 
 Pass = Callable[[Module], bool]
 
 # name -> (pass, one-line description)
 PASSES: dict[str, tuple[Pass, str]] = {
+    "widen": (widen_f16, "f16 instructions as f32 ones between casts (computed in f32, rounded once)"),
     "composites": (expand_composites, "batch_norm as per-channel vectors and elementwise ops"),
     "simplify": (simplify, "algebraic identities (x*1, neg(neg x), transpose of transpose, ...)"),
     "fold": (fold_constants, "evaluate instructions on known constants; known br -> jmp"),
@@ -51,11 +54,11 @@ PASSES: dict[str, tuple[Pass, str]] = {
     "hoist": (hoist_constants, "move single-definition consts to the top of their block"),
     "cluster": (cluster_views, "move views that split an elementwise run up to a run boundary"),
 }
-DEFAULT_PIPELINE: tuple[str, ...] = ("composites", "simplify", "fold", "cse", "copyprop", "dce",
-                                     "hoist", "cluster")
+DEFAULT_PIPELINE: tuple[str, ...] = ("widen", "composites", "simplify", "fold", "cse", "copyprop",
+                                     "dce", "hoist", "cluster")
 MAX_ROUNDS = 8
 # the passes that read the verifier's types (they take the pipeline's, when it has them)
-TYPED = frozenset({"composites", "simplify", "fold", "dce"})
+TYPED = frozenset({"widen", "composites", "simplify", "fold", "dce"})
 
 
 def optimize(module: Module, passes: list[str] | None = None) -> Module:

@@ -348,8 +348,11 @@ HIDDEN void dlvm_rt_const(dlvm_val *v, const void *data, int32_t dtype, int32_t 
     for (int i = 0; i < rank; i++) v->shape[i] = shape[i];
 }
 
+/* f16 takes its bits in i (the program's generator rounds the immediate: a double -> half
+ * conversion is a library call in C on x86) */
 static void store_scalar(void *p, int32_t dtype, double d, int64_t i) {
     switch (dtype) {
+    case DT_F16: *(uint16_t *)p = (uint16_t)i; break;
     case DT_BOOL: *(uint8_t *)p = i != 0; break;
     case DT_I8: *(int8_t *)p = (int8_t)i; break;
     case DT_U8: *(uint8_t *)p = (uint8_t)i; break;

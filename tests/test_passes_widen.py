@@ -1,0 +1,145 @@
+"""f16: every instruction that computes does so in f32 and rounds its results once
+(isa/narrow.py), and the widen pass (jit/passes/widen.py) writes that out as f32 instructions
+between casts, bit for bit; the CPU JIT then compiles what was f16 arithmetic."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from test_passes_support import random_program, run_vm, same_outcome
+
+import assembler
+import dlvmrt
+from isa.dtypes import DType
+from isa.narrow import computes
+from isa.ops import OPS
+from isa.verify import verify_module
+from jit.passes import optimize
+
+PROGRAM = """module half
+const @w : f16[8, 8] = {w}
+const @g : f16[8] = {g}
+func @main(%x: f16[N, 8], %y: f16[N, 8]) -> (f16[N, 8], f16[N], i64[N], bool[N, 8], f16[N, 8]) {{
+entry:
+  %a = add %x, 0.1
+  %b = mul %a, %y
+  %c = matmul %b, @w
+  %d = gelu %c
+  %e = layer_norm %d, @g {{axis = -1}}
+  %f = softmax %e {{axis = -1}}
+  %s = reduce_sum %f {{axes = [1]}}
+  %m = argmax %e {{axis = 1}}
+  %lt = lt %x, %y
+  %p = select %lt, %x, %e
+  %q = div %p, 3.0
+  %r = sqrt %q
+  %t = tanh %r
+  %u = max %t, %d
+  %v = exp %u
+  ret %f, %s, %m, %lt, %v
+}}
+"""
+
+
+def _module():
+    rng = np.random.default_rng(0)
+    w = (rng.standard_normal((8, 8)) * 0.5).astype(np.float16)
+    g = rng.standard_normal(8).astype(np.float16)
+    return assembler.parse(PROGRAM.format(w=w.astype(float).tolist(), g=g.astype(float).tolist()))
+
+
+def _inputs(n: int = 5, seed: int = 1):
+    rng = np.random.default_rng(seed)
+    x = (rng.standard_normal((n, 8)) * 3).astype(np.float16)
+    y = (rng.standard_normal((n, 8)) * 3).astype(np.float16)
+    x.flat[:4] = [np.nan, np.inf, -0.0, 65504]          # NaN, overflow, signed zero
+    y.flat[:3] = [1.0, -np.inf, 0.0]
+    return x, y
+
+
+def _f16_arithmetic(module) -> list[str]:
+    """The instructions left that compute on f16."""
+    table = verify_module(module)
+    left = []
+    for name, func in module.functions.items():
+        for bi, block in enumerate(func.blocks):
+            for ii, ins in enumerate(block.instrs):
+                t = table[name][bi][ii]
+                if computes(OPS[ins.op]) and any(d.dtype is DType.F16
+                                                 for d in t.operands + t.results):
+                    left.append(ins.op)
+    return left
+
+
+def test_the_interpreter_computes_f16_in_f32_and_rounds_once():
+    x, y = _inputs()
+    m = assembler.parse("""module s
+func @main(%x: f16[N, 8]) -> f16[N, 8] {
+entry:
+  %y = softmax %x {axis = -1}
+  ret %y
+}
+""")
+    got = dlvmrt.VM(m, jit="off").run(x)[0]
+    with np.errstate(invalid="ignore"):
+        e = np.exp(x.astype(np.float32) - np.max(x.astype(np.float32), -1, keepdims=True))
+        want = (e / e.sum(-1, keepdims=True)).astype(np.float16)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_widen_leaves_no_f16_arithmetic_and_is_bit_exact():
+    m = _module()
+    assert _f16_arithmetic(m)
+    for passes in (["widen"], None):
+        out = optimize(m, passes)
+        assert _f16_arithmetic(out) == []
+        for n, seed in ((5, 1), (1, 2), (17, 3)):
+            x, y = _inputs(n, seed)
+            assert same_outcome(run_vm(m, x, y), run_vm(out, x, y))
+
+
+def test_an_f16_immediate_keeps_its_f16_value():
+    m = assembler.parse("""module i
+func @main(%x: f16[3]) -> f16[3] {
+entry:
+  %y = mul %x, 0.1
+  ret %y
+}
+""")
+    out = optimize(m, ["widen"])
+    x = np.array([1.0, 3.0, 1000.0], np.float16)
+    assert same_outcome(run_vm(m, x), run_vm(out, x))
+    np.testing.assert_array_equal(run_vm(out, x)[0],
+                                  (x.astype(np.float32) * np.float32(np.float16(0.1)))
+                                  .astype(np.float16))
+
+
+@pytest.mark.parametrize("seed", range(25))
+def test_random_f16_programs_are_widened_exactly(seed):
+    f32, args = random_program(seed)
+    m = assembler.parse(assembler.disassemble(f32).replace("f32", "f16"))
+    args = [a.astype(np.float16) if a.dtype == np.float32 else a for a in args]
+    out = optimize(m)
+    assert _f16_arithmetic(out) == []
+    assert same_outcome(run_vm(m, *args), run_vm(out, *args))
+
+
+def test_the_cpu_jit_compiles_widened_f16():
+    # the casts fuse with the f32 arithmetic around them: the model's instructions run compiled,
+    # within f16's rounding of the interpreter (an f32 sum in another order moves a step)
+    m = _module()
+    vm = dlvmrt.VM(m, jit="always", native="off")
+    x, y = _inputs(6, 4)
+    got = vm.run(x, y)
+    want = dlvmrt.VM(m, jit="off").run(x, y)
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype and g.shape == w.shape
+        if g.dtype == np.float16:
+            np.testing.assert_allclose(g.astype(np.float32), w.astype(np.float32), rtol=1e-2,
+                                       atol=1e-2)
+        elif g.dtype != bool:
+            # argmax: a near tie in f16 may flip; most rows agree
+            assert np.mean(g == w) >= 0.5
+        else:
+            np.testing.assert_array_equal(g, w)
+    compiled = [r for *_, r in vm.runners if r.describe().get("compiled_calls", 0)]
+    assert len(compiled) >= 3, [r.describe() for *_, r in vm.runners]
