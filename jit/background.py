@@ -40,6 +40,10 @@ class BackgroundCompiler:
     def __init__(self) -> None:
         self._cond = threading.Condition(threading.Lock())
         self._queue: collections.deque[tuple[Hashable, Callable[[], None]]] = collections.deque()
+        # tasks that wait for every other queued one (a whole program's native library: seconds
+        # of C compiling, while a region's kernel takes tens of milliseconds and the program
+        # runs interpreted until it is in)
+        self._later: collections.deque[tuple[Hashable, Callable[[], None]]] = collections.deque()
         self._keys: set[Hashable] = set()      # queued or running
         self._running = False
         self._closed = False
@@ -53,14 +57,15 @@ class BackgroundCompiler:
         with self._cond:
             return key in self._keys
 
-    def submit(self, key: Hashable, task: Callable[[], None]) -> bool:
+    def submit(self, key: Hashable, task: Callable[[], None], last: bool = False) -> bool:
         """Queue `task` unless one with `key` is queued or running; False after shutdown (the
-        caller keeps interpreting)."""
+        caller keeps interpreting). `last`: it runs after every task not so marked, those
+        queued later included."""
         with self._cond:
             if self._closed or key in self._keys:
                 return False
             self._keys.add(key)
-            self._queue.append((key, task))
+            (self._later if last else self._queue).append((key, task))
             if self._thread is None:
                 self._thread = threading.Thread(target=self._work, name="dlvm-compiler", daemon=True)
                 self._thread.start()
@@ -86,11 +91,11 @@ class BackgroundCompiler:
     def _work(self) -> None:
         while True:
             with self._cond:
-                while not self._queue and not self._closed:
+                while not self._queue and not self._later and not self._closed:
                     self._cond.wait()
                 if self._closed:
                     return
-                key, task = self._queue.popleft()
+                key, task = (self._queue or self._later).popleft()
             self.task_lock.acquire()    # (a fork waits for the task: _before_fork)
             with self._cond:
                 self._running = True
@@ -110,7 +115,7 @@ class BackgroundCompiler:
                     self._running = False
                     self._keys.discard(key)
                     self.completed += 1
-                    if not self._queue and self._saved_switch is not None:
+                    if not self._queue and not self._later and self._saved_switch is not None:
                         sys.setswitchinterval(self._saved_switch)
                         self._saved_switch = None
                     self._cond.notify_all()
@@ -120,9 +125,10 @@ class BackgroundCompiler:
         by _at_exit)."""
         with self._cond:
             self._closed = True
-            for key, _ in self._queue:
+            for key, _ in [*self._queue, *self._later]:
                 self._keys.discard(key)
             self._queue.clear()
+            self._later.clear()
             self._cond.notify_all()
 
 

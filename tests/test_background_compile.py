@@ -312,3 +312,18 @@ def test_soak_threads_shapes_and_fresh_vms_while_compiling():
             t.join()
         assert problems == []
         assert vm.wait_compiled(120)
+
+
+def test_a_task_queued_last_waits_for_the_others():
+    # a native library (seconds) goes after the regions' kernels queued meanwhile, later ones too
+    c = background.BackgroundCompiler()
+    gate, ran = threading.Event(), []
+    c.submit("first", lambda: (gate.wait(30), ran.append("first")))
+    c.submit("library", lambda: ran.append("library"), last=True)
+    c.submit("region1", lambda: ran.append("region1"))
+    c.submit("region2", lambda: ran.append("region2"))
+    assert not c.submit("library", lambda: ran.append("again"), last=True)    # deduplicated
+    gate.set()
+    assert c.wait(30)
+    assert ran == ["first", "region1", "region2", "library"]
+    c.close()
