@@ -9,7 +9,9 @@ from test_passes_support import random_program, run_vm, same_outcome
 
 import assembler
 import dlvmrt
+from isa.builder import ModuleBuilder
 from isa.dtypes import DType
+from isa.module import ConstRef
 from isa.narrow import computes
 from isa.ops import OPS
 from isa.verify import verify_module
@@ -143,3 +145,22 @@ def test_the_cpu_jit_compiles_widened_f16():
             np.testing.assert_array_equal(g, w)
     compiled = [r for *_, r in vm.runners if r.describe().get("compiled_calls", 0)]
     assert len(compiled) >= 3, [r.describe() for *_, r in vm.runners]
+
+
+def test_large_f16_weights_become_f32_constants():
+    # the cast of a module constant folds at any size: an f16 model's weights are not cast on
+    # every call
+    rng = np.random.default_rng(5)
+    w = rng.standard_normal((1100, 1024)).astype(np.float16)      # over 2^20 elements
+    mb = ModuleBuilder("big")
+    f = mb.function("main", [("x", "f16[N, 1100]")], ["f16[N, 1024]"])
+    f.ret(f.matmul(f.arg("x"), mb.constant("w", w)))
+    m = mb.finish()
+    out = optimize(m)
+    casts_of_constants = [ins for b in out.functions["main"].blocks for ins in b.instrs
+                          if ins.op == "cast" and isinstance(ins.operands[0], ConstRef)]
+    assert casts_of_constants == []
+    assert any(c.value.dtype == np.float32 and c.value.shape == w.shape
+               for c in out.constants.values())
+    x = rng.standard_normal((2, 1100)).astype(np.float16)
+    assert same_outcome(run_vm(m, x), run_vm(out, x))

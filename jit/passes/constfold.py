@@ -9,7 +9,8 @@ program would have computed.
 
 Never folded: control flow and calls; instructions whose reference traps (the trap must still
 happen at run time, so the instruction stays); ops whose attributes name dims bound only at run
-time; results larger than FOLD_MAX_ELEMENTS (they would bloat the module).
+time; results larger than FOLD_MAX_ELEMENTS (they would bloat the module), except the cast of a
+module constant (as many elements as the module holds already).
 A `br` on a known condition becomes a `jmp`; an `assert` of a known all-true condition is
 removed (a known false one stays: it must trap).
 """
@@ -73,7 +74,12 @@ class Folder:
         if not foldable(ins) or ii >= len(self.types[bi]):
             return None
         t = self.types[bi][ii]
-        if any(not rt.is_static or _size(rt) > FOLD_MAX_ELEMENTS for rt in t.results):
+        # the cast of a module constant folds at any size: the module holds as many elements
+        # already (the widen pass casts an f16 model's weights to f32; a large one cast on every
+        # call cost a pass over it)
+        weights_cast = ins.op == "cast" and isinstance(ins.operands[0], ConstRef)
+        if any(not rt.is_static or (_size(rt) > FOLD_MAX_ELEMENTS and not weights_cast)
+               for rt in t.results):
             return None
         args = self.operand_values(ins, t, facts)
         if args is None:
