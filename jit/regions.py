@@ -96,8 +96,17 @@ def reduce_inner(p: Prim) -> int | None:
 def classify_prim(p: Prim) -> _Shape:
     if not all(_dtype_ok(t.dtype) for t in p.in_types + p.out_types):
         return _Shape(False, reason="the narrow formats and str have no CPU kernel")
-    if p.op not in _F16_PRIMS and any(t.dtype is DType.F16 for t in p.in_types + p.out_types):
-        return _Shape(False, reason="f16 arithmetic has no kernel (the pipeline widens it to f32)")
+    if any(t.dtype is DType.F16 for t in p.in_types + p.out_types):
+        if p.op not in _F16_PRIMS:
+            return _Shape(False, reason="f16 arithmetic has no kernel (the pipeline widens it "
+                                        "to f32)")
+        if p.op == "cast" and p.in_types[0].dtype is DType.F64 and \
+                p.out_types[0].dtype is DType.F16:
+            return _Shape(False, reason="an f64 -> f16 cast has no kernel (through f32 it "
+                                        "would round twice)")
+        from .llvm.target import converts_f16
+        if not converts_f16():
+            return _Shape(False, reason="f16 casts need the host's f16 conversions (F16C)")
     if fuses_elementwise(p.op):
         return _Shape(True)
     if p.op in REDUCE_OPS:

@@ -361,6 +361,28 @@ def test_a_family_the_library_won_runs_new_shapes_on_it_at_once():
     assert ("main", ("f", (1, 16))) not in vm.native.inherited
 
 
+def test_every_eighth_new_shape_of_a_trusted_family_is_compared(monkeypatch):
+    import dlvmrt.native_tier as nt
+    vm, x, _ = _auto_vm_with_its_library()
+    for n in (5, 6):
+        _timed(vm, ("main", ("f", (n, 16))), True)
+    rows = lambda n: np.ones((n, 16), np.float32)  # noqa: E731
+    for n in range(10, 10 + nt.SPOT_CHECK):
+        vm.run(rows(n))
+    sigs = [("main", ("f", (n, 16))) for n in range(10, 10 + nt.SPOT_CHECK)]
+    assert all(s in vm.native.inherited for s in sigs[:-1])
+    assert sigs[-1] not in vm.native.inherited          # the spot check: a trial of its own
+    assert sigs[-1] in vm.native.trials or sigs[-1] in vm.native.choice
+    # one signature has one vote: a second timing of the same shape replaces its first
+    fam = nt._family(sigs[0])
+    vm.native.votes[fam] = {}
+    _timed(vm, ("main", ("f", (40, 16))), True)
+    _timed(vm, ("main", ("f", (40, 16))), True)
+    assert len(vm.native.votes[fam]) == 1
+    vm.run(rows(41))
+    assert ("main", ("f", (41, 16))) not in vm.native.inherited
+
+
 def test_first_calls_vote_for_their_family(monkeypatch):
     # each signature's first call runs both ways on the same inputs: shapes seen once each
     # (no trial finishes) still earn their family the library
@@ -695,3 +717,24 @@ def test_f16_programs_run_in_the_library(optimize):
     else:
         assert vm.native.vm_instructions == 3, vm.native.status()
         np.testing.assert_array_equal(outs[0], want)
+
+
+def test_f16_constants_of_one_value_are_the_interpreters():
+    # a scalar const is filled from its value: f16's comes as its bits
+    m = assembler.parse("""module c
+func @main(%x: f16[2, 2]) -> (f16[2, 2], f16[], f16[2, 2]) {
+entry:
+  %c = const 3.0 : f16[2, 2]
+  %s = const 0.5 : f16[]
+  %y = mov %x
+  ret %c, %s, %y
+}
+""")
+    x = np.ones((2, 2), np.float16)
+    vm = native_vm(m)
+    for _ in range(2):
+        vm.run(x)
+    code, _, outs = vm.native.library.call("main", [x])
+    assert code == 0
+    for g, w in zip(outs, dlvmrt.VM(m, jit="off").run(x)):
+        np.testing.assert_array_equal(g, w)

@@ -164,3 +164,25 @@ def test_large_f16_weights_become_f32_constants():
                for c in out.constants.values())
     x = rng.standard_normal((2, 1100)).astype(np.float16)
     assert same_outcome(run_vm(m, x), run_vm(out, x))
+
+
+def test_an_f64_to_f16_cast_leaves_the_rest_of_its_region_compiled():
+    # (double -> half would round twice through float, and is a library call on x86)
+    m = assembler.parse("""module c
+func @main(%x: f32[N, 8], %d: f64[N, 8]) -> (f32[N, 8], f16[N, 8]) {
+entry:
+  %a = mul %x, 2.0
+  %b = exp %a
+  %h = cast %d {to = f16}
+  %c = add %b, 1.0
+  ret %c, %h
+}
+""")
+    vm = dlvmrt.VM(m, jit="always", native="off")
+    rng = np.random.default_rng(0)
+    x, d = rng.standard_normal((3, 8)).astype(np.float32), rng.standard_normal((3, 8))
+    got, want = vm.run(x, d), dlvmrt.VM(m, jit="off").run(x, d)
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-5)
+    np.testing.assert_array_equal(got[1], want[1])
+    assert sum(r.compiled_calls for *_, r in vm.runners) >= 1, \
+        [r.describe() for *_, r in vm.runners]

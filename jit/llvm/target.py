@@ -154,6 +154,16 @@ def vector_bytes() -> int:
     return 16
 
 
+def converts_f16() -> bool:
+    """Whether the host converts between f16 and f32 in instructions (x86's F16C; AArch64 has
+    them always): elsewhere LLVM calls compiler-rt's __extendhfsf2 / __truncsfhf2, which the
+    JIT's linker may not resolve, so f16 casts stay interpreted there."""
+    h = host()
+    if "x86" not in h.triple:
+        return "aarch64" in h.triple or "arm64" in h.triple
+    return "+f16c" in set(h.features.split(","))
+
+
 def vector_lanes(kernel, spec) -> int | None:
     """Lanes of the explicit vector loops for this kernel variant, or None: scalar loops that
     LLVM's loop vectorizer widens (hosts without AVX-512BW, whose masked loads of bytes would

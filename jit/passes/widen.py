@@ -80,7 +80,8 @@ def _widened(ins: Instr, t, taken: set[str]) -> list[Instr]:
         if ot.dtype is not DType.F16:
             operands.append(o)
         elif isinstance(o, Imm):
-            operands.append(Imm(float(np.float16(o.value))))     # the f16 value it stood for
+            with np.errstate(over="ignore"):                     # (beyond f16's range: inf)
+                operands.append(Imm(float(np.float16(o.value))))     # the f16 value it stood for
         elif isinstance(o, (Reg, ConstRef)):
             wide = fresh(f"{ins.results[0] if ins.results else 'w'}.f32_{k}")
             made.append(Instr("cast", [wide], [o], {"to": DType.F32}, loc=ins.loc))

@@ -670,6 +670,8 @@ class ProgramCompiler:
             if value.ndim == 0:
                 v = value.item()
                 iv = int(v) if not (isinstance(v, float) and (v != v or abs(v) == float("inf"))) else 0
+                if rt.dtype is DType.F16:        # its bits (dlvm_aot_rt.c: store_scalar)
+                    iv = int(np.array(float(v), np.float16).view(np.uint16))
                 self.w(f"if ({self._dims_bound(rt.shape)}) {{ dlvm_rt_fail(ctx, DLVM_RT_ERR_TRAP, "
                        f"\"a named dim of the const is not bound\"); goto fail_{n}; }}", 2)
                 self.w(f"if (dlvm_rt_fill(ctx, {dst}, {dtype_code(rt.dtype)}, {rt.rank}, "
