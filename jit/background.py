@@ -7,7 +7,9 @@ keeps running the code they will replace (HotSpot's and V8's concurrent compiler
     compiler.wait(timeout)             # True once nothing is queued or running
 
 A task installs its own result (a runner's variant, a block's new steps) when it finishes and
-records its own failures: the compiler only runs tasks, one at a time, in the order they came.
+records its own failures: the compiler only runs tasks, one at a time, in the order they came,
+except that a task queued `last` (a whole program's native library) waits for the others, up
+to LAST_MAX_WAIT_S.
 Keys deduplicate: a region that keeps running interpreted while its kernel compiles asks again on
 every call, and gets the one task already queued.
 
@@ -34,6 +36,9 @@ EXIT_TASK_WAIT_S = 5.0
 EXIT_LLVM_WAIT_S = 60.0
 # the GIL's switch interval while compiles run (Python's default is 5 ms)
 SWITCH_INTERVAL_S = 0.0005
+# the longest a task queued last waits while other tasks keep coming (a process that makes VM
+# after VM would otherwise never build the first one's library)
+LAST_MAX_WAIT_S = 3.0
 
 
 class BackgroundCompiler:
@@ -44,6 +49,7 @@ class BackgroundCompiler:
         # of C compiling, while a region's kernel takes tens of milliseconds and the program
         # runs interpreted until it is in)
         self._later: collections.deque[tuple[Hashable, Callable[[], None]]] = collections.deque()
+        self._later_since: collections.deque[float] = collections.deque()   # their submit times
         self._keys: set[Hashable] = set()      # queued or running
         self._running = False
         self._closed = False
@@ -65,7 +71,11 @@ class BackgroundCompiler:
             if self._closed or key in self._keys:
                 return False
             self._keys.add(key)
-            (self._later if last else self._queue).append((key, task))
+            if last:
+                self._later.append((key, task))
+                self._later_since.append(time.monotonic())
+            else:
+                self._queue.append((key, task))
             if self._thread is None:
                 self._thread = threading.Thread(target=self._work, name="dlvm-compiler", daemon=True)
                 self._thread.start()
@@ -95,7 +105,12 @@ class BackgroundCompiler:
                     self._cond.wait()
                 if self._closed:
                     return
-                key, task = (self._queue or self._later).popleft()
+                if self._later and (not self._queue or
+                                    time.monotonic() - self._later_since[0] > LAST_MAX_WAIT_S):
+                    key, task = self._later.popleft()
+                    self._later_since.popleft()
+                else:
+                    key, task = self._queue.popleft()
             self.task_lock.acquire()    # (a fork waits for the task: _before_fork)
             with self._cond:
                 self._running = True
@@ -129,6 +144,7 @@ class BackgroundCompiler:
                 self._keys.discard(key)
             self._queue.clear()
             self._later.clear()
+            self._later_since.clear()
             self._cond.notify_all()
 
 

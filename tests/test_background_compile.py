@@ -327,3 +327,18 @@ def test_a_task_queued_last_waits_for_the_others():
     assert c.wait(30)
     assert ran == ["first", "region1", "region2", "library"]
     c.close()
+
+
+def test_a_task_queued_last_waits_a_bounded_time(monkeypatch):
+    # other tasks that keep coming do not hold it back for good
+    monkeypatch.setattr(background, "LAST_MAX_WAIT_S", 0.1)
+    c = background.BackgroundCompiler()
+    gate, ran = threading.Event(), []
+    c.submit("first", lambda: gate.wait(30))
+    c.submit("library", lambda: ran.append("library"), last=True)
+    for i in range(20):
+        c.submit(f"region{i}", lambda i=i: (time.sleep(0.02), ran.append(i)))
+    gate.set()
+    assert c.wait(30)
+    assert ran.index("library") < 20           # before the last region: it did not wait them all
+    c.close()
