@@ -80,17 +80,20 @@ STEADY_AFTER = 4
 RETRY_MAX = 64000
 MAX_SIGNATURES = 256        # signatures remembered per VM (then forgotten and tried again)
 # A shape family (_family: the entry, each argument's dtype and rank, and which of its dims are
-# 0, 1 or more) whose last FAMILY_TRUST signatures voted for the library, and none of whose
+# 0, 1 or more) whose last FAMILY_TRUST votes favoured the library, and none of whose
 # signatures the library failed or got wrong, runs a new signature on the library at once, in
-# "auto". A signature's vote is its timed choice, or before that its first call, which runs
-# both ways on the same inputs to compare them (counted only with no compile beside it). A text
-# model called on batches of varying length had a new signature nearly every call, and none
-# finished its trial: each new one ran both ways (MiniLM over lengths 8-64 at batch 4: 2-3x
+# "auto". A vote is a timed choice, or a signature's first call, which runs both ways on the
+# same inputs to compare them. (Counting one vote per signature, or first calls only with no
+# compile beside them, left more shapes to trials: MiniLM's stream below went from 0.81-0.88
+# to 1.0-1.1 of onnxruntime's time in its last 80 calls, four runs each.) A text model
+# called on batches of varying length had a new signature nearly every call, and none finished
+# its trial: each new one ran both ways (MiniLM over lengths 8-64 at batch 4: 2-3x
 # onnxruntime's time after 80 calls). The library's code takes other paths at other extents
 # (vector tails, few-row products, splits), so every SPOT_CHECK-th new signature of a trusted
-# family is still compared on its first call; a difference ends the family's trust.
+# family is still compared on its first call (then runs the library, untimed); a difference
+# ends the family's trust. (Every 8th cost MiniLM's stream about a tenth: one VM call each.)
 FAMILY_TRUST = 2
-SPOT_CHECK = 8
+SPOT_CHECK = 32
 # how close the library's results must be to the VM's on the first call of a signature (f32
 # kernels reassociate sums; a real miscompile is far outside)
 RTOL, ATOL = 1e-3, 1e-5
@@ -143,10 +146,11 @@ class NativeTier:
         self.uses: dict[tuple, int] = {}              # calls since a timed choice
         # per signature: the last timed choice, the calls and seconds until the next, and when
         self.retry: dict[tuple, tuple[bool, int, float, float]] = {}
-        self.votes: dict[tuple, dict[tuple, bool]] = {}   # family -> signature -> its vote
+        self.votes: dict[tuple, list[bool]] = {}      # family -> its latest votes
         self.family_declined: set[tuple] = set()      # families the library failed or got wrong
         self.inherited: set[tuple] = set()            # signatures run native on their family's
         self.family_new: dict[tuple, int] = {}        # family -> new signatures it ran at once
+        self.spot_checks: set[tuple] = set()          # such signatures compared on a first call
         self._lock = threading.Lock()
         self._done = threading.Event()
         self._pid = os.getpid()         # a forked child rebuilds: its parent's compile is not its
@@ -284,8 +288,13 @@ class NativeTier:
             if not _same(outs, want, self._has_steps()):
                 self._decline(sig)
                 return want
-            if quiet:
-                self._vote(sig, t_native <= t_vm * NATIVE_EDGE)
+            self._vote(sig, t_native <= t_vm * NATIVE_EDGE)
+            if sig in self.spot_checks:       # a trusted family's shape, compared: run it native
+                with self._lock:
+                    self.spot_checks.discard(sig)
+                    self.inherited.add(sig)
+                self._decide(sig, True)
+                return want
             if self.mode == "always":
                 self._decide(sig, True)
                 return want
@@ -315,7 +324,7 @@ class NativeTier:
         FAMILY_TRUST); a signature that was timed itself is timed again instead."""
         family = _family(sig)
         with self._lock:
-            votes = list(self.votes.get(family, {}).values())
+            votes = self.votes.get(family, [])
             if sig in self.declined or family in self.family_declined or \
                     (sig in self.retry and sig not in self.inherited) or sig in self.trials or \
                     len(votes) < FAMILY_TRUST or not all(votes[-FAMILY_TRUST:]):
@@ -323,22 +332,20 @@ class NativeTier:
             if sig not in self.inherited:
                 n = self.family_new[family] = self.family_new.get(family, 0) + 1
                 if n % SPOT_CHECK == 0:
-                    return False        # compared on its first call, as a signature of its own
+                    self.spot_checks.add(sig)   # compared on its first call (_trial), no timing
+                    return False
             self.inherited.add(sig)
         self._decide(sig, True)
         return True
 
     def _vote(self, sig, native: bool, locked: bool = False) -> None:
-        """`sig`'s vote for its family (FAMILY_TRUST): its latest comparison of the two ways,
-        moved to the family's most recent."""
+        """A comparison of the two ways on `sig`, counted towards its family (FAMILY_TRUST)."""
         if not locked:
             with self._lock:
                 return self._vote(sig, native, locked=True)
-        votes = self.votes.setdefault(_family(sig), {})
-        votes.pop(sig, None)
-        votes[sig] = native
-        while len(votes) > FAMILY_TRUST:
-            del votes[next(iter(votes))]
+        votes = self.votes.setdefault(_family(sig), [])
+        votes.append(native)
+        del votes[:-FAMILY_TRUST]
 
     def _decline(self, sig) -> None:
         """The library failed this signature or got it wrong: the VM keeps it for good, and its
@@ -361,6 +368,7 @@ class NativeTier:
                 self.uses.clear()
                 self.retry.clear()
                 self.inherited.clear()
+                self.spot_checks.clear()
             self.choice[sig] = native
             self.trials.pop(sig, None)
             if trial is not None:
