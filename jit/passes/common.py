@@ -97,6 +97,32 @@ def instr_types_or_none(table: list[list[InstrTypes]], bi: int, ii: int) -> Inst
     return rows[ii] if ii < len(rows) else None
 
 
+def rewrite_instructions(module: Module, table: dict, rewrite) -> bool:
+    """Replace, in place, each instruction for which `rewrite(ins, types, taken)` returns a
+    list of instructions (None keeps it); `taken` holds every register name of the module, and
+    a rewrite adds the names it makes. Whether anything changed."""
+    taken: set[str] = set()
+    for func in module.functions.values():
+        taken.update(p.name for p in func.params)
+        for block in func.blocks:
+            for ins in block.instrs:
+                taken.update(ins.results)
+    changed = False
+    for fname, func in module.functions.items():
+        types = table[fname]
+        for bi, block in enumerate(func.blocks):
+            out: list[Instr] = []
+            for ii, ins in enumerate(block.instrs):
+                made = rewrite(ins, instr_types_or_none(types, bi, ii), taken)
+                if made is None:
+                    out.append(ins)
+                    continue
+                out.extend(made)
+                changed = True
+            block.instrs[:] = out
+    return changed
+
+
 def fresh_constant_name(module: Module, stem: str) -> str:
     n = 0
     while f"{stem}{n}" in module.constants:

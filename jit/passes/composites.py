@@ -24,7 +24,7 @@ from isa.ops import OPS
 from isa.types import TensorType
 from isa.verify import verify_module
 
-from .common import instr_types_or_none
+from .common import rewrite_instructions
 
 EXPANDED = frozenset({"batch_norm"})
 
@@ -45,26 +45,9 @@ def expand_composites(module: Module, table: dict | None = None) -> bool:
     """Write out every expandable composite in place; return whether anything changed.
     `table`: the module's verified types, where the caller has them."""
     table = table if table is not None else verify_module(module)
-    changed = False
-    taken: set[str] = set()
-    for func in module.functions.values():
-        taken.update(p.name for p in func.params)
-        for block in func.blocks:
-            for ins in block.instrs:
-                taken.update(ins.results)
-    for fname, func in module.functions.items():
-        types = table[fname]
-        for bi, block in enumerate(func.blocks):
-            out: list[Instr] = []
-            for ii, ins in enumerate(block.instrs):
-                t = instr_types_or_none(types, bi, ii)
-                if not _expandable(ins, t):
-                    out.append(ins)
-                    continue
-                out.extend(_decompose(ins, t, taken))
-                changed = True
-            block.instrs[:] = out
-    return changed
+    return rewrite_instructions(
+        module, table, lambda ins, t, taken: _decompose(ins, t, taken)
+        if _expandable(ins, t) else None)
 
 
 def _decompose(ins: Instr, t, taken: set[str]) -> list[Instr]:

@@ -26,7 +26,7 @@ from isa.narrow import computes
 from isa.ops import OPS
 from isa.verify import verify_module
 
-from .common import instr_types_or_none
+from .common import rewrite_instructions
 
 
 def _widens(ins: Instr, types) -> bool:
@@ -43,26 +43,8 @@ def widen_f16(module: Module, table: dict | None = None) -> bool:
     return whether anything changed. `table`: the module's verified types, where the caller
     has them."""
     table = table if table is not None else verify_module(module)
-    taken: set[str] = set()
-    for func in module.functions.values():
-        taken.update(p.name for p in func.params)
-        for block in func.blocks:
-            for ins in block.instrs:
-                taken.update(ins.results)
-    changed = False
-    for fname, func in module.functions.items():
-        types = table[fname]
-        for bi, block in enumerate(func.blocks):
-            out: list[Instr] = []
-            for ii, ins in enumerate(block.instrs):
-                t = instr_types_or_none(types, bi, ii)
-                if not _widens(ins, t):
-                    out.append(ins)
-                    continue
-                out.extend(_widened(ins, t, taken))
-                changed = True
-            block.instrs[:] = out
-    return changed
+    return rewrite_instructions(
+        module, table, lambda ins, t, taken: _widened(ins, t, taken) if _widens(ins, t) else None)
 
 
 def _widened(ins: Instr, t, taken: set[str]) -> list[Instr]:
