@@ -120,6 +120,7 @@ class BackgroundCompiler:
                     # millisecond for it, not the default 5 ms
                     self._saved_switch = sys.getswitchinterval()
                     sys.setswitchinterval(min(self._saved_switch, SWITCH_INTERVAL_S))
+                    _busy(True)
             try:
                 task()
             except BaseException:    # noqa: BLE001 - tasks record their own failures; never die
@@ -133,6 +134,7 @@ class BackgroundCompiler:
                     if not self._queue and not self._later and self._saved_switch is not None:
                         sys.setswitchinterval(self._saved_switch)
                         self._saved_switch = None
+                        _busy(False)
                     self._cond.notify_all()
 
     def close(self) -> None:
@@ -171,6 +173,18 @@ child_hooks: list[Callable[[], None]] = []
 # called at exit before the wait for the task in flight: what a task waits on that exit makes
 # useless (jit/targets/aot/build.py kills the C compiler of a native library still building)
 exit_hooks: list[Callable[[], None]] = []
+# called with True when the compiler starts on a task after being idle, and with False when its
+# queue is empty again (jit/targets/cpu/blas_threads.py keeps NumPy's OpenBLAS to one thread
+# meanwhile: its threads and the compile shared two cores with the interpreter's products)
+busy_hooks: list[Callable[[bool], None]] = []
+
+
+def _busy(now: bool) -> None:
+    for hook in list(busy_hooks):
+        try:
+            hook(now)
+        except Exception:  # noqa: BLE001 - a hook's failure must not stop the compiler
+            pass
 
 
 def _before_fork() -> None:

@@ -71,3 +71,24 @@ def test_small_numpy_products_run_on_one_blas_thread(two_blas_threads, monkeypat
     np.testing.assert_array_equal(out, real(a, b))
     assert seen == [1 if case == "small" else 2]
     assert blas_threads.current() == 2
+
+
+def test_one_thread_while_the_background_compiler_works(two_blas_threads):
+    # the compile takes a core: the interpreter's products meanwhile run OpenBLAS on one thread
+    import threading
+
+    from jit import background
+    c = background.BackgroundCompiler()
+    running, gate, seen = threading.Event(), threading.Event(), []
+
+    def task():
+        running.set()
+        gate.wait(30)
+        seen.append(blas_threads.current())
+    c.submit("slow", task)
+    assert running.wait(30)
+    assert blas_threads.current() == 1
+    gate.set()
+    assert c.wait(30)
+    assert seen == [1] and blas_threads.current() == 2      # restored once the queue is empty
+    c.close()
