@@ -102,9 +102,11 @@ def _env_int(name: str, default: int) -> int:
         return default
 
 
-# programs from this many instructions optimize on the background compiler (VM._defer); a
-# smaller one takes a few milliseconds, and its VM starts with the optimized program at once
-DEFER_PIPELINE_FROM = 200
+# programs from this many instructions optimize on the background compiler (VM._defer), from
+# the end of the first call on: the first call is the interpreter's alone (its pipeline, a few
+# milliseconds on the caller, made a small CNN's first result 1.4-1.95x the interpreter's, and
+# beside the call on the compiler thread it took the GIL half the time: ResNet-18/32 2.1x)
+DEFER_PIPELINE_FROM = 1
 
 
 def _optimize_wanted(optimize: bool | None, jit: str) -> bool:
@@ -182,6 +184,10 @@ class VM:
         self.random = RandomStreams(seed)     # what random ops draw from (random_streams.py)
         self.profiler = Profiler(trace=trace) if (profile or trace) else None
         self._warm: VM | None = None
+        self._pipeline_queued = True
+        # native="always" builds the library before the first call, which runs it: nothing
+        # to defer (as with jit="always")
+        self._native_always = (native or os.environ.get("DLVM_NATIVE") or "auto") == "always"
         if not (self.optimized and self._defer()):
             self._install(self.source_program.optimized() if self.optimized
                           else self.source_program)
@@ -216,7 +222,8 @@ class VM:
         pipeline's passes keep every result and trap; specs/passes.md). The pipeline was most
         of a model's first call (a recurrent model: 0.3 s against 15 ms interpreted)."""
         src = self.source_program
-        if not self.background or self.profiler is not None or src._optimized is not None:
+        if not self.background or self.profiler is not None or src._optimized is not None or \
+                self._native_always:
             return False
         if uses_random(src.module):
             return False        # one stream per instruction: the warm VM would repeat it
@@ -224,11 +231,23 @@ class VM:
         if size < DEFER_PIPELINE_FROM:
             return False
         from jit import background as bg
-        if not bg.compiler().submit(("pipeline", id(src)), src.optimized):
+        if bg.compiler().closed:
             return False
         self._warm = VM(src, jit="off", optimize=False, max_steps=self.max_steps,
                         max_call_depth=self.max_call_depth, native="off")
+        self._pipeline_queued = False       # queued when the first call returns (run)
         return True
+
+    def _queue_pipeline(self) -> None:
+        """The deferred pipeline onto the background compiler (once; without one, the next
+        call optimizes on its caller)."""
+        self._pipeline_queued = True
+        from jit import background as bg
+        src = self.source_program
+        if not bg.compiler().submit(("pipeline", id(src)), src.optimized) and \
+                not bg.compiler().pending(("pipeline", id(src))):
+            with self._lock:
+                self._warm = None
 
     def _install(self, program: Program) -> None:
         with self._lock:
@@ -283,7 +302,12 @@ class VM:
             if optimized is None:
                 warm = self._warm
                 if warm is not None:      # the pipeline is still running (_defer)
-                    return warm.run(entry, *args, **named)
+                    if self._pipeline_queued:
+                        return warm.run(entry, *args, **named)
+                    try:
+                        return warm.run(entry, *args, **named)
+                    finally:
+                        self._queue_pipeline()
             else:
                 self._install(optimized)
         if not isinstance(entry, str):
@@ -496,17 +520,19 @@ def _devices(device: str | Device, gpus: list[Device] | None):
     (regions go there when they can; fallbacks are reported),
     or a Device object (e.g. `devices.sim_device()`); `gpus` gives "auto" devices to choose from
     (tests use a simulated GPU this way)."""
-    from .scheduler import Scheduler
     if isinstance(device, Device):
+        from .scheduler import Scheduler
         return device.name, Scheduler([device, *(gpus or [])], hint=device.name)
     if gpus:
+        from .scheduler import Scheduler
         if device not in ("auto", "cpu") and device not in (g.name for g in gpus):
             raise ValueError(f"device {device!r} is not one of the given gpus "
                              f"({', '.join(g.name for g in gpus)})")
         return device, Scheduler(gpus, hint=None if device == "auto" else device)
     name = resolve_device(device)
-    if name == "cpu":
-        return "cpu", None
+    if name == "cpu":               # (no scheduler to import: a small model's first result
+        return "cpu", None          # waited 2 ms for it)
+    from .scheduler import Scheduler
     gpu = get_device(default_accelerator() if name == "auto" else name)
     return name, Scheduler([gpu], hint=None if name == "auto" else gpu.name)
 

@@ -58,6 +58,11 @@ class BackgroundCompiler:
         self._saved_switch: float | None = None
         self.task_lock = threading.Lock()      # held while a task runs
 
+    @property
+    def closed(self) -> bool:
+        """Whether it takes no more tasks (the process is exiting)."""
+        return self._closed
+
     def pending(self, key: Hashable) -> bool:
         """Whether a task with this key is queued or running."""
         with self._cond:

@@ -95,7 +95,8 @@ def test_wait_compiled_then_every_call_is_compiled():
     vm = dlvmrt.VM(dense(1), jit="auto")
     x = x_of(8)
     want = dlvmrt.VM(dense(1), jit="off").run("main", x)[0]
-    for _ in range(3):      # hot, then the regions are formed and their shapes seen
+    for _ in range(4):      # the pipeline (after the first call), hot, then the regions are
+                            # formed and their shapes seen
         vm.run("main", x)
         assert vm.wait_compiled(60)
     before = [r.compiled_calls for *_, r in vm.runners]
@@ -208,10 +209,9 @@ def test_exit_stops_the_c_compiler_of_a_library_in_flight(tmp_path):
     start = time.perf_counter()
     p = _run(f"""
 vm = dlvmrt.VM(dense(), jit="auto", native="auto")
-for _ in range(10):
-    y = vm.run("main", x_of())[0]
 deadline = time.monotonic() + 20
 while not os.path.exists({str(mark)!r}) and time.monotonic() < deadline:
+    y = vm.run("main", x_of())[0]     # (the pipeline, then the tier-ups, then the library)
     time.sleep(0.01)
 print("done", y.shape, os.path.exists({str(mark)!r}))
 """, env={"CC": str(cc), "DLVM_CACHE_DIR": str(tmp_path / "cache")})
@@ -239,6 +239,8 @@ def slow(*a, **k):
 jit.targets.cpu.runner.compile_variant = slow
 vm = dlvmrt.VM(dense(5), jit="auto")
 ref = dlvmrt.VM(dense(5), jit="off")
+vm.run("main", x_of())           # interpreted as written; the pipeline is queued after it
+assert vm.wait_compiled(60)
 vm.run("main", x_of())
 vm.run("main", x_of())           # hot: the tier-up is queued
 assert vm.wait_compiled(60)

@@ -178,13 +178,18 @@ def _growing_pad(ins: Instr, t: TensorType) -> bool:
 
 def removable_if_unused(ins: Instr, types: InstrTypes | None) -> bool:
     """Whether `ins` may be deleted when none of its results is read."""
+    return not kept_anyway(ins, types) and not may_trap(ins, types)
+
+
+def kept_anyway(ins: Instr, types: InstrTypes | None) -> bool:
+    """The reasons to keep an unused `ins` that cost nothing to learn (may_trap runs the
+    reference on probe values: asked only where the answer matters)."""
     op = OPS[ins.op]
     if op.family is Family.CONTROL:
-        return False             # jumps, returns, asserts and calls (which may trap inside)
+        return True              # jumps, returns, asserts and calls (which may trap inside)
     if op.random:
-        return False             # an unused draw still advances its stream: the later draws
+        return True              # an unused draw still advances its stream: the later draws
                                  # are the same numbers with and without the optimizer
-    if types is not None and any(r.is_static and math.prod(r.shape) > HUGE_RESULT_ELEMENTS
-                                 for r in types.results):
-        return False             # its allocation may run out of memory: a trap, observable too
-    return not may_trap(ins, types)
+    # its allocation may run out of memory: a trap, observable too
+    return types is not None and any(r.is_static and math.prod(r.shape) > HUGE_RESULT_ELEMENTS
+                                     for r in types.results)
