@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 
 from isa.dtypes import DType
 from isa.module import ConstRef, Module, Operand, Reg
+from isa.narrow import computes
 from isa.ops import OPS, Family
 from isa.verify import FunctionTypes
 
@@ -77,9 +78,6 @@ def _dtype_ok(d: DType) -> bool:
     return not d.is_narrow and not d.is_str
 
 
-# what a kernel does with f16 values: convert and copy them (the pipeline writes f16 arithmetic
-# as f32 arithmetic between casts: jit/passes/widen.py; unwidened, it stays interpreted)
-_F16_PRIMS = frozenset({"cast", "mov"})
 
 
 def reduce_inner(p: Prim) -> int | None:
@@ -97,7 +95,9 @@ def classify_prim(p: Prim) -> _Shape:
     if not all(_dtype_ok(t.dtype) for t in p.in_types + p.out_types):
         return _Shape(False, reason="the narrow formats and str have no CPU kernel")
     if any(t.dtype is DType.F16 for t in p.in_types + p.out_types):
-        if p.op not in _F16_PRIMS:
+        # a kernel only converts and copies f16 (the pipeline writes f16 arithmetic as f32
+        # arithmetic between casts: jit/passes/widen.py; unwidened, it stays interpreted)
+        if computes(OPS[p.op]):
             return _Shape(False, reason="f16 arithmetic has no kernel (the pipeline widens it "
                                         "to f32)")
         if p.op == "cast" and p.in_types[0].dtype is DType.F64 and \
