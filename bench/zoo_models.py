@@ -275,6 +275,8 @@ class ZooModel:
     kind: str = "float"          # "float": one f32 input; "minilm": token ids and mask
     # other inputs: (batch, size, rng) -> feeds, in the network's argument order
     make_inputs: Callable[[int, str, np.random.Generator], dict[str, np.ndarray]] | None = None
+    # a rewrite of the exported ONNX bytes (onnxruntime's quantization tools), or None
+    post_export: Callable[[bytes], bytes] | None = None
 
     def build(self, size: str = "small"):
         torch = _torch()
@@ -363,7 +365,7 @@ def export_onnx(model: ZooModel, net, feeds: dict[str, np.ndarray], exporter: st
             axes = {n: {0: "batch"} for n in names} if dynamic else None
             torch.onnx.export(net, args, f, dynamo=False, opset_version=min(opset, 17),
                               input_names=names, output_names=["y"], dynamic_axes=axes)
-            return f.getvalue()
+            return _post(model, f.getvalue())
         if exporter != "dynamo":
             raise ValueError(f"unknown exporter {exporter!r} (expected one of {EXPORTERS})")
         shapes = None
@@ -377,7 +379,11 @@ def export_onnx(model: ZooModel, net, feeds: dict[str, np.ndarray], exporter: st
             prog = torch.onnx.export(net, args, dynamo=True, opset_version=opset,
                                      input_names=names, output_names=["y"],
                                      dynamic_shapes=shapes, verbose=False)
-        return prog.model_proto.SerializeToString()
+        return _post(model, prog.model_proto.SerializeToString())
+
+
+def _post(model: ZooModel, onnx_bytes: bytes) -> bytes:
+    return model.post_export(onnx_bytes) if model.post_export is not None else onnx_bytes
 
 
 def geomean(xs: list[float]) -> float:
