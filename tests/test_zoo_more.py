@@ -2,7 +2,7 @@
 `bench/zoo_probe2.py`, `bench/zoo_probe3.py`, `bench/zoo_probe4.py`,
 `bench/zoo_probe5.py`, `bench/zoo_probe6.py`, `bench/zoo_probe7.py`, `bench/zoo_probe8.py`,
 `bench/zoo_probe9.py`, `bench/zoo_probe10.py`, `bench/zoo_probe11.py`,
-`bench/zoo_probe12.py`): each,
+`bench/zoo_probe12.py`, `bench/zoo_probe13.py`): each,
 exported with both torch exporters with a dynamic batch, imports and matches onnxruntime at
 batches 1 and 3; and the native tier's library (every op of these models compiles ahead of
 time) matches the interpreter on them.
@@ -35,6 +35,7 @@ from zoo_probe9 import PROBE9  # noqa: E402
 from zoo_probe10 import PROBE10  # noqa: E402
 from zoo_probe11 import PROBE11  # noqa: E402
 from zoo_probe12 import ORT_DISABLED_OPTIMIZERS, PROBE12, TOLERANCES  # noqa: E402
+from zoo_probe13 import PROBE13  # noqa: E402
 
 import dlvmrt  # noqa: E402
 from frontends.onnx import import_onnx  # noqa: E402
@@ -42,12 +43,12 @@ from frontends.onnx import import_onnx  # noqa: E402
 pytestmark = pytest.mark.onnx
 
 MORE = {**_MORE, **PROBE, **PROBE2, **PROBE3, **PROBE4, **PROBE5, **PROBE6, **PROBE7,
-        **PROBE8, **PROBE9, **PROBE10, **PROBE11, **PROBE12}
+        **PROBE8, **PROBE9, **PROBE10, **PROBE11, **PROBE12, **PROBE13}
 # the latest probes' dynamo exports (2-4 s each) run with the slow tests: CI's time
 LATE = (set(PROBE6) | set(PROBE7) | set(PROBE8) | set(PROBE9) | set(PROBE10) | set(PROBE11)
-        | set(PROBE12))
+        | set(PROBE12) | set(PROBE13))
 # and the newest probes' native libraries (a compile of 5-20 s each)
-LATE_NATIVE = set(PROBE11) | set(PROBE12)
+LATE_NATIVE = set(PROBE11) | set(PROBE12) | set(PROBE13)
 # torch's TorchScript-based exporter fails on these (torch 2.13, opset 17): affine_grid and
 # bilinear have no ONNX symbolic there, and max_unpool2d's export trips over a tensor condition;
 # they are checked through the dynamo exporter
@@ -60,7 +61,9 @@ TORCHSCRIPT_FAILS = {"stn": "aten::affine_grid_generator has no opset-17 symboli
                      "hash_embed": "aten::bitwise_xor has no opset-17 symbolic",
                      "spectrogram_cnn": "STFT does not support complex types",
                      "pool_zoo": "adaptive_avg_pool2d to a size that does not divide",
-                     "early_exit": "torch.cond cannot be traced by torch.jit.trace"}
+                     "early_exit": "torch.cond cannot be traced by torch.jit.trace",
+                     "param_norm_cnn": "aten::vdot (spectral_norm's sigma) has no opset-17 symbolic",
+                     "fold_shuffle": "aten::channel_shuffle has no opset-17 symbolic"}
 # torch.export fails on these with a dynamic batch (torch 2.13): fake_quantize_per_tensor_affine
 # decomposes to a _cachemask op that has no fake-tensor kernel; checked through TorchScript
 DYNAMO_FAILS = {"fakequant_cnn": "aten.fake_quantize_per_tensor_affine_cachemask has no "
@@ -73,7 +76,7 @@ ATOL, RTOL = 1e-4, 1e-4
 # the dynamo exporter writes these with ONNX sequences built in a loop (DLRM's EmbeddingBag: a
 # Loop of SequenceInsert per bag, then ConcatFromSequence): the stacked sequences of
 # frontends/onnx/ops/sequence.py, also compiled (--jit always) and as a native library
-SEQUENCES = {"dlrm"}
+SEQUENCES = {"dlrm", "embedding_bag"}
 # ATen ops the dynamo exporter translates only through a torch decomposition: torch 2.11 has none
 # for aten.adaptive_max_pool2d (2.13 has one) and onnxscript's torch_lib leaves the op
 # unimplemented, so torch.onnx.export(dynamo=True) fails there ("No ONNX function found for
@@ -125,11 +128,12 @@ def test_matches_onnxruntime(name, exporter):
                f"{name} {exporter} b={batch}", TOLERANCES.get(name, (ATOL, RTOL)))
 
 
-# the native tier's library has no code for some of probe12's ops: it hands them back to the VM
-# (the results still match)
+# the native tier's library has no code for some of probe12's and probe13's ops: it hands them
+# back to the VM (the results still match)
 NATIVE_GAPS = {"fnet": "DFT (8 instructions) runs on the VM",
                "spectrogram_cnn": "DFT (the STFT's, onesided) runs on the VM",
-               "mlm_masked": "NonZero runs on the VM"}
+               "mlm_masked": "NonZero runs on the VM",
+               "fold_shuffle": "Col2Im (nn.Fold) runs on the VM"}
 
 
 @pytest.mark.parametrize("name", [
