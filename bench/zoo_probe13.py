@@ -434,6 +434,12 @@ def _classes() -> dict:
                                      FoldShuffle, OddDeconv, HyperNet)}
 
 
+# the QDQ CNN's float convolutions (over dequantized int8) sum in another order than onnxruntime's:
+# a last-bit difference that lands on a rounding tie of the next QuantizeLinear (x / scale =
+# 3.5000005) moves that activation one quantization step, 1.2e-3 at the output (seen at batch 32,
+# as written and optimized alike); the tests' tolerance per model: atol, rtol
+TOLERANCES: dict[str, tuple[float, float]] = {"ort_qdq_cnn": (5e-3, 1e-4)}
+
 _floats = zoo_more._floats
 _ids = zoo_more._ids
 

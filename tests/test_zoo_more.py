@@ -34,8 +34,10 @@ from zoo_probe8 import PROBE8  # noqa: E402
 from zoo_probe9 import PROBE9  # noqa: E402
 from zoo_probe10 import PROBE10  # noqa: E402
 from zoo_probe11 import PROBE11  # noqa: E402
-from zoo_probe12 import ORT_DISABLED_OPTIMIZERS, PROBE12, TOLERANCES  # noqa: E402
+from zoo_probe12 import ORT_DISABLED_OPTIMIZERS, PROBE12  # noqa: E402
+from zoo_probe12 import TOLERANCES as _TOLERANCES12  # noqa: E402
 from zoo_probe13 import PROBE13  # noqa: E402
+from zoo_probe13 import TOLERANCES as _TOLERANCES13  # noqa: E402
 
 import dlvmrt  # noqa: E402
 from frontends.onnx import import_onnx  # noqa: E402
@@ -73,6 +75,7 @@ DYNAMO_FAILS = {"fakequant_cnn": "aten.fake_quantize_per_tensor_affine_cachemask
 # the float graph; compared against the graph as written (optimizations off)
 AS_WRITTEN = {"fakequant_cnn"}
 ATOL, RTOL = 1e-4, 1e-4
+TOLERANCES = {**_TOLERANCES12, **_TOLERANCES13}
 # the dynamo exporter writes these with ONNX sequences built in a loop (DLRM's EmbeddingBag: a
 # Loop of SequenceInsert per bag, then ConcatFromSequence): the stacked sequences of
 # frontends/onnx/ops/sequence.py, also compiled (--jit always) and as a native library
