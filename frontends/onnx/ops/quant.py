@@ -20,6 +20,7 @@ from isa.dtypes import BY_NAME, DType
 from ..registry import NodeCtx, onnx_op
 from ..values import Value, known
 from .common import SATURATING_FLOAT8, cast, norm_axis, onnx_cast, scalar
+from .integer_products import exact_conv, exact_matmul
 
 F32 = BY_NAME["f32"]
 
@@ -101,14 +102,11 @@ def dequantize_linear(ctx: NodeCtx) -> list[Value]:
 
 @onnx_op("QLinearMatMul", since=10)     # 21 added element types
 def qlinear_matmul(ctx: NodeCtx) -> list[Value]:
-    # dequantize both operands exactly (integers in f64), multiply, requantize
+    # the integer product exactly (integer_products.py), requantized in f64
     e = ctx.e
     a, a_s, a_zp, b, b_s, b_zp, y_s, y_zp = (ctx.req(i) for i in range(8))
     f64 = BY_NAME["f64"]
-
-    def deq(v: Value, zp: Value) -> Value:
-        return e.emit("sub", [cast(e, v, f64), cast(e, zp, f64)])
-    acc = e.emit("matmul", [deq(a, a_zp), deq(b, b_zp)])
+    acc = exact_matmul(ctx, a, (a_zp, None), b, (b_zp, None), f64)
     s = e.emit("div", [e.emit("mul", [cast(e, a_s, f64), cast(e, b_s, f64)]), cast(e, y_s, f64)])
     q = e.emit("add", [e.emit("round", [e.emit("mul", [acc, s])]), cast(e, y_zp, f64)])
     lo, hi = y_zp.dtype.int_range()
@@ -118,62 +116,31 @@ def qlinear_matmul(ctx: NodeCtx) -> list[Value]:
 
 @onnx_op("MatMulInteger", since=10)
 def matmul_integer(ctx: NodeCtx) -> list[Value]:
-    # (a - a_zero_point) @ (b - b_zero_point) in i32: 8-bit products summed over K stay exact
-    # for K up to 2^16, as in onnxruntime's kernel
-    e = ctx.e
-    i32 = BY_NAME["i32"]
-    a, b = cast(e, ctx.req(0), i32), cast(e, ctx.req(1), i32)
-    a_zp, b_zp = ctx.input(2), ctx.input(3)
-    if a_zp is not None:
-        zp = cast(e, a_zp, i32)
-        if zp.rank == 1 and a.rank >= 2:          # one zero point per row of a
-            zp = e.emit("reshape", [zp], shape=[-1, 1])
-        a = e.emit("sub", [a, zp])
-    if b_zp is not None:
-        b = e.emit("sub", [b, cast(e, b_zp, i32)])   # per column: broadcasts along the rows
-    return [e.emit("matmul", [a, b], ctx.node.output[0])]
-
-
-def _centered(ctx: NodeCtx, v: Value, zp: Value | None, per_channel_axis: int | None) -> Value:
-    """v - zero_point in f64 (exact for 8-bit integers); a vector zero point is per channel
-    along `per_channel_axis`."""
-    e = ctx.e
-    f64 = BY_NAME["f64"]
-    out = cast(e, v, f64)
-    if zp is None:
-        return out
-    z = cast(e, zp, f64)
-    if z.rank == 1 and per_channel_axis is not None and not (isinstance(z.shape[0], int)
-                                                              and z.shape[0] == 1):
-        shape = [1] * v.rank
-        shape[per_channel_axis] = -1
-        z = e.emit("reshape", [z], shape=shape)
-    elif z.rank == 1:
-        z = e.emit("reshape", [z], shape=[])
-    return e.emit("sub", [out, z])
+    # (a - a_zero_point) @ (b - b_zero_point) in i32, computed exactly in float
+    # (integer_products.py); a vector a_zero_point is one per row of a, a vector b_zero_point
+    # one per column of b (it broadcasts along the rows as it is)
+    a, b, a_zp, b_zp = ctx.req(0), ctx.req(1), ctx.input(2), ctx.input(3)
+    a_shape = [-1, 1] if a_zp is not None and a_zp.rank == 1 and a.rank >= 2 else None
+    return [exact_matmul(ctx, a, (a_zp, a_shape), b, (b_zp, None), BY_NAME["i32"])]
 
 
 @onnx_op("ConvInteger", since=10)
 def conv_integer(ctx: NodeCtx) -> list[Value]:
-    # (x - x_zero_point) conv (w - w_zero_point), summed exactly in f64, as i32
-    from .nn import emit_conv
-    x = _centered(ctx, ctx.req(0), ctx.input(2), None)
-    w = _centered(ctx, ctx.req(1), ctx.input(3), 0)
-    y = emit_conv(ctx, x, w, None, "acc")
-    return [ctx.e.emit("cast", [y], ctx.node.output[0], to=BY_NAME["i32"])]
+    # (x - x_zero_point) conv (w - w_zero_point) as i32, computed exactly in float
+    return [exact_conv(ctx, ctx.req(0), ctx.input(2), ctx.req(1), ctx.input(3), BY_NAME["i32"])]
 
 
 @onnx_op("QLinearConv", since=10)
 def qlinear_conv(ctx: NodeCtx) -> list[Value]:
     # acc = (x - x_zp) conv (w - w_zp) + bias (i32), then requantized with x_s * w_s / y_s
-    from .nn import emit_conv
     e = ctx.e
     f64 = BY_NAME["f64"]
     x_s, w_s, y_s, y_zp = ctx.req(1), ctx.req(4), ctx.req(6), ctx.req(7)
-    x = _centered(ctx, ctx.req(0), ctx.req(2), None)
-    w = _centered(ctx, ctx.req(3), ctx.req(5), 0)
+    acc = exact_conv(ctx, ctx.req(0), ctx.req(2), ctx.req(3), ctx.req(5), f64)
     b = ctx.input(8)
-    acc = emit_conv(ctx, x, w, None if b is None else cast(e, b, f64), "acc")
+    if b is not None:
+        acc = e.emit("add", [acc, e.emit("reshape", [cast(e, b, f64)],
+                                         shape=[-1] + [1] * (acc.rank - 2))])
     ws = cast(e, w_s, f64)
     if ws.rank == 1:
         ws = e.emit("reshape", [ws], shape=[-1] + [1] * (acc.rank - 2))
