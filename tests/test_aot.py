@@ -169,6 +169,23 @@ def test_threads_share_one_library(mlp):
     assert not errors
 
 
+def test_more_threads_than_cpus(mlp):
+    # an explicit count above the CPUs is kept (only $DLVM_THREADS is capped): the same results
+    from jit.targets.cpu.threads import available_cpus
+    module, lib, _ = mlp
+    vm = dlvmrt.VM(module, jit="off")
+    xs = [np.random.default_rng(i).standard_normal((n, 64)).astype(np.float32)
+          for i, n in enumerate((1, 32, 256))]
+    try:
+        for threads in (available_cpus() + 2, 1):
+            lib.set_threads(threads)
+            for _ in range(3):
+                for x in xs:
+                    close(lib.run("main", x), vm.run("main", x), 2e-6)
+    finally:
+        lib.set_threads(0)
+
+
 def test_unsupported_ops_are_listed_at_once(tmp_path):
     module = assembler.parse("""module odd
 func @main(%x: f32[4]) -> (f32[], i64[1, ?], f32[6]) {

@@ -107,3 +107,19 @@ def test_first_job_right_after_start(chunk_fn, tmp_path):
         pool.run(addr, [(0, out.ctypes.data), (1, out.ctypes.data)])
         pool.close()
     assert list(out) == [25, 50]
+
+
+
+def test_the_default_thread_count_is_at_most_the_cpus(monkeypatch):
+    """DLVM_THREADS above the CPUs only time-slices them (OpenBLAS caps its count the same way);
+    an explicit count is the caller's."""
+    from jit.api import Jit
+    from jit.targets.cpu import threads
+    monkeypatch.setattr(threads, "available_cpus", lambda: 2)
+    monkeypatch.setenv("DLVM_THREADS", "8")
+    assert threads.default_threads() == 2
+    monkeypatch.setenv("DLVM_THREADS", "1")
+    assert threads.default_threads() == 1
+    monkeypatch.delenv("DLVM_THREADS")
+    assert threads.default_threads() == 2
+    assert Jit(threads=5).threads == 5

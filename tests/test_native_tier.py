@@ -695,7 +695,8 @@ sys.path.insert(0, {root!r})
 os.sched_setaffinity(0, {{sorted(os.sched_getaffinity(0))[0]}})
 import numpy as np, assembler, dlvmrt
 module = assembler.assemble_file({str(program)!r})
-vm = dlvmrt.VM(module, jit="always", native="always")
+# two threads asked for explicitly: $DLVM_THREADS is capped at the one CPU
+vm = dlvmrt.VM(module, jit="always", native="always", jit_options={{"threads": 2}})
 ref = dlvmrt.VM(module, jit="off")
 rng = np.random.default_rng(0)
 x = rng.standard_normal((256, 256)).astype(np.float32)

@@ -58,11 +58,22 @@ class WorkerPool:
         return status
 
 
+def available_cpus() -> int:
+    """The CPUs this process may run on (its affinity mask where the platform has one)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
 def default_threads() -> int:
+    """$DLVM_THREADS, at most the CPUs this process may run on (their number without it).
+
+    More threads than CPUs only take turns on them: a kernel's chunks wait for a descheduled
+    thread and spinning workers take the core the caller's serial kernels need (MobileNet at
+    batch 1, 4 threads on 2 CPUs: 3x the time of 2 threads, bench/README.md). OpenBLAS caps
+    OPENBLAS_NUM_THREADS the same way. An explicit thread count (JIT(threads=...)) is kept."""
     env = os.environ.get("DLVM_THREADS")
     if env:
-        return max(1, int(env))
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+        return max(1, min(int(env), available_cpus()))
+    return available_cpus()
 
 
 _pools: dict[int, WorkerPool] = {}

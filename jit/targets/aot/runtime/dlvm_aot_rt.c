@@ -4,6 +4,10 @@
  *
  * Needs only the C library, libm and pthreads.
  */
+#ifdef __linux__
+#define _GNU_SOURCE                 /* sched_getaffinity, CPU_COUNT: the CPUs this process may use */
+#include <sched.h>
+#endif
 #include "dlvm_aot_rt.h"
 #include "dlvm_aot_config.h"
 
@@ -615,16 +619,25 @@ static void *worker(void *unused) {
     return NULL;
 }
 
+/* the CPUs this process may run on: its affinity mask where the platform has one */
+static int available_cpus(void) {
+#ifdef __linux__
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
+#endif
+    long cpus = 1;
+#ifdef _SC_NPROCESSORS_ONLN
+    cpus = sysconf(_SC_NPROCESSORS_ONLN);
+#endif
+    return cpus > 0 ? (int)cpus : 1;
+}
+
+/* DLVM_THREADS, at most the CPUs (as the JIT's default_threads: more threads than CPUs only take
+ * turns on them, and their spinning takes the caller's core); an explicit set_threads is kept */
 static int default_threads(void) {
     const char *env = getenv("DLVM_THREADS");
-    int n = env ? atoi(env) : 0;
-    if (n <= 0) {
-        long cpus = 1;
-#ifdef _SC_NPROCESSORS_ONLN
-        cpus = sysconf(_SC_NPROCESSORS_ONLN);
-#endif
-        n = cpus > 0 ? (int)cpus : 1;
-    }
+    int n = env ? atoi(env) : 0, cpus = available_cpus();
+    if (n <= 0 || n > cpus) n = cpus;
     return n > MAX_THREADS ? MAX_THREADS : n;
 }
 
