@@ -32,6 +32,8 @@ PRODUCTS = [  # M, K, N, where
     (256, 512, 512, "MLP layer 2, batch 256"),
     (64, 576, 3136, "ResNet layer1 conv as GEMM"),
     (512, 4608, 49, "ResNet layer4 conv as GEMM"),
+    (32, 512, 32000, "vocabulary head, batch 32 (probe13 big_vocab_head)"),
+    (1, 512, 32000, "vocabulary head, batch 1"),
 ]
 CONVS = [  # C, H, O, k, stride, pad: every distinct convolution of ResNet-18
     (3, 224, 64, 7, 2, 3), (64, 56, 64, 3, 1, 1), (64, 56, 128, 3, 2, 1), (128, 28, 128, 3, 1, 1),

@@ -87,6 +87,27 @@ def test_fold_small_and_large_results():
     check_same(m, out, np.ones((2, 3), np.float32))
 
 
+def test_fold_takes_a_large_weights_transpose_but_not_its_broadcast():
+    # a result no larger than an operand folds at any size (the module holds as many elements
+    # already): the product then reads a constant the GEMM packs once. A larger result (a
+    # broadcast) stays computed at run time
+    from jit.passes.constfold import FOLD_MAX_ELEMENTS
+    rng = np.random.default_rng(0)
+    w = rng.standard_normal((FOLD_MAX_ELEMENTS // 512 + 8, 512)).astype(np.float32)
+    mb = ModuleBuilder("head")
+    f = mb.function("main", [("x", "f32[N, 512]")], ["f32[N, ?]", "f32[2, 600, 1800]"])
+    wc = mb.constant("w", w)
+    row = mb.constant("r", rng.standard_normal((1, 1800)).astype(np.float32))
+    f.ret(f.matmul(f.arg("x"), f.transpose(wc, perm=[1, 0])),
+          f.broadcast_to(row, shape=[2, 600, 1800]))
+    m = mb.finish()
+    out = optimize(m)
+    ops = [i.op for i in out.functions["main"].blocks[0].instrs]
+    assert "transpose" not in ops and "broadcast_to" in ops
+    assert "w" not in out.constants
+    check_same(m, out, rng.standard_normal((3, 512)).astype(np.float32))
+
+
 def test_fold_leaves_a_trapping_instruction_to_trap_at_run_time():
     mb = ModuleBuilder("m")
     f = mb.function("main", [("x", "i32[]")], ["i32[]"])

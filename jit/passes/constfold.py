@@ -9,8 +9,9 @@ program would have computed.
 
 Never folded: control flow and calls; instructions whose reference traps (the trap must still
 happen at run time, so the instruction stays); ops whose attributes name dims bound only at run
-time; results larger than FOLD_MAX_ELEMENTS (they would bloat the module), except the cast of a
-module constant (as many elements as the module holds already).
+time; results larger than FOLD_MAX_ELEMENTS (they would bloat the module), except those no
+larger than an operand (the cast or transpose of a weight: as many elements as the module
+holds already).
 A `br` on a known condition becomes a `jmp`; an `assert` of a known all-true condition is
 removed (a known false one stays: it must trap).
 """
@@ -74,11 +75,14 @@ class Folder:
         if not foldable(ins) or ii >= len(self.types[bi]):
             return None
         t = self.types[bi][ii]
-        # the cast of a module constant folds at any size: the module holds as many elements
-        # already (the widen pass casts an f16 model's weights to f32; a large one cast on every
-        # call cost a pass over it)
-        weights_cast = ins.op == "cast" and isinstance(ins.operands[0], ConstRef)
-        if any(not rt.is_static or (_size(rt) > FOLD_MAX_ELEMENTS and not weights_cast)
+        # a result no larger than an operand folds at any size: the module holds as many
+        # elements already (the operands, dropped by dce where nothing else reads them). The
+        # widen pass casts an f16 model's weights to f32, an exporter transposes a vocabulary
+        # head's [32000, 512] weight: done on every call, the cast cost a pass over the weights,
+        # and the transposed operand kept the GEMM from packing the constant once (2.2x
+        # onnxruntime's time)
+        largest = max((_size(ot) for ot in t.operands if ot.is_static), default=0)
+        if any(not rt.is_static or (_size(rt) > FOLD_MAX_ELEMENTS and _size(rt) > largest)
                for rt in t.results):
             return None
         args = self.operand_values(ins, t, facts)
