@@ -41,24 +41,33 @@ def test_plan_fits_f32_pieces_then_f64():
     assert plan(9 * 64, 255, 128, unit=9) == (F32, 2)  # whole channels of a 3x3 kernel
 
 
-@pytest.mark.parametrize("k", [40, 1100, 6000])      # one f32 product, 3 pieces, f64
-def test_matmul_integer_is_exact(k):
+# K, whether a's zero point is a constant, the f32 products expected (0: one f64 product).
+# A run-time zero point centres u8 activations on 128 (magnitude 128, not 255); a constant one
+# (131) centres them itself (magnitude 131)
+@pytest.mark.parametrize("k,const_zp,products", [(40, False, 1), (1100, False, 2), (1100, True, 2),
+                                                 (6000, False, 6), (6000, True, 7),
+                                                 (20000, False, 0)])
+def test_matmul_integer_is_exact(k, const_zp, products):
     rng = np.random.default_rng(k)
     a = rng.integers(0, 256, (2, 5, k), dtype=np.uint8)
     b = rng.integers(-128, 128, (k, 7), dtype=np.int8)
     b_zp = rng.integers(-3, 3, (7,), dtype=np.int8)
-    node = helper.make_node("MatMulInteger", ["a", "b", "a_zp", "b_zp"], ["y"])
-    model = _model(node, [helper.make_tensor_value_info("a", TensorProto.UINT8, ["n", 5, k]),
-                          helper.make_tensor_value_info("a_zp", TensorProto.UINT8, [])],
-                   [helper.make_tensor_value_info("y", TensorProto.INT32, None)], {"b": b, "b_zp": b_zp})
     a_zp = np.array(131, np.uint8)
-    (y,), module = _run_both(model, a, a_zp)
+    node = helper.make_node("MatMulInteger", ["a", "b", "a_zp", "b_zp"], ["y"])
+    inputs = [helper.make_tensor_value_info("a", TensorProto.UINT8, ["n", 5, k])]
+    inits = {"b": b, "b_zp": b_zp}
+    if const_zp:
+        inits["a_zp"] = a_zp
+    else:
+        inputs.append(helper.make_tensor_value_info("a_zp", TensorProto.UINT8, []))
+    model = _model(node, inputs, [helper.make_tensor_value_info("y", TensorProto.INT32, None)], inits)
+    (y,), module = _run_both(model, a, *([] if const_zp else [a_zp]))
     want = (a.astype(np.int64) - 131) @ (b.astype(np.int64) - b_zp)
     assert y.dtype == np.int32
     np.testing.assert_array_equal(y, want)
     text = disassemble(module)
-    assert text.count("matmul") == (3 if k == 1100 else 1)
-    assert ("f64[" in text) == (k == 6000)
+    assert text.count("matmul") == max(products, 1)
+    assert ("f64[" in text) == (products == 0)
 
 
 @pytest.mark.parametrize("c,group", [(8, 1), (96, 1), (96, 4)])    # one piece, 2, grouped (f64)

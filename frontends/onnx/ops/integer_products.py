@@ -17,10 +17,12 @@ magnitude, often below the type's) and otherwise from the dtype's range and the 
 """
 from __future__ import annotations
 
+import numpy as np
+
 from isa.dtypes import BY_NAME, DType
 
 from ..registry import NodeCtx
-from ..values import Value
+from ..values import Value, known
 from .common import cast
 
 F32, F64 = BY_NAME["f32"], BY_NAME["f64"]
@@ -94,12 +96,31 @@ def _summed(ctx: NodeCtx, parts: list[Value], acc: DType) -> Value:
 def exact_matmul(ctx: NodeCtx, a: Value, a_zp: tuple[Value | None, list[int] | None],
                  b: Value, b_zp: tuple[Value | None, list[int] | None], acc: DType) -> Value:
     """(a - a_zp) @ (b - b_zp) as `acc` (i32 or f64), exactly. A zero point is given with the
-    shape it is reshaped to (None: it broadcasts as it is)."""
+    shape it is reshaped to (None: it broadcasts as it is).
+
+    Activations quantized at run time (u8, a zero point known only then) are centred on their
+    type's midpoint instead, magnitude 128 rather than 255, so twice as much K fits one f32
+    piece; the zero point's share is a rank-one term of b's column sums (a constant for
+    weights): (a - z) @ b' = (a - mid) @ b' + (mid - z) * colsum(b')."""
     e = ctx.e
     kb = 0 if b.rank == 1 else b.rank - 2
     k = b.shape[kb] if isinstance(b.shape[kb], int) else a.shape[-1]
     k = k if isinstance(k, int) else None
-    dtype, pieces = plan(k, magnitude(a, a_zp[0]), magnitude(b, b_zp[0]))
+    b_max = magnitude(b, b_zp[0])
+    dtype, pieces = plan(k, magnitude(a, a_zp[0]), b_max)
+    mid = _midpoint(a, a_zp[0])
+    if mid is not None and a.rank >= 2 and b.rank >= 2:
+        m_dtype, m_pieces = plan(k, magnitude(a, known(np.array(mid, a.dtype.np))), b_max)
+        if m_dtype is F32 and (dtype is not F32 or m_pieces < pieces):
+            i32 = BY_NAME["i32"]
+            zp, zp_shape = a_zp
+            colsum = e.emit("reduce_sum", [centered(ctx, b, b_zp[0], i32, b_zp[1])], axes=[kb],
+                            keepdims=True)
+            shift = e.emit("sub", [known(np.array(mid, np.int32)), cast(e, zp, i32)])
+            if zp_shape is not None:
+                shift = e.emit("reshape", [shift], shape=zp_shape)
+            product = exact_matmul(ctx, a, (known(np.array(mid, a.dtype.np)), None), b, b_zp, acc)
+            return e.emit("add", [product, cast(e, e.emit("mul", [shift, colsum]), acc)])
     if dtype is None:
         wide = acc if acc.is_int else F64
         return cast(e, e.emit("matmul", [centered(ctx, a, a_zp[0], wide, a_zp[1]),
@@ -111,6 +132,16 @@ def exact_matmul(ctx: NodeCtx, a: Value, a_zp: tuple[Value | None, list[int] | N
                                e.emit("slice", [cb], starts=[lo], ends=[hi], axes=[kb])])
              for lo, hi in _pieces(pieces, k)]
     return _summed(ctx, parts, acc)
+
+
+def _midpoint(v: Value, zp: Value | None) -> int | None:
+    """The middle of an 8-bit run-time operand's range, where its zero point is not a constant
+    (a constant one centres it as well as any)."""
+    if v.const is not None or zp is None or zp.const is not None or not v.dtype.is_int or \
+            v.dtype.itemsize != 1:
+        return None
+    lo, hi = v.dtype.int_range()
+    return (lo + hi + 1) // 2
 
 
 def exact_conv(ctx: NodeCtx, x: Value, x_zp: Value | None, w: Value, w_zp: Value | None,
