@@ -144,3 +144,27 @@ def _one_step_from_onnxruntime(ort, model: bytes, feeds: dict, y: np.ndarray) ->
     # onnxruntime requantizes in f32: a product on a rounding tie may land one step apart
     got = ort.InferenceSession(model, providers=["CPUExecutionProvider"]).run(None, feeds)[0]
     assert np.abs(got.astype(np.int64) - y).max() <= 1
+
+
+def test_qlinear_matmul_of_float8_weights_is_not_bounded_as_integers():
+    # opset 21 lets b be float8: its values are not integers, so no integer bound (nor the
+    # column sums in i32) applies; the product stays f64
+    from onnx.numpy_helper import to_array
+    rng = np.random.default_rng(0)
+    k = 30000       # read as integers (|b| <= 3), b would take the midpoint path
+    vals = (rng.integers(-6, 7, (k, 4)) * 0.5 + 0.25).astype(np.float32)
+    b = helper.make_tensor("b", TensorProto.FLOAT8E4M3FN, [k, 4], vals.reshape(-1).tolist())
+    b_zp = helper.make_tensor("b_zp", TensorProto.FLOAT8E4M3FN, [], [0.0])
+    scales = [numpy_helper.from_array(np.array(v, np.float32), n)
+              for n, v in (("a_s", 1.0), ("b_s", 1.0), ("y_s", 10000.0))]
+    node = helper.make_node("QLinearMatMul", ["a", "a_s", "a_zp", "b", "b_s", "b_zp", "y_s", "y_zp"],
+                            ["y"])
+    g = helper.make_graph([node], "g", [helper.make_tensor_value_info("a", TensorProto.UINT8, [3, k]),
+                                        helper.make_tensor_value_info("a_zp", TensorProto.UINT8, [])],
+                          [helper.make_tensor_value_info("y", TensorProto.INT8, None)],
+                          [b, b_zp, *scales, numpy_helper.from_array(np.array(0, np.int8), "y_zp")])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 21)]).SerializeToString()
+    a = rng.integers(0, 256, (3, k), dtype=np.uint8)
+    (y,), _ = _run_both(model, a, np.array(0, np.uint8))
+    acc = a.astype(np.float64) @ to_array(b).astype(np.float64)
+    np.testing.assert_array_equal(y, np.clip(np.rint(acc / 10000.0), -128, 127).astype(np.int8))

@@ -104,6 +104,12 @@ def test_fold_takes_a_large_weights_transpose_but_not_its_broadcast():
     out = optimize(m)
     ops = [i.op for i in out.functions["main"].blocks[0].instrs]
     assert "transpose" not in ops and "broadcast_to" in ops
+    # a product of constants (expensive work) keeps the size limit, though its result is no
+    # larger than an operand
+    mb = ModuleBuilder("prod")
+    f = mb.function("main", [], [f"f32[{w.shape[0]}, 512]"])
+    f.ret(f.matmul(mb.constant("a", w), mb.constant("b", w[:512, :].T.copy())))
+    assert "matmul" in [i.op for i in optimize(mb.finish()).functions["main"].blocks[0].instrs]
     assert "w" not in out.constants
     check_same(m, out, rng.standard_normal((3, 512)).astype(np.float32))
 

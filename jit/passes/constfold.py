@@ -9,9 +9,9 @@ program would have computed.
 
 Never folded: control flow and calls; instructions whose reference traps (the trap must still
 happen at run time, so the instruction stays); ops whose attributes name dims bound only at run
-time; results larger than FOLD_MAX_ELEMENTS (they would bloat the module), except those no
-larger than an operand (the cast or transpose of a weight: as many elements as the module
-holds already).
+time; results larger than FOLD_MAX_ELEMENTS (they would bloat the module), except the cheap
+elementwise, reduction and movement ops' results that take no more bytes than an operand (the
+cast or transpose of a weight: as much as the module holds already).
 A `br` on a known condition becomes a `jmp`; an `assert` of a known all-true condition is
 removed (a known false one stays: it must trap).
 """
@@ -31,6 +31,9 @@ from .common import add_constant, const_literal, imm_array, is_uniform, same_arr
 
 FOLD_MAX_ELEMENTS = 1 << 20     # larger results stay computed at run time
 LITERAL_MAX_ELEMENTS = 64       # larger non-uniform results become module constants @fold<n>
+# op families that fold at any size where the result is no larger than an operand (evaluate)
+CHEAP_AT_ANY_SIZE = frozenset({Family.UNARY, Family.BINARY, Family.SELECT, Family.CAST,
+                               Family.REDUCE, Family.MOVEMENT})
 
 
 def foldable(ins: Instr) -> bool:
@@ -75,15 +78,20 @@ class Folder:
         if not foldable(ins) or ii >= len(self.types[bi]):
             return None
         t = self.types[bi][ii]
-        # a result no larger than an operand folds at any size: the module holds as many
-        # elements already (the operands, dropped by dce where nothing else reads them). The
-        # widen pass casts an f16 model's weights to f32, an exporter transposes a vocabulary
-        # head's [32000, 512] weight: done on every call, the cast cost a pass over the weights,
-        # and the transposed operand kept the GEMM from packing the constant once (2.2x
-        # onnxruntime's time)
-        largest = max((_size(ot) for ot in t.operands if ot.is_static), default=0)
-        if any(not rt.is_static or (_size(rt) > FOLD_MAX_ELEMENTS and _size(rt) > largest)
-               for rt in t.results):
+        # the cheap work of an elementwise, reduction or movement op whose result takes no more
+        # bytes than an operand folds at any size: the module holds as much already (the
+        # operands, dropped by dce where nothing else reads them; a weight also read elsewhere,
+        # as a tied embedding, is held twice, as onnxruntime's constant folding and prepacking
+        # hold it). The widen pass casts an f16 model's weights to f32, an exporter transposes
+        # a vocabulary head's [32000, 512] weight: done on every call, the cast cost a pass over
+        # the weights, and the transposed operand kept the GEMM from packing the constant once
+        # (2.2x onnxruntime's time). A product or convolution of constants keeps the limit.
+        # The cast of a module constant folds at any size too (the f16 weights' f32 copy).
+        largest = max((_bytes(ot) for ot in t.operands if ot.is_static), default=0) \
+            if OPS[ins.op].family in CHEAP_AT_ANY_SIZE else 0
+        weights_cast = ins.op == "cast" and isinstance(ins.operands[0], ConstRef)
+        if any(not rt.is_static or (_size(rt) > FOLD_MAX_ELEMENTS and _bytes(rt) > largest
+                                    and not weights_cast) for rt in t.results):
             return None
         args = self.operand_values(ins, t, facts)
         if args is None:
@@ -129,6 +137,10 @@ class Folder:
         if values is not None:
             for r, v in zip(ins.results, values):
                 facts[r] = Fact(v, frozenset([r]))
+
+
+def _bytes(t: TensorType) -> int:
+    return _size(t) * t.dtype.itemsize
 
 
 def _size(t: TensorType) -> int:

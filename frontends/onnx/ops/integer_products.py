@@ -32,11 +32,11 @@ MAX_PIECES = 8
 
 
 def _range(v: Value) -> tuple[int, int] | None:
+    if not v.dtype.is_int:
+        return None             # (QLinearMatMul's float8 operands: no integer bound)
     if v.const is not None and v.const.size:
         return int(v.const.min()), int(v.const.max())
-    if v.dtype.is_int:
-        return v.dtype.int_range()
-    return None
+    return v.dtype.int_range()
 
 
 def magnitude(v: Value, zp: Value | None) -> int | None:

@@ -35,7 +35,8 @@ _ABI = """\
  *
  * Threads: entry functions may be called from many threads at once. Large kernels are split
  * across a pool of worker threads inside the library ({name}_set_threads; default: the
- * DLVM_THREADS environment variable, else the number of CPUs); a call made while another
+ * DLVM_THREADS environment variable, at most the CPUs the process may run on, else their
+ * number); a call made while another
  * thread's call uses the pool runs on its own thread. A function whose rows of its leading
  * (batch) dim are computed independently may run a batch as tiles of rows, each through the
  * whole function on one thread (DLVM_ROW_TILE: rows per tile, 0: never; by default chosen from

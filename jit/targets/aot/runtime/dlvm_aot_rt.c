@@ -4,8 +4,10 @@
  *
  * Needs only the C library, libm and pthreads.
  */
-#ifdef __linux__
+#if defined(__linux__) && !defined(_GNU_SOURCE)
 #define _GNU_SOURCE                 /* sched_getaffinity, CPU_COUNT: the CPUs this process may use */
+#endif
+#ifdef __linux__
 #include <sched.h>
 #endif
 #include "dlvm_aot_rt.h"
