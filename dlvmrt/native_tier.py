@@ -117,11 +117,12 @@ STEP_MAX = 0.1              # the largest difference, relative to the largest ma
 STEP_FEW = 0.5              # the elements outside the element-wise tolerance: a minority
 STEP_EQUAL = 0.95           # integer / bool results: the elements that must be equal
 STEP_MIN_SIZE = 16
-# A first comparison that fails in such a program is made again (at most STEP_RETRIES times,
-# each once the compiler is idle): by default the VM's first calls are interpreted, and the
-# library sums products in its compiled kernels' order, not NumPy's. A QDQ CNN's ten logits at
-# batch 1 were a step apart from the interpreter's in three places (and equal to the compiled
-# VM's), and its library, twice as fast, was declined for good.
+# A first comparison that fails in such a program is made again on the same inputs, once the
+# compiler is idle, at most STEP_RETRIES times: by default the VM's first calls are
+# interpreted, and the library sums products in its compiled kernels' order, not NumPy's. A QDQ
+# CNN's ten logits at batch 1 were a step apart from the interpreter's in three places (and
+# equal to the compiled VM's), and its library, twice as fast, was declined for good. Until a
+# recheck passes, the signature runs on the VM and no family trust applies to it.
 STEP_RETRIES = 3
 
 # the smallest block budget any VM asked of a loaded library (a library is loaded once per
@@ -161,7 +162,7 @@ class NativeTier:
         self._done = threading.Event()
         self._pid = os.getpid()         # a forked child rebuilds: its parent's compile is not its
         self._steps: bool | None = None   # whether the program has STEP_OPS (_has_steps)
-        self.step_retries: dict[tuple, int] = {}     # signatures compared again (STEP_RETRIES)
+        self.rechecks: dict[tuple, _Recheck] = {}    # failed first comparisons made again
 
     # -- what the VM calls --------------------------------------------------------------------
 
@@ -187,6 +188,8 @@ class NativeTier:
                     self.uses.pop(sig, None)
                     self.inherited.discard(sig)     # timed itself now: a vote for the family
                 choice = None
+        if sig in self.rechecks:
+            return self._recheck(sig, lib, entry, values, interpret)
         if choice is None and self.mode == "auto" and self._inherit(sig):
             choice = True
         if choice is True:
@@ -260,8 +263,6 @@ class NativeTier:
 
     def _trial(self, sig, lib, entry, arrays, values, interpret) -> tuple:
         quiet = _compiler_idle()     # a compile running beside a sample would skew it
-        if not quiet and sig in self.step_retries and sig not in self.trials:
-            return interpret(entry, values)     # compared again once the VM's kernels compiled
         with self._lock:
             trial = self.trials.get(sig)
             first = trial is None
@@ -295,7 +296,7 @@ class NativeTier:
         quiet = quiet and _compiler_idle()
         if first:
             if not _same(outs, want, self._has_steps()):
-                if not (self._has_steps() and self._compare_again(sig)):
+                if not (self._has_steps() and self._recheck_later(sig, trial, arrays, values)):
                     self._decline(sig)
                 return want
             self._vote(sig, t_native <= t_vm * NATIVE_EDGE)
@@ -315,16 +316,38 @@ class NativeTier:
         self._maybe_choose(sig, trial)
         return want
 
-    def _compare_again(self, sig) -> bool:
-        """Whether a failed first comparison of a program with STEP_OPS is made again (its
-        trial dropped: the next call of `sig`, once the compiler is idle, is a first call)."""
+    def _recheck_later(self, sig, trial: _Trial, arrays: list, values: list) -> bool:
+        """Keep a failed first comparison's inputs to compare on again (STEP_RETRIES); False
+        where none is left."""
         with self._lock:
-            n = self.step_retries.get(sig, 0)
-            if n >= STEP_RETRIES:
+            if sig in self.rechecks:
                 return False
-            self.step_retries[sig] = n + 1
-            self.trials.pop(sig, None)
+            self.rechecks[sig] = _Recheck([a.copy() for a in arrays],
+                                          [v.copy() if isinstance(v, np.ndarray) else v
+                                           for v in values])
+            if self.trials.get(sig) is trial:
+                del self.trials[sig]
             return True
+
+    def _recheck(self, sig, lib, entry: str, values: list, interpret: Interpret) -> tuple:
+        """A call of a signature whose first comparison failed: once the compiler is idle, the
+        library and the VM run the failing inputs again (one thread at a time); a pass makes the
+        next call a first call again, STEP_RETRIES failures decline the signature. This call's
+        result is the VM's."""
+        r = self.rechecks.get(sig)
+        if r is not None and _compiler_idle() and r.lock.acquire(blocking=False):
+            try:
+                code, _, outs = lib.call(entry, r.arrays)
+                same = code == 0 and _same(outs, interpret(entry, r.values), self._has_steps())
+                with self._lock:
+                    r.tries += 1
+                    if same or r.tries >= STEP_RETRIES:
+                        self.rechecks.pop(sig, None)
+                if not same and r.tries >= STEP_RETRIES:
+                    self._decline(sig)
+            finally:
+                r.lock.release()
+        return interpret(entry, values)
 
     def _has_steps(self) -> bool:
         """Whether the program has an op of STEP_OPS (looked at once)."""
@@ -461,6 +484,16 @@ class _Trial:
     native_any: list[float] = field(default_factory=list)
     vm_any: list[float] = field(default_factory=list)
     vm_end: float = 0.0
+
+
+@dataclass
+class _Recheck:
+    """A failed first comparison's inputs (the library's arrays and the VM's values), compared
+    on again."""
+    arrays: list
+    values: list
+    tries: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock)
 
 
 def _family(sig: tuple) -> tuple:

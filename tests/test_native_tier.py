@@ -195,6 +195,31 @@ def test_a_rounding_programs_failed_comparison_is_made_again(wrong_calls, kept):
     assert (vm.native.choice.get(sig) is True) is kept
 
 
+def test_a_recheck_runs_the_inputs_that_failed():
+    # a library wrong only on some data (a miscompiled tail or sign) must not pass a recheck on
+    # other data: the failing call's inputs are the ones compared again, and meanwhile the
+    # signature runs on the VM even where its family is trusted
+    vm = native_vm(quantized_module())
+    vm.run(np.ones((2, 16), np.float32))
+    lib = vm.native.library
+
+    class WrongOnLargeFirstValue:
+        def call(self, entry, arrays):
+            code, msg, outs = lib.call(entry, arrays)
+            if arrays[0].reshape(-1)[0] > 5:
+                outs[0].reshape(-1)[0] += 100.0
+            return code, msg, outs
+    vm.native.library = WrongOnLargeFirstValue()
+    rng = np.random.default_rng(6)
+    ref = dlvmrt.VM(vm.source_program, jit="off")
+    for i in range(nt.STEP_RETRIES + 3):
+        x = rng.standard_normal((3, 16)).astype(np.float32)
+        x[0, 0] = 9.0 if i == 0 else -1.0       # only the first call's data is miscompiled
+        close(vm.run(x), ref.run(x))
+        vm.wait_compiled()
+    assert ("main", ("f", (3, 16))) in vm.native.declined
+
+
 def test_same_compares_rounding_programs_results_as_wholes():
     from dlvmrt.native_tier import _same
     w = np.linspace(-1, 1, 100).astype(np.float32)
