@@ -308,6 +308,27 @@ def test_lone_matmul_compiles_no_kernel_and_keeps_results_apart():
     check(x1, m.constants["w"].value, r1)
 
 
+@pytest.mark.parametrize("relu", [False, True])
+def test_a_transposed_stack_of_rows_is_one_product(relu):
+    # seq-first attention's in-projection: [S, B, K] = transpose of [B, S, K], times one matrix.
+    # The region copies the strided stack into a buffer kept for the shape and multiplies it
+    # once (np.matmul looped over S products of B rows), call after call
+    rng = np.random.default_rng(8)
+    mb = ModuleBuilder("tmm")
+    w = mb.constant("w", rng.standard_normal((48, 40)).astype(np.float32))
+    f = mb.function("main", [("x", "f32[B, S, 48]")], ["f32[S, B, 40]"])
+    y = f.matmul(f.transpose(f.arg("x"), perm=[1, 0, 2]), w)
+    f.ret(f.relu(y) if relu else y)
+    m = mb.finish()
+    vm, ref = dlvmrt.VM(m, jit="always", native="off"), dlvmrt.VM(m, jit="off")
+    for b, s in ((3, 70), (3, 70), (2, 9)):
+        x = rng.standard_normal((b, s, 48)).astype(np.float32)
+        (got,), (want,) = vm.run("main", x), ref.run("main", x)
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-4)
+    assert any(r.describe()["compiled_calls"] for *_, r in vm.runners)
+    assert any(c.mm_rows is not None for *_, r in vm.runners for c in r._calls.values())
+
+
 @pytest.mark.parametrize("m,k,n", [(1, 1, 1), (9, 257, 49), (64, 576, 300), (130, 700, 97), (33, 1000, 5)])
 @pytest.mark.parametrize("which", ["a", "b", "ab"])
 @pytest.mark.parametrize("threads", [1, 2])
