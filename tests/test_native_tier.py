@@ -107,17 +107,27 @@ def test_block_budget_ends_in_the_vms_error():
         vm.run(np.array(10_000))
 
 
-def test_a_wrong_library_result_keeps_the_signature_on_the_vm():
-    vm = native_vm(mlp_module())
-    # builds the library (a first call of a signature compares and returns the VM's)
+def altered_library_vm(module, alter):
+    """A VM with native="always" whose library (built by a first call, which compares and
+    returns the VM's results) has its results changed in place by alter(arrays, outs)."""
+    vm = native_vm(module)
     vm.run(np.ones((2, 16), np.float32))
     lib = vm.native.library
 
-    class Wrong:
+    class Altered:
         def call(self, entry, arrays):
             code, msg, outs = lib.call(entry, arrays)
-            return code, msg, tuple(o + 1 for o in outs)
-    vm.native.library = Wrong()
+            alter(arrays, outs)
+            return code, msg, outs
+    vm.native.library = Altered()
+    return vm
+
+
+def test_a_wrong_library_result_keeps_the_signature_on_the_vm():
+    def plus_one(arrays, outs):
+        for o in outs:
+            o += 1
+    vm = altered_library_vm(mlp_module(), plus_one)
     y = np.zeros((3, 16), np.float32)
     want_y = dlvmrt.VM(vm.source_program, jit="off").run(y)
     for _ in range(3):
@@ -146,17 +156,10 @@ def test_a_rounding_program_tolerates_results_one_step_apart(module, shift, kept
     # difference moves a value across a rounding step: a program with rounding ops is compared
     # by the norm of each result's difference where element by element fails (a QAT CNN's
     # library was declined for good, 2.7x onnxruntime's time)
-    vm = native_vm(module())
-    vm.run(np.ones((2, 16), np.float32))
-    lib = vm.native.library
-
-    class Stepped:
-        def call(self, entry, arrays):
-            code, msg, outs = lib.call(entry, arrays)
-            for o in outs:
-                o.reshape(-1)[::10] += shift      # every tenth element
-            return code, msg, outs
-    vm.native.library = Stepped()
+    def stepped(arrays, outs):
+        for o in outs:
+            o.reshape(-1)[::10] += shift          # every tenth element
+    vm = altered_library_vm(module(), stepped)
     x = np.random.default_rng(5).standard_normal((12, 16)).astype(np.float32)
     for _ in range(1 + (0 if kept else nt.STEP_RETRIES if module is quantized_module else 0)):
         vm.run(x)
@@ -172,19 +175,13 @@ def test_a_rounding_programs_failed_comparison_is_made_again(wrong_calls, kept):
     # result too small to compare as a whole (a QDQ CNN's ten logits). The comparison is made
     # again (once the compiler is idle), up to STEP_RETRIES times; a library wrong every time
     # is declined. (Here the library is wrong on its first calls, by far.)
-    vm = native_vm(quantized_module())
-    vm.run(np.ones((2, 16), np.float32))
-    lib = vm.native.library
     calls = []
 
-    class SteppedAtFirst:
-        def call(self, entry, arrays):
-            code, msg, outs = lib.call(entry, arrays)
-            calls.append(1)
-            if len(calls) <= wrong_calls:
-                outs[0].reshape(-1)[0] += 100.0     # far off: fails even as a whole
-            return code, msg, outs
-    vm.native.library = SteppedAtFirst()
+    def stepped_at_first(arrays, outs):
+        calls.append(1)
+        if len(calls) <= wrong_calls:
+            outs[0].reshape(-1)[0] += 100.0         # far off: fails even as a whole
+    vm = altered_library_vm(quantized_module(), stepped_at_first)
     x = np.random.default_rng(5).standard_normal((1, 16)).astype(np.float32)
     sig = ("main", ("f", (1, 16)))
     want = dlvmrt.VM(vm.source_program, jit="off").run(x)
@@ -199,17 +196,10 @@ def test_a_recheck_runs_the_inputs_that_failed():
     # a library wrong only on some data (a miscompiled tail or sign) must not pass a recheck on
     # other data: the failing call's inputs are the ones compared again, and meanwhile the
     # signature runs on the VM even where its family is trusted
-    vm = native_vm(quantized_module())
-    vm.run(np.ones((2, 16), np.float32))
-    lib = vm.native.library
-
-    class WrongOnLargeFirstValue:
-        def call(self, entry, arrays):
-            code, msg, outs = lib.call(entry, arrays)
-            if arrays[0].reshape(-1)[0] > 5:
-                outs[0].reshape(-1)[0] += 100.0
-            return code, msg, outs
-    vm.native.library = WrongOnLargeFirstValue()
+    def wrong_on_a_large_first_value(arrays, outs):
+        if arrays[0].reshape(-1)[0] > 5:
+            outs[0].reshape(-1)[0] += 100.0
+    vm = altered_library_vm(quantized_module(), wrong_on_a_large_first_value)
     rng = np.random.default_rng(6)
     ref = dlvmrt.VM(vm.source_program, jit="off")
     for i in range(nt.STEP_RETRIES + 3):
