@@ -309,24 +309,30 @@ def test_lone_matmul_compiles_no_kernel_and_keeps_results_apart():
 
 
 @pytest.mark.parametrize("relu", [False, True])
-def test_a_transposed_stack_of_rows_is_one_product(relu):
+@pytest.mark.parametrize("k,n,shapes", [(48, 40, ((3, 70), (3, 70), (2, 9))),
+                                        (256, 512, ((4, 300), (4, 300)))])   # on the GEMM
+def test_a_transposed_stack_of_rows_is_one_product(relu, k, n, shapes):
     # seq-first attention's in-projection: [S, B, K] = transpose of [B, S, K], times one matrix.
     # The region copies the strided stack into a buffer kept for the shape and multiplies it
-    # once (np.matmul looped over S products of B rows), call after call
+    # once (np.matmul looped over S products of B rows), call after call; a relu is the GEMM's
+    # store epilogue where the product is large enough for it
     rng = np.random.default_rng(8)
     mb = ModuleBuilder("tmm")
-    w = mb.constant("w", rng.standard_normal((48, 40)).astype(np.float32))
-    f = mb.function("main", [("x", "f32[B, S, 48]")], ["f32[S, B, 40]"])
+    w = mb.constant("w", rng.standard_normal((k, n)).astype(np.float32))
+    f = mb.function("main", [("x", f"f32[B, S, {k}]")], [f"f32[S, B, {n}]"])
     y = f.matmul(f.transpose(f.arg("x"), perm=[1, 0, 2]), w)
     f.ret(f.relu(y) if relu else y)
     m = mb.finish()
     vm, ref = dlvmrt.VM(m, jit="always", native="off"), dlvmrt.VM(m, jit="off")
-    for b, s in ((3, 70), (3, 70), (2, 9)):
-        x = rng.standard_normal((b, s, 48)).astype(np.float32)
+    buffers = []
+    for b, s in shapes:
+        x = rng.standard_normal((b, s, k)).astype(np.float32)
         (got,), (want,) = vm.run("main", x), ref.run("main", x)
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-4)
-    assert any(r.describe()["compiled_calls"] for *_, r in vm.runners)
-    assert any(c.mm_rows is not None for *_, r in vm.runners for c in r._calls.values())
+        calls = [c for *_, r in vm.runners for c in r._calls.values() if c.mm_rows is not None]
+        assert calls
+        buffers.append(id(calls[0].mm_rows))
+    assert buffers[0] == buffers[1]             # kept for the shape, not allocated per call
 
 
 @pytest.mark.parametrize("m,k,n", [(1, 1, 1), (9, 257, 49), (64, 576, 300), (130, 700, 97), (33, 1000, 5)])

@@ -6,7 +6,7 @@ products at most 65025. A float sums integers exactly as long as every partial s
 2^(mantissa bits + 1): in f32 a reduction of K terms is exact when K * max|a| * max|b| < 2^24,
 whatever order the GEMM adds them in, so the product equals the integer one bit for bit. An f32
 product then runs on the JIT's GEMM kernel or sgemm, where NumPy's integer matmul has no BLAS
-at all (an encoder quantized by onnxruntime's quantize_dynamic ran 15-40x onnxruntime's time on
+at all (an encoder quantized by onnxruntime's quantize_dynamic ran 15-41x onnxruntime's time on
 i32 products). A longer reduction is cut along K into pieces that each fit (at most MAX_PIECES,
 summed in the caller's exact accumulator); past that, or where K is not known at import, the
 product is f64, exact for any K below 2^37 (ConvInteger's and the QLinear ops' former rule).

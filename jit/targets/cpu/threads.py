@@ -68,8 +68,9 @@ def default_threads() -> int:
 
     More threads than CPUs only take turns on them: a kernel's chunks wait for a descheduled
     thread and spinning workers take the core the caller's serial kernels need (MobileNet at
-    batch 1, 4 threads on 2 CPUs: 3x the time of 2 threads, bench/README.md). OpenBLAS caps
-    OPENBLAS_NUM_THREADS the same way. An explicit thread count (JIT(threads=...)) is kept."""
+    batch 1, 4 threads on 2 CPUs: 412-526 us, capped at 2: 362-366 us, bench/README.md).
+    OpenBLAS caps OPENBLAS_NUM_THREADS the same way. An explicit thread count
+    (Jit(threads=...)) is kept."""
     env = os.environ.get("DLVM_THREADS")
     if env:
         return max(1, min(int(env), available_cpus()))
