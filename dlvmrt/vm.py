@@ -200,6 +200,11 @@ class VM:
         self.native = tier_for(self, native)     # the whole program as one library (native_tier.py)
         if jit != "off":
             allocator.tune()        # freed memory kept for the next call (allocator.py)
+            if "threads" not in self._jit_options:
+                # a bad DLVM_THREADS is the user's SettingError here, not a trap at the first
+                # compile (jit.targets.cpu.threads is loaded with dlvmrt already)
+                from jit.targets.cpu.threads import default_threads
+                default_threads()
 
     @property
     def module(self):

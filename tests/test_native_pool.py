@@ -123,3 +123,18 @@ def test_the_default_thread_count_is_at_most_the_cpus(monkeypatch):
     monkeypatch.delenv("DLVM_THREADS")
     assert threads.default_threads() == 2
     assert Jit(threads=5).threads == 5
+    monkeypatch.setenv("DLVM_THREADS", "0")           # the CPUs, as the library runtime reads it
+    assert threads.default_threads() == 2
+
+
+def test_a_bad_thread_count_is_a_setting_error_when_the_vm_is_made(monkeypatch):
+    # (it was a trap at the first compile, or nothing where no region compiled)
+    import dlvmrt
+    from isa.builder import ModuleBuilder
+    from isa.errors import SettingError
+    mb = ModuleBuilder("t")
+    f = mb.function("main", [("x", "f32[4]")], ["f32[4]"])
+    f.ret(f.exp(f.arg("x")))
+    monkeypatch.setenv("DLVM_THREADS", "two")
+    with pytest.raises(SettingError, match="DLVM_THREADS must be an integer, got 'two'"):
+        dlvmrt.VM(mb.finish(), jit="always").run("main", np.ones(4, np.float32))

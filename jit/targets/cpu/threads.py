@@ -70,10 +70,17 @@ def default_threads() -> int:
     thread and spinning workers take the core the caller's serial kernels need (MobileNet at
     batch 1, 4 threads on 2 CPUs: 412-526 us, capped at 2: 362-366 us, bench/README.md).
     OpenBLAS caps OPENBLAS_NUM_THREADS the same way. An explicit thread count
-    (Jit(threads=...)) is kept."""
+    (Jit(threads=...)) is kept. 0 or less means the CPUs, as in the library runtime
+    (dlvm_aot_rt.c: default_threads); anything but an integer is a SettingError."""
     env = os.environ.get("DLVM_THREADS")
     if env:
-        return max(1, min(int(env), available_cpus()))
+        try:
+            n = int(env)
+        except ValueError:
+            from isa.errors import SettingError
+            raise SettingError(f"DLVM_THREADS must be an integer, got {env!r}") from None
+        if n > 0:
+            return min(n, available_cpus())
     return available_cpus()
 
 
