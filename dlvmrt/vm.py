@@ -202,9 +202,9 @@ class VM:
             allocator.tune()        # freed memory kept for the next call (allocator.py)
             if "threads" not in self._jit_options:
                 # a bad DLVM_THREADS is the user's SettingError here, not a trap at the first
-                # compile (jit.targets.cpu.threads is loaded with dlvmrt already)
-                from jit.targets.cpu.threads import default_threads
-                default_threads()
+                # compile (the jit package is loaded with dlvmrt already)
+                import jit as jit_pkg
+                jit_pkg.default_threads()
 
     @property
     def module(self):

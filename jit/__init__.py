@@ -10,10 +10,11 @@ from .api import (
     c_compiler,
     cache_root,
     compile_program,
+    default_threads,
     form_regions,
     native_available,
     native_library,
 )
 
-__all__ = ["Jit", "Region", "RegionRunner", "compile_program", "form_regions", "native_library",
-           "native_available", "NativeUnavailable", "c_compiler", "cache_root"]
+__all__ = ["Jit", "Region", "RegionRunner", "compile_program", "default_threads", "form_regions",
+           "native_library", "native_available", "NativeUnavailable", "c_compiler", "cache_root"]

@@ -144,5 +144,5 @@ def _input_shape(module, types, region: Region, index: int, dims: dict[str, int]
     raise ValueError(f"input {operand} is not read by the region")
 
 
-__all__ = ["Region", "form_regions", "Jit", "RegionRunner", "compile_program", "native_library",
-           "native_available", "NativeUnavailable"]
+__all__ = ["Region", "form_regions", "Jit", "RegionRunner", "compile_program", "default_threads",
+           "native_library", "native_available", "NativeUnavailable"]
