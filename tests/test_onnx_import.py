@@ -156,6 +156,44 @@ def test_loop_with_carried_value_and_scan_output():
     assert hist.shape == (0, 2) and np.all(acc == 1)
 
 
+def test_lstm_outputs_take_a_static_reshape_after_the_time_loop():
+    # torch.onnx.export(dynamo=True) of an nn.LSTM on a batch-1 example: every shape static, the
+    # outputs [T, 1, 1, H] reshaped to [T, 1, H] by a constant shape. The loop's output stack
+    # starts empty ([0, 1, 1, H]); that first value must not be the type the reshape is checked
+    # with (it was: "reshape of f32[0, 1, 1, 4] ... changes the element count")
+    rng = np.random.default_rng(0)
+    t, i, h = 5, 3, 4
+    w = rng.standard_normal((1, 4 * h, i)).astype(np.float32)
+    r = rng.standard_normal((1, 4 * h, h)).astype(np.float32)
+    inits = [numpy_helper.from_array(w, "W"), numpy_helper.from_array(r, "R"),
+             numpy_helper.from_array(np.array([t, 1, h], np.int64), "shape")]
+    m = model([helper.make_node("LSTM", ["x", "W", "R"], ["y"], hidden_size=h),
+               helper.make_node("Reshape", ["y", "shape"], ["out"])],
+              [vi("x", F, [t, 1, i])], [vi("out", F, [t, 1, h])], inits)
+    x = rng.standard_normal((t, 1, i)).astype(np.float32)
+    got = np.asarray(run(m, x)[0])
+    assert got.shape == (t, 1, h)
+    ort = pytest.importorskip("onnxruntime")
+    want = ort.InferenceSession(m.SerializeToString(),
+                                providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_loop_scan_output_takes_a_static_reshape_after_the_loop():
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+         helper.make_node("Identity", ["x"], ["scan"])],
+        "body", [vi("i", I64, []), vi("cond_in", B, [])],
+        [vi("cond_out", B, []), vi("scan", F, [2])])
+    m = model([helper.make_node("Loop", ["M", ""], ["hist"], body=body),
+               helper.make_node("Reshape", ["hist", "shape"], ["out"])],
+              [vi("x", F, [2])], [vi("out", F, [6])],
+              [numpy_helper.from_array(np.array(3, np.int64), "M"),
+               numpy_helper.from_array(np.array([6], np.int64), "shape")])
+    x = np.array([1, 2], np.float32)
+    np.testing.assert_array_equal(run(m, x)[0], np.tile(x, 3))
+
+
 def test_function_bodied_op_is_inlined():
     # Celu has no handler: its ONNX function body (Max, Min, Div, Exp, ...) is imported
     m = model([helper.make_node("Celu", ["x"], ["y"], alpha=2.0)], [vi("x", F, [4])],

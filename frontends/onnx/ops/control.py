@@ -72,7 +72,12 @@ def close_loop(e: Emitter, updates: list[tuple[Value, Value]], counter: tuple[Va
 
 
 def _reg(e: Emitter, hint: str, t: TensorType) -> Value:
-    return Value(t, Reg(e.regs.fresh(hint, "t")))
+    """A register for a loop-carried value of type `t`, declared with it: its first value (an
+    empty stack [0, ...] that the loop grows) must not fix the type later instructions are
+    checked with (a static reshape of an RNN's outputs [T, 1, B, H] after the loop)."""
+    r = Value(t, Reg(e.regs.fresh(hint, "t")))
+    e.fb.declare(r.operand.name, t)
+    return r
 
 
 @onnx_op("If", since=13)
@@ -166,7 +171,6 @@ def loop(ctx: NodeCtx) -> list[Value]:
              for v, t in zip(inits, types)]
     for k, (v, t) in enumerate(zip(inits, types)):
         r = _reg(e, ctx.node.output[k] if k < len(ctx.node.output) else "carried", t)
-        e.fb.declare(r.operand.name, t)
         e.mov(v, r.operand.name)
         carried.append(r)
     accs = []
