@@ -5,7 +5,7 @@
 Each row is one ONNX Conv + Relu layer, imported and run by its native library
 (`vm.native.library`), with `DLVM_CONV_IN_PLACE` set to 0 (pack patch panels), 1 (read the
 image in place: row by row when output rows are whole vectors, else on the padded width) and
-unset (the runtime's choice, dlvm_aot_rt.c: conv_reads_in_place), against onnxruntime on the
+unset (the runtime's choice, dlvm_aot_conv.c: conv_reads_in_place), against onnxruntime on the
 same thread count, timed in turn (bench/_timing.py). The runtime reads the variable per call,
 so one library serves every column; the columns' outputs are checked to be the same bits.
 """

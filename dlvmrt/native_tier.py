@@ -565,4 +565,9 @@ def tier_for(vm: VM, native: str | None) -> NativeTier | None:
                            + ("" if native else " (from $DLVM_NATIVE)"))
     if mode == "off" or vm.jit_mode == "off" or vm.profiler is not None or vm.scheduler is not None:
         return None
+    if mode == "auto":
+        # the libraries' runtime, on a machine whose cache has none yet: seconds of C compiling
+        # that need not wait for this VM's calls and regions
+        import jit
+        jit.prepare_native_runtime()
     return NativeTier(vm, mode, after=max(vm.hot_threshold, 2))

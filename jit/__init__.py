@@ -14,7 +14,9 @@ from .api import (
     form_regions,
     native_available,
     native_library,
+    prepare_native_runtime,
 )
 
 __all__ = ["Jit", "Region", "RegionRunner", "compile_program", "default_threads", "form_regions",
-           "native_library", "native_available", "NativeUnavailable", "c_compiler", "cache_root"]
+           "native_library", "native_available", "prepare_native_runtime", "NativeUnavailable",
+           "c_compiler", "cache_root"]

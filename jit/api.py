@@ -117,6 +117,14 @@ def native_library(module: Module, cache_dir: str | os.PathLike | None = None) -
     return cached_library(module, cache_dir)
 
 
+def prepare_native_runtime() -> None:
+    """Start building the native libraries' runtime (compiled once per machine and kept in the
+    code cache) on a background thread, unless it is built or there is no C compiler: the first
+    library a process builds on a new machine then waits seconds less."""
+    from jit.targets.aot.build import prepare_runtime
+    prepare_runtime()
+
+
 def native_available() -> bool:
     """Whether whole programs can be compiled here (a C compiler links them)."""
     return c_compiler() is not None
@@ -145,4 +153,4 @@ def _input_shape(module, types, region: Region, index: int, dims: dict[str, int]
 
 
 __all__ = ["Region", "form_regions", "Jit", "RegionRunner", "compile_program", "default_threads",
-           "native_library", "native_available", "NativeUnavailable"]
+           "native_library", "native_available", "prepare_native_runtime", "NativeUnavailable"]

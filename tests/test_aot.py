@@ -333,7 +333,7 @@ def test_block_budget_is_a_resource_error(tmp_path_factory):
     (20, 20, 3, 2, 1, 1, 8, 8), (33, 33, 5, 1, 2, 1, 7, 9), (17, 17, 3, 1, 1, 2, 3, 3)])
 @pytest.mark.parametrize("lanes", ["0", "1"])
 def test_grouped_and_depthwise_conv(tmp_path, monkeypatch, c, groups, k, s, p, d, h, w, lanes):
-    # the phase-image path (dlvm_aot_rt.c: grouped_conv_task): borders, strides, dilations,
+    # the phase-image path (dlvm_aot_conv.c: grouped_conv_task): borders, strides, dilations,
     # padding wider than the kernel, groups of several output channels, planes longer than a
     # chunk; and depthwise ones 16 channels to a vector (depthwise_lanes_task), both forced
     monkeypatch.setenv("DLVM_DW_LANES", lanes)
@@ -388,7 +388,7 @@ entry:
 @pytest.mark.parametrize("products", ["0", "1"])
 def test_grouped_conv_as_products(tmp_path, monkeypatch, c, o, groups, k, s, p, d, h, w, products):
     """Groups of 8 or more input channels as one product per (group, images)
-    (dlvm_aot_rt.c: conv2d_group_products): a group's slice of each image, its rows of the
+    (dlvm_aot_conv.c: conv2d_group_products): a group's slice of each image, its rows of the
     weights packed with the others, images side by side in one product; against the per-plane
     form and the interpreter, with a fused relu."""
     monkeypatch.setenv("DLVM_GROUP_PRODUCTS", products)
@@ -619,7 +619,7 @@ def test_reused_call_frames_follow_each_calls_shapes(tmp_path):
 
 
 def test_large_concat_splits_across_threads(tmp_path):
-    # megabytes of rows (dlvm_aot_rt.c: concat_task), each the operands' rows in order
+    # megabytes of rows (dlvm_aot_ops.c: concat_task), each the operands' rows in order
     module = assembler.parse("""module cat
 func @main(%a: f32[N, 300, 600], %b: f32[N, 7, 600], %c: i64[N, 2, 600]) -> (f32[N, 307, 600], \
 i64[N, 4, 600]) {
@@ -693,7 +693,7 @@ entry:
 @pytest.mark.parametrize("threads", [1, 2])
 def test_small_images_share_a_product(tmp_path, k, s, pad, size, threads):
     # images of few output pixels are multiplied several at a time, their pixels side by side
-    # (dlvm_aot_rt.c: CONV_GROUP_COLUMNS): batches that fill groups, leave a remainder, or are
+    # (dlvm_aot_conv.c: CONV_GROUP_COLUMNS): batches that fill groups, leave a remainder, or are
     # split across the threads; output rows of 8, 4 and 2 pixels are packed several to a
     # vector (gemm_kernel.py: _copy_row_groups) where a panel holds whole groups of them
     module = assembler.parse(f"""module small
@@ -746,7 +746,7 @@ entry:
                                         ((3, 3), (2, 2, 2, 2), (2, 2)), ((1, 1), (0, 0, 0, 0), (1, 1))])
 def test_convolution_reading_the_image_in_place(tmp_path, monkeypatch, k, pads, dil):
     # stride-1 convolutions' products read the (padded) image in place instead of packing
-    # patch panels (dlvm_aot_rt.c: conv_reads_in_place, the GEMM's flag 8): output rows of
+    # patch panels (dlvm_aot_conv.c: conv_reads_in_place, the GEMM's flag 8): output rows of
     # whole vectors (widths 32, 33 - 1) row by row, others on the padded width with the kept
     # columns copied out. Forced on, forced off and chosen, with constant weights (packed once)
     # and weights that are arguments (packed per call), one image (the product, or its rows,
@@ -805,7 +805,7 @@ def _pool_path(monkeypatch, path: str) -> None:
                                           ((3, 2), (1, 3), (1, 0, 2, 1), (2, 1), False)])
 @pytest.mark.parametrize("lanes", ["0", "1", "vector"])
 def test_max_pool(tmp_path, monkeypatch, k, s, p, d, ceil, lanes):
-    # row-wise f32 max pooling (dlvm_aot_rt.c: pool_task), 16 planes to a vector
+    # row-wise f32 max pooling (dlvm_aot_conv.c: pool_task), 16 planes to a vector
     # (pool_lanes_task, 6 planes of 16 lanes used here), and a vector per chunk of output
     # columns (pool_vector_task, with AVX-512): borders, strides, dilations, ceil mode, and a
     # NaN inside a window wins
@@ -898,7 +898,7 @@ entry:
 @pytest.mark.parametrize("ceil", [False, True])
 @pytest.mark.parametrize("w", [71, 24, 9])
 def test_two_by_two_pooling_of_wide_planes(tmp_path, ceil, w):
-    # 2x2 stride-2 windows (dlvm_aot_rt.c: pool2x2_plane): 16 outputs per vector step and the
+    # 2x2 stride-2 windows (dlvm_aot_conv.c: pool2x2_plane): 16 outputs per vector step and the
     # rest (all of a narrow plane's) as one masked step, a NaN winning the maximum in either
     # row or column of a window; with ceil mode on an odd size the last window is partial and
     # the general path runs
@@ -927,7 +927,7 @@ entry:
     ((3, 2), (1, 3), (1, 0, 2, 1), (2, 1), False, True)])
 @pytest.mark.parametrize("lanes", ["0", "1", "vector"])
 def test_avg_pool(tmp_path, monkeypatch, k, s, p, d, ceil, include, lanes):
-    # row-wise average pooling (dlvm_aot_rt.c: avgpool_float_task), and f32 16 planes to a
+    # row-wise average pooling (dlvm_aot_conv.c: pool_task, avgpool_double_task), and f32 16 planes to a
     # vector (pool_lanes_task) or a vector per chunk of output columns (pool_vector_task): the
     # divisor counts the image, the explicit pads with count_include_pad, never the ceil-mode
     # overhang; f32 and f64
@@ -1542,7 +1542,7 @@ entry:
 @pytest.mark.parametrize("dtype", ["f32", "f64", "i64", "i32"])
 def test_transposes_to_a_short_last_axis(tmp_path, dtype):
     """Transposes whose last axis is 2 to 4 long and not contiguous in the source are copied in
-    blocks of the last two axes (dlvm_aot_rt.c: strided_blocks): the phases of a transposed
+    blocks of the last two axes (dlvm_aot_ops.c: strided_blocks): the phases of a transposed
     convolution interleaved, a pixel shuffle, an axis of 3 moved last; small and large enough
     to split across the pool."""
     module = assembler.parse(f"""module short
@@ -1599,7 +1599,7 @@ entry:
 
 def test_large_copies_split_across_threads(tmp_path):
     # gathers, transposes and strided slices of more than PARALLEL_COPY_BYTES run across the
-    # pool (dlvm_aot_rt.c: gather_task, strided_task), each part starting mid-row or mid-axis;
+    # pool (dlvm_aot_ops.c: gather_task, strided_task), each part starting mid-row or mid-axis;
     # gathers along a last axis of at most 32 (in one or two registers) permute 16 at a time
     params = "%x: f32[N, 40, 70, 33], %i: i64[K], %v: i64[N, 90, 700], %y: f32[N, 50, 60, 20], " \
              "%z: f32[N, 50, 60, 9]"
@@ -1650,7 +1650,7 @@ CONV3D_CASES = [
 
 
 def test_conv3d_forms_match_the_reference(tmp_path):
-    """The native 3-D convolution (dlvm_aot_rt.c: dlvm_rt_conv3d) in each of its forms: read in
+    """The native 3-D convolution (dlvm_aot_conv.c: dlvm_rt_conv3d) in each of its forms: read in
     place over the padded width or row by row, pointwise (a few output channels by rows of B),
     packed patches (strides 2 and 3), groups, bias, constant or parameter weights, K past one
     GEMM block; batch 1 (each product split across the pool) and 3 (units across it)."""
@@ -1681,7 +1681,7 @@ def test_conv3d_forms_match_the_reference(tmp_path):
 
 def test_transposes_of_the_last_two_axes_move_tiles(tmp_path):
     """A copy whose last two axes are the source's swapped (K^T, NCHW -> NHWC) moves 16x16
-    tiles through registers (dlvm_aot_rt.c: transposed_tiles), with edges of any size."""
+    tiles through registers (dlvm_aot_ops.c: transposed_tiles), with edges of any size."""
     module = assembler.parse("""module tiles
 func @main(%k: f32[N, 16, 1030], %x: f32[N, 19, 5, 33], %s: f32[40, 17]) -> \
 (f32[N, 1030, 16], f32[N, 5, 33, 19], f32[17, 40]) {
@@ -1743,7 +1743,7 @@ entry:
 
 
 def test_argmax_over_inner_axes_keeps_numpys_rules(tmp_path):
-    """f32 argmax / argmin over an axis that is not the last (dlvm_aot_rt.c: whole rows of the
+    """f32 argmax / argmin over an axis that is not the last (dlvm_aot_ops.c: whole rows of the
     other axes at a time): the first extreme wins a tie, the first NaN wins and stays."""
     module = assembler.parse("""module am
 func @main(%x: f32[N, 7, 9, 11]) -> (i64[N, 9, 11], i64[N, 7, 11], i64[N, 1, 9, 11], i64[N, 7, 9]) {
@@ -1798,7 +1798,7 @@ entry:
 @pytest.mark.parametrize("dtype", ["f32", "i32", "f64"])
 def test_topk_of_most_of_a_row_sorts_by_keys(tmp_path, dtype):
     """topk of most of a row or all of it (torch.sort) sorts 64-bit keys for f32 and i32
-    (dlvm_aot_rt.c: keyed_topk_task, rows across the pool) and merges pairs for other dtypes;
+    (dlvm_aot_ops.c: keyed_topk_task, rows across the pool) and merges pairs for other dtypes;
     either way the reference's order: ties by index, NaNs last, -0 equal to +0."""
     results = f"{dtype}[N, 5, ?], i64[N, 5, ?], {dtype}[N, ?, 70], i64[N, ?, 70]"
     module = assembler.parse(f"""module tk

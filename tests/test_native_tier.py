@@ -292,6 +292,37 @@ def test_off_where_it_does_not_apply():
         dlvmrt.VM(module, native="sometimes")
 
 
+def test_a_tiering_vm_starts_the_runtime_build_once(monkeypatch, tmp_path):
+    # the libraries' runtime (seconds of C on a machine whose cache has none) starts building
+    # as a VM with the native tier in "auto" is made, on a thread of its own, once per compiler
+    # and cache directory; "off" starts none
+    import jit.targets.aot.build as build
+    built = []
+    done = threading.Event()
+
+    def record(cc):
+        built.append(cc)
+        done.set()
+        return tmp_path
+
+    monkeypatch.setattr(build, "runtime_objects", record)
+    monkeypatch.setattr(build, "_prepared", set())
+    monkeypatch.setenv("DLVM_CACHE_DIR", str(tmp_path / "a"))
+    module = mlp_module()
+    dlvmrt.VM(module, jit="auto", native="off")
+    assert not built
+    dlvmrt.VM(module, jit="auto", native="auto")
+    assert done.wait(30) and built == [find_cc()]
+    dlvmrt.VM(module, jit="auto", native="auto")
+    monkeypatch.setenv("DLVM_CACHE_DIR", str(tmp_path / "b"))
+    done.clear()
+    dlvmrt.VM(module, jit="auto", native="auto")
+    assert done.wait(30) and len(built) == 2
+    monkeypatch.setenv("CC", str(tmp_path / "no-such-compiler"))
+    dlvmrt.VM(module, jit="auto", native="auto")
+    assert len(built) == 2
+
+
 def test_a_program_the_library_cannot_hold_stays_on_the_vm():
     # values of a narrow storage format have no C type: the tier stays off and says why (an
     # op the library has no code for, einsum here, is run by the VM from inside the library)

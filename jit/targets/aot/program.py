@@ -44,7 +44,7 @@ _FLOATS = frozenset({DType.F32, DType.F64})
 _INTEGERS = frozenset({DType.I8, DType.I16, DType.I32, DType.I64, DType.U8, DType.U16, DType.U32,
                        DType.U64})
 _SCANS = frozenset({DType.F32, DType.F64, DType.I32, DType.I64})
-# ops the runtime runs (dlvm_aot_rt.c) besides regions and control flow, with the dtypes of the
+# ops the runtime runs (runtime/*.c) besides regions and control flow, with the dtypes of the
 # first operand its code covers (None: every dtype with a C type); any other is a guard there, so
 # the library hands that instruction to the VM instead (_helper)
 HELPER_OPS: dict[str, frozenset | None] = {
