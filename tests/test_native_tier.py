@@ -81,6 +81,10 @@ def test_the_library_runs_after_the_first_call():
     assert vm.native.state == "ready"
     assert vm.native.native_calls == 2      # each batch size: compared once, then native
     assert "2 of 2 input signatures run it" in vm.native.status()
+    # the cache keeps the shared library alone: no sources, no static archive (`dlvm aot`'s)
+    kept = {p.name for p in vm.native.library.directory.iterdir()}
+    assert "libdlvm_native.so" in kept and "dlvm_aot.json" in kept
+    assert "src" not in kept and not any(name.endswith(".a") for name in kept)
 
 
 def test_traps_come_from_the_interpreter():

@@ -62,11 +62,9 @@ def cached_library(module: Module, cache_dir: str | os.PathLike | None = None) -
     _remove_stale(root)
     tmp = Path(tempfile.mkdtemp(dir=root, prefix=".tmp-"))
     try:
-        compile_library(module, tmp, name=NAME, vm_fallback=True)
-        # the sources and the static archive: only `dlvm aot` keeps them
+        compile_library(module, tmp, name=NAME, vm_fallback=True, archive=False)
+        # the sources: only `dlvm aot` keeps them
         shutil.rmtree(tmp / "src", ignore_errors=True)
-        for archive in tmp.glob("*.a"):
-            archive.unlink()
         try:
             os.replace(tmp, final)
         except OSError:
