@@ -440,7 +440,12 @@ class NativeTier:
         if self.mode == "always":
             self._build()
             return
+        import jit
         from jit import background as bg
+        # the libraries' runtime, on a machine whose cache has none yet: seconds of C compiling
+        # that need not wait behind the regions' kernels (not as the VM is made: a process that
+        # runs a program once, as `dlvm run` does, would start it only to kill it at exit)
+        jit.prepare_native_runtime()
         # after the regions' kernels queued meanwhile: the VM runs faster with those while the
         # library builds (seconds of C compiling, more while the runtime is not cached yet)
         if not bg.compiler().submit(("native", id(self)), self._build, last=True):
@@ -565,9 +570,4 @@ def tier_for(vm: VM, native: str | None) -> NativeTier | None:
                            + ("" if native else " (from $DLVM_NATIVE)"))
     if mode == "off" or vm.jit_mode == "off" or vm.profiler is not None or vm.scheduler is not None:
         return None
-    if mode == "auto":
-        # the libraries' runtime, on a machine whose cache has none yet: seconds of C compiling
-        # that need not wait for this VM's calls and regions
-        import jit
-        jit.prepare_native_runtime()
     return NativeTier(vm, mode, after=max(vm.hot_threshold, 2))
