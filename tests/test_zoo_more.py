@@ -2,7 +2,7 @@
 `bench/zoo_probe2.py`, `bench/zoo_probe3.py`, `bench/zoo_probe4.py`,
 `bench/zoo_probe5.py`, `bench/zoo_probe6.py`, `bench/zoo_probe7.py`, `bench/zoo_probe8.py`,
 `bench/zoo_probe9.py`, `bench/zoo_probe10.py`, `bench/zoo_probe11.py`,
-`bench/zoo_probe12.py`, `bench/zoo_probe13.py`): each,
+`bench/zoo_probe12.py`, `bench/zoo_probe13.py`, `bench/zoo_probe14.py`): each,
 exported with both torch exporters with a dynamic batch, imports and matches onnxruntime at
 batches 1 and 3; and the native tier's library (every op of these models compiles ahead of
 time) matches the interpreter on them.
@@ -38,6 +38,8 @@ from zoo_probe12 import ORT_DISABLED_OPTIMIZERS, PROBE12  # noqa: E402
 from zoo_probe12 import TOLERANCES as _TOLERANCES12  # noqa: E402
 from zoo_probe13 import PROBE13  # noqa: E402
 from zoo_probe13 import TOLERANCES as _TOLERANCES13  # noqa: E402
+from zoo_probe14 import PROBE14  # noqa: E402
+from zoo_probe14 import TOLERANCES as _TOLERANCES14  # noqa: E402
 
 import dlvmrt  # noqa: E402
 from frontends.onnx import import_onnx  # noqa: E402
@@ -45,12 +47,12 @@ from frontends.onnx import import_onnx  # noqa: E402
 pytestmark = pytest.mark.onnx
 
 MORE = {**_MORE, **PROBE, **PROBE2, **PROBE3, **PROBE4, **PROBE5, **PROBE6, **PROBE7,
-        **PROBE8, **PROBE9, **PROBE10, **PROBE11, **PROBE12, **PROBE13}
+        **PROBE8, **PROBE9, **PROBE10, **PROBE11, **PROBE12, **PROBE13, **PROBE14}
 # the latest probes' dynamo exports (2-4 s each) run with the slow tests: CI's time
 LATE = (set(PROBE6) | set(PROBE7) | set(PROBE8) | set(PROBE9) | set(PROBE10) | set(PROBE11)
-        | set(PROBE12) | set(PROBE13))
+        | set(PROBE12) | set(PROBE13) | set(PROBE14))
 # and the newest probes' native libraries (a compile of 5-20 s each)
-LATE_NATIVE = set(PROBE11) | set(PROBE12) | set(PROBE13)
+LATE_NATIVE = set(PROBE11) | set(PROBE12) | set(PROBE13) | set(PROBE14)
 # torch's TorchScript-based exporter fails on these (torch 2.13, opset 17): affine_grid and
 # bilinear have no ONNX symbolic there, and max_unpool2d's export trips over a tensor condition;
 # they are checked through the dynamo exporter
@@ -65,7 +67,15 @@ TORCHSCRIPT_FAILS = {"stn": "aten::affine_grid_generator has no opset-17 symboli
                      "pool_zoo": "adaptive_avg_pool2d to a size that does not divide",
                      "early_exit": "torch.cond cannot be traced by torch.jit.trace",
                      "param_norm_cnn": "aten::vdot (spectral_norm's sigma) has no opset-17 symbolic",
-                     "fold_shuffle": "aten::channel_shuffle has no opset-17 symbolic"}
+                     "fold_shuffle": "aten::channel_shuffle has no opset-17 symbolic",
+                     "autoformer": "aten::fft_rfft has no opset-17 symbolic"}
+# the TorchScript-based exporter writes these, but neither runtime runs what it wrote: torch.
+# repeat_interleave by data-dependent repeats becomes SplitToSequence with a computed split, which
+# onnxruntime's ConcatFromSequence rejects at every batch ("Non concat axis dimensions must
+# match") and dlvm's import refuses (a sequence of computed shapes: dlvm types are fixed before a
+# program runs); the test is a strict xfail there, the native library is built from the dynamo export
+TORCHSCRIPT_UNRUNNABLE = {"length_regulator_ri": "dlvm's import refuses SplitToSequence with a "
+                                                 "computed split (onnxruntime fails on it too)"}
 # torch.export fails on these with a dynamic batch (torch 2.13): fake_quantize_per_tensor_affine
 # decomposes to a _cachemask op that has no fake-tensor kernel; checked through TorchScript
 DYNAMO_FAILS = {"fakequant_cnn": "aten.fake_quantize_per_tensor_affine_cachemask has no "
@@ -75,7 +85,7 @@ DYNAMO_FAILS = {"fakequant_cnn": "aten.fake_quantize_per_tensor_affine_cachemask
 # the float graph; compared against the graph as written (optimizations off)
 AS_WRITTEN = {"fakequant_cnn"}
 ATOL, RTOL = 1e-4, 1e-4
-TOLERANCES = {**_TOLERANCES12, **_TOLERANCES13}
+TOLERANCES = {**_TOLERANCES12, **_TOLERANCES13, **_TOLERANCES14}
 # the dynamo exporter writes these with ONNX sequences built in a loop (DLRM's EmbeddingBag: a
 # Loop of SequenceInsert per bag, then ConcatFromSequence): the stacked sequences of
 # frontends/onnx/ops/sequence.py, also compiled (--jit always) and as a native library
@@ -115,7 +125,9 @@ def _close(got, want, what: str, tolerance: tuple[float, float] = (ATOL, RTOL)) 
 
 
 @pytest.mark.parametrize("name, exporter", [
-    pytest.param(n, x, marks=[pytest.mark.slow] if n in LATE and x == "dynamo" else [])
+    pytest.param(n, x, marks=([pytest.mark.slow] if n in LATE and x == "dynamo" else [])
+                 + ([pytest.mark.xfail(strict=True, reason=TORCHSCRIPT_UNRUNNABLE[n])]
+                    if x == "torchscript" and n in TORCHSCRIPT_UNRUNNABLE else []))
     for n in MORE for x in zm.EXPORTERS])
 def test_matches_onnxruntime(name, exporter):
     onnx_bytes = _export(name, exporter)
@@ -131,12 +143,16 @@ def test_matches_onnxruntime(name, exporter):
                f"{name} {exporter} b={batch}", TOLERANCES.get(name, (ATOL, RTOL)))
 
 
-# the native tier's library has no code for some of probe12's and probe13's ops: it hands them
-# back to the VM (the results still match)
+# the native tier's library has no code for some of probe12's, probe13's and probe14's ops: it
+# hands them back to the VM (the results still match)
 NATIVE_GAPS = {"fnet": "DFT (8 instructions) runs on the VM",
                "spectrogram_cnn": "DFT (the STFT's, onesided) runs on the VM",
                "mlm_masked": "NonZero runs on the VM",
-               "fold_shuffle": "Col2Im (nn.Fold) runs on the VM"}
+               "fold_shuffle": "Col2Im (nn.Fold) runs on the VM",
+               "autoformer": "DFT (rfft and irfft, 6 instructions) runs on the VM",
+               "length_regulator_ri": "reduce_sum over axis 0 of an i64 [B*T, frames] whose "
+                                      "frame count is computed (a non-trailing reduction with a "
+                                      "run-time dim) runs on the VM"}
 
 
 @pytest.mark.parametrize("name", [
@@ -148,7 +164,8 @@ NATIVE_GAPS = {"fnet": "DFT (8 instructions) runs on the VM",
 def test_native_library_matches_the_interpreter(name):
     # the whole program as one library (dlvmrt/native_tier.py): nothing of these models stays
     # on the VM, and the library's results are the interpreter's
-    module = import_onnx(_export(name, "dynamo" if name in TORCHSCRIPT_FAILS else "torchscript"))
+    dynamo = name in TORCHSCRIPT_FAILS or name in TORCHSCRIPT_UNRUNNABLE
+    module = import_onnx(_export(name, "dynamo" if dynamo else "torchscript"))
     vm = dlvmrt.VM(module, jit="auto", native="always")
     ref = dlvmrt.VM(module, jit="off")
     feeds = MORE[name].inputs(3, seed=3)
