@@ -1331,6 +1331,36 @@ entry:
         lib.run("main", x, np.array([[0, 5, 0]] * 3), u, j)
 
 
+@pytest.mark.parametrize("axis", [0, 1, 2, 3])
+def test_gather_and_scatter_elements_of_rank_four(tmp_path, axis):
+    # the offsets walk the indices row by row of their last axis (dlvm_aot_ops.c:
+    # element_offsets): every axis gathered, indices smaller than the data off the axis on
+    # leading, middle and last dims, both index dtypes, negative indices wrapped
+    shape, ishape = (3, 4, 5, 6), [2, 3, 4, 5]
+    ishape[axis] = 7
+    module = assembler.parse(f"""module ge4
+func @main(%x: f32[3, 4, 5, 6], %i: i64[{', '.join(map(str, ishape))}], \
+%j: i32[{', '.join(map(str, ishape))}], %u: f32[{', '.join(map(str, ishape))}]) -> \
+(f32[{', '.join(map(str, ishape))}], f32[{', '.join(map(str, ishape))}], f32[3, 4, 5, 6]) {{
+entry:
+  %g = gather_elements %x, %i {{axis = {axis}}}
+  %h = gather_elements %x, %j {{axis = {axis}}}
+  %s = scatter_elements %x, %i, %u {{axis = {axis}, reduction = "add"}}
+  ret %g, %h, %s
+}}
+""")
+    rng = np.random.default_rng(axis)
+    x = rng.standard_normal(shape).astype(np.float32)
+    i = rng.integers(-shape[axis], shape[axis], size=ishape)
+    j = rng.integers(-shape[axis], shape[axis], size=ishape).astype(np.int32)
+    u = rng.standard_normal(ishape).astype(np.float32)
+    compile_library(module, tmp_path)
+    lib = aot.load(tmp_path)
+    for got, want in zip(lib.run("main", x, i, j, u),
+                         dlvmrt.VM(module, jit="off").run("main", x, i, j, u)):
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+
+
 def test_slice_with_run_time_bounds(tmp_path):
     module = assembler.parse("""module sd
 func @main(%x: f32[N, 6], %b: i64[2], %e: i64[2], %a: i64[2], %s: i64[2]) -> f32[?, ?] {

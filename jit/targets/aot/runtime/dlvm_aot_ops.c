@@ -1692,17 +1692,32 @@ static int element_offsets(dlvm_ctx *ctx, const char *op, const dlvm_val *x, con
     int64_t xs[DLVM_MAX_RANK], pos[DLVM_MAX_RANK] = {0};
     contiguous_strides(rank, x->shape, xs);
     int64_t size = x->shape[axis], n = dlvm_rt_numel(idx);
-    for (int64_t k = 0; k < n; k++) {
-        int64_t j = index_at(idx, k);
-        if (j < -size || j >= size)
-            return dlvm_rt_fail(ctx, DLVM_RT_ERR_TRAP, "%s index %lld is out of range for axis "
-                                "%lld of size %lld", op, (long long)j, (long long)axis,
-                                (long long)size);
-        if (j < 0) j += size;
-        int64_t off = 0;
-        for (int d = 0; d < rank; d++) off += (d == axis ? j : pos[d]) * xs[d];
-        offsets[k] = off;
-        for (int d = rank - 1; d >= 0; d--) {      /* the next index position, row-major */
+    if (n == 0) return 0;
+    /* row by row of the indices' last axis: the leading coordinates (and their share of the
+     * offset) change once a row, the inner loop reads indices of one dtype. The walk with a
+     * coordinate update per element was a third of a DeBERTa's time at batch 32 (four gathers
+     * of relative positions, [32, 4, 32, 32] each). */
+    int last = rank - 1;
+    int64_t width = rank ? idx->shape[last] : 1, rows = n / width;
+    int64_t step = rank ? xs[axis] : 0;     /* along the axis: the index's share */
+    const int64_t *i64 = idx->dtype == DT_I32 ? NULL : (const int64_t *)idx->data;
+    const int32_t *i32 = idx->dtype == DT_I32 ? (const int32_t *)idx->data : NULL;
+    for (int64_t row = 0; row < rows; row++) {
+        int64_t base = 0;
+        for (int d = 0; d < last; d++)
+            if (d != axis) base += pos[d] * xs[d];
+        int64_t k0 = row * width;
+        for (int64_t k = 0; k < width; k++) {
+            int64_t j = i64 ? i64[k0 + k] : i32[k0 + k];
+            if (j < -size || j >= size)
+                return dlvm_rt_fail(ctx, DLVM_RT_ERR_TRAP, "%s index %lld is out of range for "
+                                    "axis %lld of size %lld", op, (long long)j, (long long)axis,
+                                    (long long)size);
+            if (j < 0) j += size;
+            /* the last coordinate is k unless the axis is the last one (stride 1 either way) */
+            offsets[k0 + k] = base + j * step + (axis == last ? 0 : k);
+        }
+        for (int d = last - 1; d >= 0; d--) {      /* the next row, row-major */
             if (++pos[d] < idx->shape[d]) break;
             pos[d] = 0;
         }
@@ -1720,18 +1735,21 @@ static int check_elementwise_index(dlvm_ctx *ctx, const char *op, const dlvm_val
     return 0;
 }
 
-/* the checked offsets of an elementwise index tensor (malloc'd; NULL with ctx's status set) */
+/* the checked offsets of an elementwise index tensor (NULL with ctx's status set), from this
+ * thread's buffer cache (*bytes: what to give back with buffer_free): a megabyte of offsets
+ * malloc'd and freed every call was mapped afresh each time */
 static int64_t *checked_offsets(dlvm_ctx *ctx, const char *op, const dlvm_val *x,
-                                const dlvm_val *idx, int64_t axis) {
+                                const dlvm_val *idx, int64_t axis, size_t *bytes) {
     if (check_elementwise_index(ctx, op, x, idx, axis)) return NULL;
     int64_t n = dlvm_rt_numel(idx);
-    int64_t *offsets = malloc((size_t)(n ? n : 1) * sizeof(int64_t));
+    *bytes = (size_t)(n ? n : 1) * sizeof(int64_t);
+    int64_t *offsets = buffer_alloc(bytes);
     if (!offsets) {
         dlvm_rt_fail(ctx, DLVM_RT_ERR_RESOURCE, "out of memory (%s)", op);
         return NULL;
     }
     if (element_offsets(ctx, op, x, idx, axis, offsets)) {
-        free(offsets);
+        buffer_free(offsets, *bytes);
         return NULL;
     }
     return offsets;
@@ -1741,11 +1759,12 @@ HIDDEN int dlvm_rt_gather_elements(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_
                                    int64_t axis, dlvm_val *out) {
     if (axis < 0) axis += x->rank;
     int64_t n = dlvm_rt_numel(idx);
-    int64_t *offsets = checked_offsets(ctx, "gather_elements", x, idx, axis);
+    size_t offsets_bytes = 0;
+    int64_t *offsets = checked_offsets(ctx, "gather_elements", x, idx, axis, &offsets_bytes);
     if (!offsets) return 1;
     dlvm_val tmp = {0};
     if (dlvm_rt_alloc(ctx, &tmp, x->dtype, idx->rank, idx->shape)) {
-        free(offsets);
+        buffer_free(offsets, offsets_bytes);
         return 1;
     }
     size_t item = dlvm_rt_itemsize(x->dtype);
@@ -1757,7 +1776,7 @@ HIDDEN int dlvm_rt_gather_elements(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_
         for (int64_t k = 0; k < n; k++)
             memcpy((char *)tmp.data + k * item, (const char *)x->data + offsets[k] * item, item);
     }
-    free(offsets);
+    buffer_free(offsets, offsets_bytes);
     dlvm_rt_release(out);
     *out = tmp;
     return 0;
@@ -1803,11 +1822,12 @@ HIDDEN int dlvm_rt_scatter_elements(dlvm_ctx *ctx, const dlvm_val *x, const dlvm
             return dlvm_rt_fail(ctx, DLVM_RT_ERR_TRAP, "scatter_elements: indices and updates "
                                 "differ");
     int64_t n = dlvm_rt_numel(idx);
-    int64_t *offsets = checked_offsets(ctx, "scatter_elements", x, idx, axis);
+    size_t offsets_bytes = 0;
+    int64_t *offsets = checked_offsets(ctx, "scatter_elements", x, idx, axis, &offsets_bytes);
     if (!offsets) return 1;
     dlvm_val tmp = {0};
     if (dlvm_rt_alloc(ctx, &tmp, x->dtype, x->rank, x->shape)) {
-        free(offsets);
+        buffer_free(offsets, offsets_bytes);
         return 1;
     }
     size_t item = dlvm_rt_itemsize(x->dtype);
@@ -1819,7 +1839,7 @@ HIDDEN int dlvm_rt_scatter_elements(dlvm_ctx *ctx, const dlvm_val *x, const dlvm
     } else {
         ok = scatter_combine(x->dtype, tmp.data, offsets, upd->data, n, reduction);
     }
-    free(offsets);
+    buffer_free(offsets, offsets_bytes);
     if (!ok) {
         dlvm_rt_release(&tmp);
         return dlvm_rt_fail(ctx, DLVM_RT_ERR_GUARD, "scatter_elements reduction on dtype %d",
