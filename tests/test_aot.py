@@ -496,6 +496,42 @@ def test_reductions_over_any_axes(tmp_path):
     close(lib.run("main", x), vm.run("main", x), 1e-5)
 
 
+REDUCE_INTEGERS = """module ints
+func @main(%x: i32[N, 3, 5], %y: i64[N, 3, 5]) -> (i32[3, 5], i32[N, 1, 5], i32[3], i32[N, 5], \
+i64[3, 5], i64[5], i64[N, 5], i64[1, 3, 1]) {
+entry:
+  %a = reduce_sum %x {axes = [0]}
+  %b = reduce_max %x {axes = [1], keepdims = true}
+  %c = reduce_min %x {axes = [0, 2]}
+  %d = reduce_prod %x {axes = [1]}
+  %e = reduce_sum %y {axes = [0]}
+  %f = reduce_max %y {axes = [0, 1]}
+  %g = reduce_prod %y {axes = [1]}
+  %h = reduce_sum %y {axes = [0, 2], keepdims = true}
+  ret %a, %b, %c, %d, %e, %f, %g, %h
+}
+"""
+
+
+def test_integer_reductions_over_any_axes(tmp_path):
+    # i32 / i64 sums, maxima, minima and products over leading and middle axes in the runtime
+    # (dlvm_aot_ops.c: reduce_integers), exact, sums and products wrapping in the operand's
+    # width as the reference's
+    module = assembler.parse(REDUCE_INTEGERS)
+    from jit.targets.aot.program import ProgramCompiler
+    program = ProgramCompiler(module, "ints", vm_fallback=True).compile()
+    assert not program.vm_instructions and not program.unsupported
+    compile_library(module, tmp_path)
+    lib, vm = aot.load(tmp_path), dlvmrt.VM(module, jit="off")
+    rng = np.random.default_rng(6)
+    for n in (4, 1):
+        x = rng.integers(-2**31, 2**31, size=(n, 3, 5), dtype=np.int64).astype(np.int32)
+        y = rng.integers(-2**62, 2**62, size=(n, 3, 5), dtype=np.int64)
+        for got, want in zip(lib.run("main", x, y), vm.run("main", x, y)):
+            assert got.dtype == want.dtype
+            np.testing.assert_array_equal(got, want)
+
+
 REDUCE_RUNS = """module runs
 func @main(%x: f32[N, 7, 300]) -> (f32[N, 300], f32[N, 1, 300], f32[N, 7], f32[N, 7], \
 f32[N, 300], f32[7, 300], f32[N, 7, 1], f64[N, 300]) {

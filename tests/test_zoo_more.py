@@ -149,10 +149,7 @@ NATIVE_GAPS = {"fnet": "DFT (8 instructions) runs on the VM",
                "spectrogram_cnn": "DFT (the STFT's, onesided) runs on the VM",
                "mlm_masked": "NonZero runs on the VM",
                "fold_shuffle": "Col2Im (nn.Fold) runs on the VM",
-               "autoformer": "DFT (rfft and irfft, 6 instructions) runs on the VM",
-               "length_regulator_ri": "reduce_sum over axis 0 of an i64 [B*T, frames] whose "
-                                      "frame count is computed (a non-trailing reduction with a "
-                                      "run-time dim) runs on the VM"}
+               "autoformer": "DFT (rfft and irfft, 6 instructions) runs on the VM"}
 
 
 @pytest.mark.parametrize("name", [

@@ -768,15 +768,19 @@ class ProgramCompiler:
         except Unsupported:
             raise
         except Exception as e:  # noqa: BLE001 - the JIT cannot build it: say why
-            # (dlvm_rt_reduce has code for f32 and f64; anything else runs on the VM)
-            if _reduce_kind(ins.op) is not None and t.operands[0].dtype in _FLOATS:
+            # (dlvm_rt_reduce has code for f32 and f64, and for i32 and i64 but for a mean;
+            # anything else runs on the VM)
+            kind = _reduce_kind(ins.op)
+            dtype = t.operands[0].dtype
+            if kind is not None and (dtype in _FLOATS or
+                                     (dtype in (DType.I32, DType.I64) and kind != _MEAN_KIND)):
                 self._any_axes_reduce(ins, t, temps)
                 return
             raise Unsupported(f"no kernel: {e}") from None
 
     def _any_axes_reduce(self, ins: Instr, t, temps: list[str]) -> None:
-        """A float reduction the kernels cannot fold (over leading or middle axes) through the
-        runtime's dlvm_rt_reduce."""
+        """A float (or i32 / i64) reduction the kernels cannot fold (over leading or middle axes)
+        through the runtime's dlvm_rt_reduce."""
         a = OPS[ins.op].with_defaults(ins.attrs)
         rank = t.operands[0].rank
         axes = range(rank) if a.get("axes") is None else [ax % rank for ax in a["axes"]]

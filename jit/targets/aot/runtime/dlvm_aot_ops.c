@@ -501,8 +501,13 @@ static int reduce_as_one_run(const dlvm_val *x, uint32_t mask, int64_t *outer, i
 /* A float reduction over any axes (the region kernels fold only trailing ones): kind 0 sum,
  * 1 mean, 2 max, 3 min, 4 prod; `mask` has bit d set for a reduced axis. Sums accumulate in
  * double. An empty max / min is left to the VM (a guard), which traps as the op defines. */
+static int reduce_integers(dlvm_ctx *ctx, const dlvm_val *x, uint32_t mask, int kind,
+                           int keepdims, dlvm_val *out);
+
 HIDDEN int dlvm_rt_reduce(dlvm_ctx *ctx, const dlvm_val *x, uint32_t mask, int kind, int keepdims,
                           dlvm_val *out) {
+    if ((x->dtype == DT_I32 || x->dtype == DT_I64) && kind != 1)
+        return reduce_integers(ctx, x, mask, kind, keepdims, out);
     if (x->dtype != DT_F32 && x->dtype != DT_F64)
         return dlvm_rt_fail(ctx, DLVM_RT_ERR_GUARD, "a reduction of %s over these axes is not "
                             "compiled ahead of time", dtype_name(x->dtype));
@@ -561,6 +566,63 @@ HIDDEN int dlvm_rt_reduce(dlvm_ctx *ctx, const dlvm_val *x, uint32_t mask, int k
         else ((double *)tmp.data)[i] = v;
     }
     free(acc);
+    dlvm_rt_release(out);
+    *out = tmp;
+    return 0;
+}
+
+/* i32 / i64 sums, products, maxima and minima over any axes, exact: sums and products wrap in
+ * the operand's width as the reference's (NumPy's with the operand's dtype), computed modulo
+ * 2^64 and truncated; the i64 length of a run-time-sized gather's rows summed over a leading
+ * axis ran on the VM. One pass in memory order, each element added to its output's slot. */
+static int reduce_integers(dlvm_ctx *ctx, const dlvm_val *x, uint32_t mask, int kind,
+                           int keepdims, dlvm_val *out) {
+    int rank = x->rank, r = 0, i32 = x->dtype == DT_I32;
+    int64_t shape[DLVM_MAX_RANK], ostride[DLVM_MAX_RANK], count = 1, n_out = 1;
+    for (int d = rank - 1; d >= 0; d--) {
+        int red = (mask >> d) & 1;
+        ostride[d] = red ? 0 : n_out;
+        if (red) count *= x->shape[d];
+        else n_out *= x->shape[d];
+    }
+    for (int d = 0; d < rank; d++)
+        if (!((mask >> d) & 1)) shape[r++] = x->shape[d];
+        else if (keepdims) shape[r++] = 1;
+    if (count == 0 && (kind == 2 || kind == 3))
+        return dlvm_rt_fail(ctx, DLVM_RT_ERR_GUARD, "a maximum or minimum over an empty axis");
+    size_t bytes = (size_t)(n_out ? n_out : 1) * sizeof(uint64_t);
+    uint64_t *acc = buffer_alloc(&bytes);
+    if (!acc) return dlvm_rt_fail(ctx, DLVM_RT_ERR_RESOURCE, "out of memory (reduction)");
+    uint64_t init = kind == 4 ? 1u : kind == 2 ? (uint64_t)INT64_MIN
+                  : kind == 3 ? (uint64_t)INT64_MAX : 0u;
+    for (int64_t i = 0; i < n_out; i++) acc[i] = init;
+    int64_t total = dlvm_rt_numel(x), idx[DLVM_MAX_RANK] = {0}, o = 0;
+    for (int64_t i = 0; i < total; i++) {
+        int64_t v = i32 ? ((const int32_t *)x->data)[i] : ((const int64_t *)x->data)[i];
+        uint64_t *a = &acc[o];
+        switch (kind) {
+        case 2: if (v > (int64_t)*a) *a = (uint64_t)v; break;
+        case 3: if (v < (int64_t)*a) *a = (uint64_t)v; break;
+        case 4: *a *= (uint64_t)v; break;
+        default: *a += (uint64_t)v;
+        }
+        for (int d = rank - 1; d >= 0; d--) {       /* next index; the output offset follows */
+            o += ostride[d];
+            if (++idx[d] < x->shape[d]) break;
+            o -= ostride[d] * idx[d];
+            idx[d] = 0;
+        }
+    }
+    dlvm_val tmp = {0};
+    if (dlvm_rt_alloc(ctx, &tmp, x->dtype, r, shape)) {
+        buffer_free(acc, bytes);
+        return 1;
+    }
+    for (int64_t i = 0; i < n_out; i++) {
+        if (i32) ((int32_t *)tmp.data)[i] = (int32_t)(uint32_t)acc[i];
+        else ((int64_t *)tmp.data)[i] = (int64_t)acc[i];
+    }
+    buffer_free(acc, bytes);
     dlvm_rt_release(out);
     *out = tmp;
     return 0;
