@@ -2,7 +2,8 @@
 `bench/zoo_probe2.py`, `bench/zoo_probe3.py`, `bench/zoo_probe4.py`,
 `bench/zoo_probe5.py`, `bench/zoo_probe6.py`, `bench/zoo_probe7.py`, `bench/zoo_probe8.py`,
 `bench/zoo_probe9.py`, `bench/zoo_probe10.py`, `bench/zoo_probe11.py`,
-`bench/zoo_probe12.py`, `bench/zoo_probe13.py`, `bench/zoo_probe14.py`): each,
+`bench/zoo_probe12.py`, `bench/zoo_probe13.py`, `bench/zoo_probe14.py`,
+`bench/zoo_probe15.py`): each,
 exported with both torch exporters with a dynamic batch, imports and matches onnxruntime at
 batches 1 and 3; and the native tier's library (every op of these models compiles ahead of
 time) matches the interpreter on them.
@@ -40,6 +41,8 @@ from zoo_probe13 import PROBE13  # noqa: E402
 from zoo_probe13 import TOLERANCES as _TOLERANCES13  # noqa: E402
 from zoo_probe14 import PROBE14  # noqa: E402
 from zoo_probe14 import TOLERANCES as _TOLERANCES14  # noqa: E402
+from zoo_probe15 import PROBE15  # noqa: E402
+from zoo_probe15 import TOLERANCES as _TOLERANCES15  # noqa: E402
 
 import dlvmrt  # noqa: E402
 from frontends.onnx import import_onnx  # noqa: E402
@@ -47,12 +50,13 @@ from frontends.onnx import import_onnx  # noqa: E402
 pytestmark = pytest.mark.onnx
 
 MORE = {**_MORE, **PROBE, **PROBE2, **PROBE3, **PROBE4, **PROBE5, **PROBE6, **PROBE7,
-        **PROBE8, **PROBE9, **PROBE10, **PROBE11, **PROBE12, **PROBE13, **PROBE14}
+        **PROBE8, **PROBE9, **PROBE10, **PROBE11, **PROBE12, **PROBE13, **PROBE14,
+        **PROBE15}
 # the latest probes' dynamo exports (2-4 s each) run with the slow tests: CI's time
 LATE = (set(PROBE6) | set(PROBE7) | set(PROBE8) | set(PROBE9) | set(PROBE10) | set(PROBE11)
-        | set(PROBE12) | set(PROBE13) | set(PROBE14))
+        | set(PROBE12) | set(PROBE13) | set(PROBE14) | set(PROBE15))
 # and the newest probes' native libraries (a compile of 5-20 s each)
-LATE_NATIVE = set(PROBE11) | set(PROBE12) | set(PROBE13) | set(PROBE14)
+LATE_NATIVE = set(PROBE11) | set(PROBE12) | set(PROBE13) | set(PROBE14) | set(PROBE15)
 # torch's TorchScript-based exporter fails on these (torch 2.13, opset 17): affine_grid and
 # bilinear have no ONNX symbolic there, and max_unpool2d's export trips over a tensor condition;
 # they are checked through the dynamo exporter
@@ -68,7 +72,8 @@ TORCHSCRIPT_FAILS = {"stn": "aten::affine_grid_generator has no opset-17 symboli
                      "early_exit": "torch.cond cannot be traced by torch.jit.trace",
                      "param_norm_cnn": "aten::vdot (spectral_norm's sigma) has no opset-17 symbolic",
                      "fold_shuffle": "aten::channel_shuffle has no opset-17 symbolic",
-                     "autoformer": "aten::fft_rfft has no opset-17 symbolic"}
+                     "autoformer": "aten::fft_rfft has no opset-17 symbolic",
+                     "hyena": "aten::fft_rfft has no opset-17 symbolic"}
 # the TorchScript-based exporter writes these, but neither runtime runs what it wrote: torch.
 # repeat_interleave by data-dependent repeats becomes SplitToSequence with a computed split, which
 # onnxruntime's ConcatFromSequence rejects at every batch ("Non concat axis dimensions must
@@ -85,7 +90,7 @@ DYNAMO_FAILS = {"fakequant_cnn": "aten.fake_quantize_per_tensor_affine_cachemask
 # the float graph; compared against the graph as written (optimizations off)
 AS_WRITTEN = {"fakequant_cnn"}
 ATOL, RTOL = 1e-4, 1e-4
-TOLERANCES = {**_TOLERANCES12, **_TOLERANCES13, **_TOLERANCES14}
+TOLERANCES = {**_TOLERANCES12, **_TOLERANCES13, **_TOLERANCES14, **_TOLERANCES15}
 # the dynamo exporter writes these with ONNX sequences built in a loop (DLRM's EmbeddingBag: a
 # Loop of SequenceInsert per bag, then ConcatFromSequence): the stacked sequences of
 # frontends/onnx/ops/sequence.py, also compiled (--jit always) and as a native library
@@ -143,13 +148,15 @@ def test_matches_onnxruntime(name, exporter):
                f"{name} {exporter} b={batch}", TOLERANCES.get(name, (ATOL, RTOL)))
 
 
-# the native tier's library has no code for some of probe12's, probe13's and probe14's ops: it
-# hands them back to the VM (the results still match)
+# the native tier's library has no code for some of probe12's to probe15's ops: it hands them
+# back to the VM (the results still match)
 NATIVE_GAPS = {"fnet": "DFT (8 instructions) runs on the VM",
                "spectrogram_cnn": "DFT (the STFT's, onesided) runs on the VM",
                "mlm_masked": "NonZero runs on the VM",
                "fold_shuffle": "Col2Im (nn.Fold) runs on the VM",
-               "autoformer": "DFT (rfft and irfft, 6 instructions) runs on the VM"}
+               "autoformer": "DFT (rfft and irfft, 6 instructions) runs on the VM",
+               "hyena": "DFT (the long convolutions' rfft and irfft of length 2L, 8 "
+                        "instructions) runs on the VM"}
 
 
 @pytest.mark.parametrize("name", [
