@@ -395,6 +395,41 @@ def test_simplify_transposes_and_reshapes():
     check_same(m, out, x)
 
 
+def test_simplify_an_outer_product_matmul_is_a_multiply():
+    # matmul of [..., M, 1] by [..., 1, N]: a * b (+ 0.0 for floats: the product's sum starts
+    # at +0.0), bit for bit: -0.0 products, NaN, infinities, integers that wrap
+    import assembler
+    src = """module outer
+func @main(%a: f32[N, 8, 1], %b: f32[N, 1, 6], %i: i32[3, 1], %j: i32[1, 4], %v: f32[8], \
+%w: f32[M, 1, 1], %z: f32[K, 2, 1], %y: f32[L, 1, 3]) -> (f32[N, 8, 6], i32[3, 4], f32[], \
+f32[?, 2, 3]) {
+entry:
+  %p = matmul %a, %b
+  %r = matmul %i, %j
+  %s = matmul %v, %v
+  %t = matmul %z, %y
+  ret %p, %r, %s, %t
+}
+"""
+    m = assembler.parse(src)
+    out = only(m, "simplify", "dce")
+    # the batch dims K and L may not broadcast: that matmul stays (its trap is a matmul's)
+    assert ops_of(out).count("matmul") == 2 and ops_of(out).count("mul") == 2
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((2, 8, 1)).astype(np.float32)
+    a[0, 0, 0] = -1.0
+    b = rng.standard_normal((2, 1, 6)).astype(np.float32)
+    b[0, 0, 0], b[1, 0, 1], b[1, 0, 2] = 0.0, np.nan, np.inf
+    i = rng.integers(-2**31, 2**31, (3, 1)).astype(np.int32)
+    j = rng.integers(-2**31, 2**31, (1, 4)).astype(np.int32)
+    v = rng.standard_normal(8).astype(np.float32)
+    z, y = np.ones((2, 2, 1), np.float32), np.ones((2, 1, 3), np.float32)
+    w = np.ones((1, 1, 1), np.float32)
+    check_same(m, out, a, b, i, j, v, w, z, y)
+    got = run_vm(out, a, b, i, j, v, w, z, y)
+    assert got[0][0, 0, 0] == 0 and not np.signbit(got[0][0, 0, 0])
+
+
 def test_simplify_respects_reassignment_between_the_pair():
     mb = ModuleBuilder("m")
     f = mb.function("main", [("x", "f32[4]")], ["f32[4]"])

@@ -13,6 +13,10 @@ Rules (each exact; see specs/passes.md):
 - reshape(reshape(x, s), t) -> reshape(x, t) (both keep row-major element order); reshape to
   x's own shape -> x.
 - select with a known all-true / all-false condition -> the chosen operand; select(c, a, a) -> a.
+- matmul of [..., M, 1] by [..., 1, N] (an outer product: one term per element) -> a * b, plus
+  +0.0 for floats (the product's sum starts from +0.0, so a -0.0 product is +0.0; NaN and the
+  infinities pass through): elementwise, it fuses with what produces and consumes it instead of
+  a memory-bound GEMM call of its own (an mLSTM step's k v^T inside f * C + i * k v^T).
 - conv2d (conv3d) of a zero `pad` of its spatial dims -> conv2d (conv3d) of the unpadded input
   with the pads added to its own (the reference pads with zeros the same way, so the padded
   array is the same); also through the expand_dims of a 1-D convolution (pad on the length,
@@ -101,7 +105,26 @@ class Simplifier:
             return self.conv3d_of_pad(ins, facts)
         if ins.op in ("softmax", "log_softmax"):
             return self.softmax_last(ins, t)
+        if ins.op == "matmul":
+            return self.outer_product(ins, t)
         return None
+
+    def outer_product(self, ins: Instr, t: InstrTypes) -> list[Instr] | None:
+        """A matmul whose contracted dim is a literal 1 on both sides, as a broadcast multiply.
+        Only where the batch dims surely broadcast (equal, or a literal 1 on one side): the
+        rewrite must not turn a matmul's trap into a multiply's."""
+        a, b = t.operands
+        if a.rank < 2 or b.rank < 2 or a.shape[-1] != 1 or b.shape[-2] != 1:
+            return None
+        for x, y in zip(reversed(a.shape[:-2]), reversed(b.shape[:-2])):
+            if not (x == 1 or y == 1 or (x == y and x is not None)):
+                return None
+        if a.dtype.is_float:
+            product = self.fresh(ins.results[0] + ".outer")
+            return [Instr("mul", [product], list(ins.operands), {}, None, ins.loc),
+                    Instr("add", list(ins.results), [Reg(product), Imm(0.0)], {},
+                          ins.result_type, ins.loc)]
+        return [Instr("mul", list(ins.results), list(ins.operands), {}, ins.result_type, ins.loc)]
 
     def softmax_last(self, ins: Instr, t: InstrTypes) -> list[Instr] | None:
         """A softmax over an axis that is not the last, as one over the last axis: compiled
