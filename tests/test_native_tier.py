@@ -87,6 +87,59 @@ def test_the_library_runs_after_the_first_call():
     assert "src" not in kept and not any(name.endswith(".a") for name in kept)
 
 
+def test_the_native_tiers_libraries_are_built_without_an_archive(monkeypatch, tmp_path):
+    import os
+
+    import jit.targets.aot.build as build
+    from jit.targets.aot.cached import cached_library
+    tools = []
+    real_run = build._run
+    monkeypatch.setattr(build, "_run", lambda cmd: (tools.append(os.path.basename(cmd[0])),
+                                                    real_run(cmd))[1])
+    cached_library(mlp_module(), tmp_path / "cache")
+    assert tools and "ar" not in tools
+    tools.clear()
+    build.compile_library(mlp_module(), tmp_path / "aot")       # `dlvm aot` keeps one
+    assert "ar" in tools and (tmp_path / "aot" / "libmlp.a").is_file()
+
+
+def test_a_forked_child_does_not_inherit_the_runtimes_build(monkeypatch, tmp_path):
+    # a fork while the runtime builds on another thread (its lock held): the child's own
+    # runtime_objects must not wait for a lock no thread of its own will release
+    import os
+
+    import jit.targets.aot.build as build
+    started, release = threading.Event(), threading.Event()
+
+    def slow(*args):
+        started.set()
+        release.wait(30)
+        raise build.AotError("stopped by the test")
+
+    monkeypatch.setattr(build, "_build_runtime", slow)
+    monkeypatch.setenv("DLVM_CACHE_DIR", str(tmp_path))
+
+    def building():
+        try:
+            build.runtime_objects(find_cc())
+        except build.AotError:
+            pass
+
+    t = threading.Thread(target=building)
+    t.start()
+    try:
+        assert started.wait(30)
+        pid = os.fork()
+        if pid == 0:        # the child: its locks are fresh, the parent's builds not its own
+            ok = build._runtime_lock.acquire(timeout=5) and not build._prepared
+            os._exit(0 if ok else 1)
+        _, status = os.waitpid(pid, 0)
+        assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+    finally:
+        release.set()
+        t.join()
+
+
 def test_traps_come_from_the_interpreter():
     vm = native_vm(GATHER)
     x = np.arange(12, dtype=np.float32).reshape(3, 4)

@@ -428,6 +428,16 @@ entry:
     check_same(m, out, a, b, i, j, v, w, z, y)
     got = run_vm(out, a, b, i, j, v, w, z, y)
     assert got[0][0, 0, 0] == 0 and not np.signbit(got[0][0, 0, 0])
+    # a format with no zero (f8e8m0fnu: "+ 0.0" would be NaN) keeps its matmul
+    pytest.importorskip("ml_dtypes")
+    narrow = assembler.parse("""module o8
+func @main(%a: f8e8m0fnu[3, 1], %b: f8e8m0fnu[1, 4]) -> f8e8m0fnu[3, 4] {
+entry:
+  %p = matmul %a, %b
+  ret %p
+}
+""")
+    assert ops_of(only(narrow, "simplify", "dce")) == ["matmul", "ret"]
 
 
 def test_simplify_respects_reassignment_between_the_pair():

@@ -154,8 +154,8 @@ def _runtime_object_names() -> tuple[str, ...]:
     return (*(f[:-2] + ".o" for f in RUNTIME_SOURCES if f.endswith(".c")), "dlvm_gemm.o")
 
 
-# one build of the runtime at a time in this process: the native tier starts one as a VM is made
-# (prepare_runtime) and its first library waits for that one instead of building its own
+# one build of the runtime at a time in this process: the native tier starts one as it asks for
+# its first library (prepare_runtime), and that library waits for it instead of building its own
 _runtime_lock = threading.Lock()
 
 
@@ -167,32 +167,70 @@ def runtime_objects(cc: str) -> Path:
     from jit.cache import default_dir
     keep, config = _runtime_dir(cc, str(default_dir()))
     names = _runtime_object_names()
+    if all((keep / n).is_file() for n in names):
+        return keep
     with _runtime_lock:
         if all((keep / n).is_file() for n in names):
             return keep
         if keep in _private_runtimes:
             return _private_runtimes[keep]
-        build = Path(tempfile.mkdtemp(prefix="dlvm-runtime-"))
+        # built in the cache's directory (a build that exit cuts off is swept from there an
+        # hour later), else in the system's temporary directory
+        try:
+            keep.parent.mkdir(parents=True, exist_ok=True)
+            _remove_stale_builds(keep.parent)
+            build = Path(tempfile.mkdtemp(dir=keep.parent, prefix=".tmp-"))
+        except OSError:
+            build = Path(tempfile.mkdtemp(prefix="dlvm-runtime-"))
         try:
             _build_runtime(build, cc, config, names)
         except BaseException:
             shutil.rmtree(build, ignore_errors=True)
             raise
         try:        # atomically: a concurrent build of the same key finds all or nothing
-            keep.parent.mkdir(parents=True, exist_ok=True)
-            tmp = Path(tempfile.mkdtemp(dir=keep.parent, prefix=".tmp-"))
-            for n in names:
-                shutil.copyfile(build / n, tmp / n)
-            os.replace(tmp, keep)
+            if build.parent == keep.parent:
+                for f in build.iterdir():
+                    if f.name not in names:
+                        f.unlink()
+                os.replace(build, keep)
+            else:
+                tmp = Path(tempfile.mkdtemp(dir=keep.parent, prefix=".tmp-"))
+                try:
+                    for n in names:
+                        shutil.copyfile(build / n, tmp / n)
+                    os.replace(tmp, keep)
+                finally:
+                    shutil.rmtree(tmp, ignore_errors=True)
         except OSError:
-            pass        # a read-only or full cache (or another process's build won)
+            pass        # a read-only or full cache, or another process's build won
         if all((keep / n).is_file() for n in names):
             shutil.rmtree(build, ignore_errors=True)
             return keep
+        if not all((build / n).is_file() for n in names):
+            raise AotError(f"the runtime's objects were built, and then lost from {build}")
         # no cache to keep them in: this process's own, removed as it exits
         _private_runtimes[keep] = build
-        atexit.register(shutil.rmtree, build, ignore_errors=True)
+        atexit.register(_remove_private, build, os.getpid())
         return build
+
+
+def _remove_private(build: Path, pid: int) -> None:
+    if os.getpid() == pid:          # not a forked child's: the objects are its parent's
+        shutil.rmtree(build, ignore_errors=True)
+
+
+STALE_BUILD_S = 3600.0
+
+
+def _remove_stale_builds(root: Path) -> None:
+    """Builds a process left behind when exit cut them off (the compilers are killed, and the
+    daemon thread never gets to remove its directory), after an hour."""
+    for d in root.glob(".tmp-*"):
+        try:
+            if time.time() - d.stat().st_mtime > STALE_BUILD_S:
+                shutil.rmtree(d, ignore_errors=True)
+        except OSError:
+            pass
 
 
 _private_runtimes: dict[Path, Path] = {}
@@ -224,10 +262,14 @@ def _build_runtime(build: Path, cc: str, config: str, names: tuple[str, ...]) ->
     (build / "dlvm_aot_config.h").write_text(config)
     jobs = [[cc, *C_FLAGS, "-c", str(build / f), "-o", str(build / (f[:-2] + ".o")), f"-I{build}"]
             for f in RUNTIME_SOURCES if f.endswith(".c")]
-    procs = [(_start(cmd), cmd) for cmd in jobs]
+    procs: list = []
     try:        # the GEMM kernel from LLVM while the C compiler runs
+        for cmd in jobs:
+            procs.append((_start(cmd), cmd))
         mod = host.optimize(str(gemm_module(shape_for(host.host().features))), 3)
-        (build / names[-1]).write_bytes(_pic_machine().emit_object(mod))
+        with host._lock:        # LLVM is not thread-safe: every use holds its lock
+            code = _pic_machine().emit_object(mod)
+        (build / names[-1]).write_bytes(code)
         for k, (proc, cmd) in enumerate(procs):
             _finish(proc, cmd)
             procs[k] = (None, cmd)
@@ -240,10 +282,10 @@ def _build_runtime(build: Path, cc: str, config: str, names: tuple[str, ...]) ->
 
 def prepare_runtime() -> None:
     """Build the runtime's objects now, on a daemon thread, when a C compiler is there and the
-    cache does not hold them: the native tier calls this as a VM is made, so that a first run on
-    a machine compiles them beside the interpreter's first calls and the regions' kernels rather
-    than after them. Once per compiler and cache directory in a process (the thread finds them
-    built and ends); failures are left to the library's own build to report."""
+    cache does not hold them: the native tier calls this as it asks for its first library, so
+    that a first run on a machine compiles them beside the regions' kernels rather than after
+    them. Once per compiler and cache directory in a process (the thread finds them built and
+    ends); failures are left to the library's own build to report."""
     from jit.cache import default_dir
     cc = find_cc()
     if cc is None:
@@ -339,11 +381,16 @@ def _stop_builds() -> None:
 
 
 def _forget_builds_in_child() -> None:
-    # a forked child's builds are its own: the parent's are not its to kill at its exit, and a
-    # lock a parent's thread held at the fork stays held
-    global _running_lock, _running
+    # a forked child's builds are its own: the parent's are not its to kill at its exit, a lock
+    # a parent's thread held at the fork stays held (the runtime's build on its own thread), and
+    # the parent's private runtime and started builds are not the child's
+    global _running_lock, _running, _runtime_lock, _prepared_lock
     _running_lock = threading.Lock()
     _running = set()
+    _runtime_lock = threading.Lock()
+    _prepared_lock = threading.Lock()
+    _prepared.clear()
+    _private_runtimes.clear()
 
 
 background.exit_hooks.append(_stop_builds)
@@ -394,7 +441,9 @@ def _kernel_objects(program: CProgram, src: Path) -> list[Path]:
     for cname, text in texts:
         mod = host.optimize(text, 3)
         obj = src / f"{cname}.o"
-        obj.write_bytes(tm.emit_object(mod))
+        with host._lock:        # LLVM is not thread-safe: every use holds its lock
+            code = tm.emit_object(mod)
+        obj.write_bytes(code)
         objects.append(obj)
     return objects
 

@@ -498,11 +498,13 @@ static int reduce_as_one_run(const dlvm_val *x, uint32_t mask, int64_t *outer, i
     return 1;
 }
 
-/* A float reduction over any axes (the region kernels fold only trailing ones): kind 0 sum,
- * 1 mean, 2 max, 3 min, 4 prod; `mask` has bit d set for a reduced axis. Sums accumulate in
- * double. An empty max / min is left to the VM (a guard), which traps as the op defines. */
 static int reduce_integers(dlvm_ctx *ctx, const dlvm_val *x, uint32_t mask, int kind,
                            int keepdims, dlvm_val *out);
+
+/* A reduction over any axes (the region kernels fold only trailing ones): kind 0 sum, 1 mean,
+ * 2 max, 3 min, 4 prod; `mask` has bit d set for a reduced axis. Floats: sums accumulate in
+ * double; i32 / i64 but for a mean: reduce_integers. An empty max / min is left to the VM (a
+ * guard), which traps as the op defines. */
 
 HIDDEN int dlvm_rt_reduce(dlvm_ctx *ctx, const dlvm_val *x, uint32_t mask, int kind, int keepdims,
                           dlvm_val *out) {
