@@ -180,6 +180,30 @@ class _Run:
         self.domain: list = []        # the static broadcast of its values' shapes, right-aligned
         self.kept: list = []          # shapes of its values the block keeps (its outputs)
         self.defined: set[str] = set()  # registers its instructions write
+        self.reads: set = set()           # what it reads from outside: its inputs
+
+
+# a region's kernel takes at most this many inputs and outputs: the native library's runtime
+# calls kernels with a fixed argument list (dlvm_aot_rt.c: call_kernel). A longer elementwise
+# chain is cut in two (a temporal fusion transformer's gates, once their outer products were
+# multiplies, made one region of 32 operands, and the library refused every call)
+MAX_OPERANDS = 16
+
+
+def _outside_reads(run: _Run | None, ins) -> set:
+    defined = run.defined if run is not None else set()
+    return {o for o in ins.operands
+            if isinstance(o, ConstRef) or (isinstance(o, Reg) and o.name not in defined)}
+
+
+def _too_many_operands(run: _Run, ins, ii: int, last_read: dict, live_out: set) -> bool:
+    """Whether `ins` joining `run` would give its kernel more than MAX_OPERANDS operands: the
+    values read from outside, and the values written that the block reads later or keeps
+    (counted generously: a later read of a register written again counts)."""
+    reads = run.reads | _outside_reads(run, ins)
+    written = run.defined | set(ins.results)
+    outputs = sum(1 for r in written if r in live_out or last_read.get(r, -1) > ii)
+    return len(reads) + outputs > MAX_OPERANDS
 
 
 def _joined_domain(domain: list, shapes, surely: bool = False) -> list | None:
@@ -339,6 +363,12 @@ def form_regions(module: Module, func_name: str, types: FunctionTypes) -> list[R
 
         rows = types[bi] if bi < len(types) else []
         unread = unread_traps(func, bi, rows, live)
+        last_read: dict[str, int] = {}
+        for ii, ins in enumerate(block.instrs):
+            for o in ins.operands:
+                if isinstance(o, Reg):
+                    last_read[o.name] = ii
+        live_out = set(live.live_out[bi])
         kept = set(live.live_out[bi]) | {o.name for ins in block.instrs[-1:] if ins.op == "ret"
                                          for o in ins.operands if isinstance(o, Reg)}
         for ii, ins in enumerate(block.instrs):
@@ -350,6 +380,7 @@ def form_regions(module: Module, func_name: str, types: FunctionTypes) -> list[R
                 run = _Run(ii, head)
                 run.end = ii + 1
                 run.domain = list(rows[ii].results[0].shape)   # the epilogue's domain
+                run.reads |= _outside_reads(None, ins)
                 run.defined.update(ins.results)
                 continue
             shape = (classify_instr(module, ins, rows[ii]) if ii not in unread else
@@ -370,13 +401,15 @@ def form_regions(module: Module, func_name: str, types: FunctionTypes) -> list[R
                 domain = _joined_domain(run.domain if joins else [], _value_shapes(ins, rows[ii]))
                 if joins and (domain is None or
                               not _fills(run, domain, ins, rows[ii], shape, kept) or
-                              _independent_misfit(run, ins, rows[ii])):
+                              _independent_misfit(run, ins, rows[ii]) or
+                              _too_many_operands(run, ins, ii, last_read, live_out)):
                     joins = False
                     domain = _joined_domain([], _value_shapes(ins, rows[ii]))
             if not joins:
                 close(run)
                 run = _Run(ii, ELEMENTWISE) if shape.fusible else None
             if run is not None:
+                run.reads |= _outside_reads(run, ins)
                 run.defined.update(ins.results)
                 run.domain = domain or []
                 run.kept += [t.shape for r, t in zip(ins.results, rows[ii].results) if r in kept]

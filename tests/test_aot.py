@@ -1397,6 +1397,37 @@ entry:
         np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
 
 
+def test_a_long_elementwise_chain_of_many_inputs_runs_in_the_library(tmp_path):
+    # 24 inputs summed in a chain: one region would take 25 operands, more than a library
+    # kernel's argument list holds (dlvm_aot_rt.c: call_kernel); the region former cuts the
+    # chain (jit/regions.py: MAX_OPERANDS), so every part runs in the library
+    from jit.regions import MAX_OPERANDS, form_regions
+    from jit.targets.aot.program import ProgramCompiler
+    n = 24
+    params = ", ".join(f"%x{i}: f32[N, 8]" for i in range(n))
+    body = "\n".join(f"  %t{i} = mul %t{i - 1}, %x{i}" if i % 2 else f"  %t{i} = add %t{i - 1}, %x{i}"
+                     for i in range(1, n))
+    module = assembler.parse(f"""module chain
+func @main({params}) -> f32[N, 8] {{
+entry:
+  %t0 = mov %x0
+{body}
+  ret %t{n - 1}
+}}
+""")
+    from isa.verify import verify_module
+    regions = form_regions(module, "main", verify_module(module)["main"])
+    assert len(regions) >= 2
+    assert all(len(r.inputs) + len(r.outputs) <= MAX_OPERANDS for r in regions)
+    program = ProgramCompiler(module, "chain", vm_fallback=True).compile()
+    assert not program.vm_instructions and not program.unsupported
+    compile_library(module, tmp_path)
+    lib = aot.load(tmp_path)
+    rng = np.random.default_rng(7)
+    args = [rng.uniform(0.9, 1.1, (3, 8)).astype(np.float32) for _ in range(n)]
+    close(lib.run("main", *args), dlvmrt.VM(module, jit="off").run("main", *args), 1e-5)
+
+
 def test_slice_with_run_time_bounds(tmp_path):
     module = assembler.parse("""module sd
 func @main(%x: f32[N, 6], %b: i64[2], %e: i64[2], %a: i64[2], %s: i64[2]) -> f32[?, ?] {

@@ -55,8 +55,10 @@ def test_random_programs_agree():
     coverage = _fuzz(_seeds(CI_SEEDS, 0))
     # the budget must exercise the compiled paths, not only the interpreter's fallbacks
     if int(os.environ.get("DLVM_FUZZ_SEEDS", CI_SEEDS)) >= 100:
-        for kind in ("elementwise", "reduce", "matmul+epilogue"):
-            assert coverage.get(f"{kind} compiled", 0) >= 5, coverage
+        # (fewer products: one whose contracted dim is 1 is an outer product, which the
+        # pipeline writes as a multiply, jit/passes/simplify.py)
+        for kind, least in (("elementwise", 5), ("reduce", 5), ("matmul+epilogue", 3)):
+            assert coverage.get(f"{kind} compiled", 0) >= least, coverage
 
 
 @pytest.mark.slow

@@ -36,8 +36,9 @@ entry:
 }
 """
 
+# K = 2: a product of K = 1 is an outer product, which the pipeline writes as a multiply
 PRODUCT = """module prod
-func @main(%a: f32[N, 1], %b: f32[1, N]) -> f32[N, N] {
+func @main(%a: f32[N, 2], %b: f32[2, N]) -> f32[N, N] {
 entry:
   %p = matmul %a, %b
   ret %p
@@ -60,7 +61,7 @@ N = 3_000_000      # N x N f32 is 36 TB: no machine holds it
     (HUGE_CONST, lambda: [np.zeros(4, np.float32)], "const"),
     (NAMED_FILL, lambda: [np.zeros(N, np.float32)], "const"),
     (OUTER, lambda: [np.zeros((N, 1), np.float32), np.zeros((1, N), np.float32)], "add"),
-    (PRODUCT, lambda: [np.zeros((N, 1), np.float32), np.zeros((1, N), np.float32)], "matmul"),
+    (PRODUCT, lambda: [np.zeros((N, 2), np.float32), np.zeros((2, N), np.float32)], "matmul"),
     (MOVE, lambda: [np.zeros(N, np.float32)], "broadcast_to"),
 ], ids=["const", "named-fill", "jit-region-output", "product", "movement"])
 def test_out_of_memory_is_a_trap_at_the_instruction(text, args, op, mode):
@@ -108,14 +109,14 @@ def memory_limit(monkeypatch):
 
 
 @pytest.mark.parametrize("mode", ["off", "always"])
-@pytest.mark.parametrize("text,op,two", [(NAMED_FILL, "const", False), (OUTER, "add", True),
-                                         (PRODUCT, "matmul", True), (MOVE, "broadcast_to", False)],
+@pytest.mark.parametrize("text,op,two", [(NAMED_FILL, "const", False), (OUTER, "add", 1),
+                                         (PRODUCT, "matmul", 2), (MOVE, "broadcast_to", False)],
                          ids=["named-fill", "jit-region-output", "product", "movement"])
 def test_results_beyond_the_memory_ceiling_trap_before_allocating(memory_limit, text, op, two,
                                                                    mode):
     def args(size):
         if two:
-            return [np.ones((size, 1), np.float32), np.ones((1, size), np.float32)]
+            return [np.ones((size, two), np.float32), np.ones((two, size), np.float32)]
         return [np.ones(size, np.float32)]
     vm = dlvmrt.VM(assembler.parse(text), jit=mode, native="off")
     (small,) = vm.run("main", *args(300))      # 360 KB: under the ceiling
@@ -135,10 +136,10 @@ def test_a_static_constant_beyond_the_ceiling_is_never_made(memory_limit):
 
 def test_the_native_library_keeps_the_ceiling(memory_limit):
     vm = dlvmrt.VM(assembler.parse(PRODUCT), jit="auto", native="always")
-    small = [np.ones((300, 1), np.float32), np.ones((1, 300), np.float32)]
+    small = [np.ones((300, 2), np.float32), np.ones((2, 300), np.float32)]
     for _ in range(3):
         vm.run("main", *small)
     if vm.native.state != "ready":
         pytest.skip(f"no native library here: {vm.native.status()}")
     with pytest.raises(ResourceExhausted, match="out of memory"):
-        vm.run("main", np.ones((600, 1), np.float32), np.ones((1, 600), np.float32))
+        vm.run("main", np.ones((600, 2), np.float32), np.ones((2, 600), np.float32))
