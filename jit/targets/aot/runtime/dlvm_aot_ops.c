@@ -498,6 +498,37 @@ static int reduce_as_one_run(const dlvm_val *x, uint32_t mask, int64_t *outer, i
     return 1;
 }
 
+/* A reduction's result shape (keepdims or not: its rank returned), the output stride of each of
+ * x's axes (0 for a reduced one), the elements summed into each result and the results */
+static int reduced_shape(const dlvm_val *x, uint32_t mask, int keepdims, int64_t *shape,
+                         int64_t *ostride, int64_t *count, int64_t *n_out) {
+    int r = 0;
+    *count = 1;
+    *n_out = 1;
+    for (int d = x->rank - 1; d >= 0; d--) {
+        int red = (mask >> d) & 1;
+        ostride[d] = red ? 0 : *n_out;
+        if (red) *count *= x->shape[d];
+        else *n_out *= x->shape[d];
+    }
+    for (int d = 0; d < x->rank; d++)
+        if (!((mask >> d) & 1)) shape[r++] = x->shape[d];
+        else if (keepdims) shape[r++] = 1;
+    return r;
+}
+
+/* the next index of x in memory order, and the output offset `o` that follows it */
+static inline int64_t next_output(int rank, const int64_t *xshape, const int64_t *ostride,
+                                  int64_t *idx, int64_t o) {
+    for (int d = rank - 1; d >= 0; d--) {
+        o += ostride[d];
+        if (++idx[d] < xshape[d]) break;
+        o -= ostride[d] * idx[d];
+        idx[d] = 0;
+    }
+    return o;
+}
+
 static int reduce_integers(dlvm_ctx *ctx, const dlvm_val *x, uint32_t mask, int kind,
                            int keepdims, dlvm_val *out);
 
@@ -505,7 +536,6 @@ static int reduce_integers(dlvm_ctx *ctx, const dlvm_val *x, uint32_t mask, int 
  * 2 max, 3 min, 4 prod; `mask` has bit d set for a reduced axis. Floats: sums accumulate in
  * double; i32 / i64 but for a mean: reduce_integers. An empty max / min is left to the VM (a
  * guard), which traps as the op defines. */
-
 HIDDEN int dlvm_rt_reduce(dlvm_ctx *ctx, const dlvm_val *x, uint32_t mask, int kind, int keepdims,
                           dlvm_val *out) {
     if ((x->dtype == DT_I32 || x->dtype == DT_I64) && kind != 1)
@@ -513,17 +543,9 @@ HIDDEN int dlvm_rt_reduce(dlvm_ctx *ctx, const dlvm_val *x, uint32_t mask, int k
     if (x->dtype != DT_F32 && x->dtype != DT_F64)
         return dlvm_rt_fail(ctx, DLVM_RT_ERR_GUARD, "a reduction of %s over these axes is not "
                             "compiled ahead of time", dtype_name(x->dtype));
-    int rank = x->rank, r = 0;
-    int64_t shape[DLVM_MAX_RANK], ostride[DLVM_MAX_RANK], count = 1, n_out = 1;
-    for (int d = rank - 1; d >= 0; d--) {
-        int red = (mask >> d) & 1;
-        ostride[d] = red ? 0 : n_out;
-        if (red) count *= x->shape[d];
-        else n_out *= x->shape[d];
-    }
-    for (int d = 0; d < rank; d++)
-        if (!((mask >> d) & 1)) shape[r++] = x->shape[d];
-        else if (keepdims) shape[r++] = 1;
+    int rank = x->rank;
+    int64_t shape[DLVM_MAX_RANK], ostride[DLVM_MAX_RANK], count, n_out;
+    int r = reduced_shape(x, mask, keepdims, shape, ostride, &count, &n_out);
     if (count == 0 && (kind == 2 || kind == 3))
         return dlvm_rt_fail(ctx, DLVM_RT_ERR_GUARD, "a maximum or minimum over an empty axis");
     reduce_job job = {.f32 = x->dtype == DT_F32, .kind = kind};
@@ -553,12 +575,7 @@ HIDDEN int dlvm_rt_reduce(dlvm_ctx *ctx, const dlvm_val *x, uint32_t mask, int k
         case 4: *a *= v; break;
         default: *a += v;
         }
-        for (int d = rank - 1; d >= 0; d--) {       /* next index; the output offset follows */
-            o += ostride[d];
-            if (++idx[d] < x->shape[d]) break;
-            o -= ostride[d] * idx[d];
-            idx[d] = 0;
-        }
+        o = next_output(rank, x->shape, ostride, idx, o);
     }
     dlvm_val tmp = {0};
     if (dlvm_rt_alloc(ctx, &tmp, x->dtype, r, shape)) { free(acc); return 1; }
@@ -579,17 +596,9 @@ HIDDEN int dlvm_rt_reduce(dlvm_ctx *ctx, const dlvm_val *x, uint32_t mask, int k
  * axis ran on the VM. One pass in memory order, each element added to its output's slot. */
 static int reduce_integers(dlvm_ctx *ctx, const dlvm_val *x, uint32_t mask, int kind,
                            int keepdims, dlvm_val *out) {
-    int rank = x->rank, r = 0, i32 = x->dtype == DT_I32;
-    int64_t shape[DLVM_MAX_RANK], ostride[DLVM_MAX_RANK], count = 1, n_out = 1;
-    for (int d = rank - 1; d >= 0; d--) {
-        int red = (mask >> d) & 1;
-        ostride[d] = red ? 0 : n_out;
-        if (red) count *= x->shape[d];
-        else n_out *= x->shape[d];
-    }
-    for (int d = 0; d < rank; d++)
-        if (!((mask >> d) & 1)) shape[r++] = x->shape[d];
-        else if (keepdims) shape[r++] = 1;
+    int rank = x->rank, i32 = x->dtype == DT_I32;
+    int64_t shape[DLVM_MAX_RANK], ostride[DLVM_MAX_RANK], count, n_out;
+    int r = reduced_shape(x, mask, keepdims, shape, ostride, &count, &n_out);
     if (count == 0 && (kind == 2 || kind == 3))
         return dlvm_rt_fail(ctx, DLVM_RT_ERR_GUARD, "a maximum or minimum over an empty axis");
     size_t bytes = (size_t)(n_out ? n_out : 1) * sizeof(uint64_t);
@@ -608,12 +617,7 @@ static int reduce_integers(dlvm_ctx *ctx, const dlvm_val *x, uint32_t mask, int 
         case 4: *a *= (uint64_t)v; break;
         default: *a += (uint64_t)v;
         }
-        for (int d = rank - 1; d >= 0; d--) {       /* next index; the output offset follows */
-            o += ostride[d];
-            if (++idx[d] < x->shape[d]) break;
-            o -= ostride[d] * idx[d];
-            idx[d] = 0;
-        }
+        o = next_output(rank, x->shape, ostride, idx, o);
     }
     dlvm_val tmp = {0};
     if (dlvm_rt_alloc(ctx, &tmp, x->dtype, r, shape)) {
