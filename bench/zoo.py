@@ -18,7 +18,7 @@ and onnxruntime on the same thread count, timed interleaved call by call in one 
     .venv/bin/python bench/zoo.py --set probe11             # bench/zoo_probe11.py's 13 models
     .venv/bin/python bench/zoo.py --set probe12             # bench/zoo_probe12.py's 15 models
     .venv/bin/python bench/zoo.py --set probe13             # bench/zoo_probe13.py's 17 models
-    .venv/bin/python bench/zoo.py --set probe14             # bench/zoo_probe14.py's 15 models
+    .venv/bin/python bench/zoo.py --set probe14             # bench/zoo_probe14.py's 16 models
     .venv/bin/python bench/zoo.py --set probe15             # bench/zoo_probe15.py's 15 models
 
 Each model of `bench/zoo_models.py` (torch.nn, seeded random weights, no downloads) is exported
