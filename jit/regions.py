@@ -183,10 +183,11 @@ class _Run:
         self.reads: set = set()           # what it reads from outside: its inputs
 
 
-# a region's kernel takes at most this many inputs and outputs: the native library's runtime
-# calls kernels with a fixed argument list (dlvm_aot_rt.c: call_kernel). A longer elementwise
-# chain is cut in two (a temporal fusion transformer's gates, once their outer products were
-# multiplies, made one region of 32 operands, and the library refused every call)
+# a native library's region kernel takes at most this many inputs and outputs: its runtime calls
+# kernels with a fixed argument list (dlvm_aot_rt.c: call_kernel), so the library's regions are
+# formed with this cap and a longer elementwise chain is cut (a temporal fusion transformer's
+# gates, once their outer products were multiplies, made one region of 32 operands, and the
+# library refused every call). The JIT's and CUDA's kernels take any number.
 MAX_OPERANDS = 16
 
 
@@ -196,14 +197,17 @@ def _outside_reads(run: _Run | None, ins) -> set:
             if isinstance(o, ConstRef) or (isinstance(o, Reg) and o.name not in defined)}
 
 
-def _too_many_operands(run: _Run, ins, ii: int, last_read: dict, live_out: set) -> bool:
-    """Whether `ins` joining `run` would give its kernel more than MAX_OPERANDS operands: the
-    values read from outside, and the values written that the block reads later or keeps
-    (counted generously: a later read of a register written again counts)."""
+def _too_many_operands(run: _Run, ins, ii: int, last_read: dict, live_out: set,
+                       cap: int | None) -> bool:
+    """Whether `ins` joining `run` would give its kernel more than `cap` operands: the values
+    read from outside, and the values written that the block reads later or keeps (counted
+    generously: a later read of a register written again counts)."""
+    if cap is None:
+        return False
     reads = run.reads | _outside_reads(run, ins)
     written = run.defined | set(ins.results)
     outputs = sum(1 for r in written if r in live_out or last_read.get(r, -1) > ii)
-    return len(reads) + outputs > MAX_OPERANDS
+    return len(reads) + outputs > cap
 
 
 def _joined_domain(domain: list, shapes, surely: bool = False) -> list | None:
@@ -335,10 +339,12 @@ def unread_traps(func, bi: int, rows, live: Liveness) -> set[int]:
     return found
 
 
-def form_regions(module: Module, func_name: str, types: FunctionTypes) -> list[Region]:
+def form_regions(module: Module, func_name: str, types: FunctionTypes,
+                 max_operands: int | None = None) -> list[Region]:
     """The regions of one function, in block and instruction order (non-overlapping).
 
-    `types` is `verify_module(module)[func_name]`."""
+    `types` is `verify_module(module)[func_name]`. `max_operands`: no region takes more
+    inputs and outputs (a native library's, MAX_OPERANDS)."""
     func = module.functions[func_name]
     live = Liveness(func)
     regions: list[Region] = []
@@ -402,7 +408,8 @@ def form_regions(module: Module, func_name: str, types: FunctionTypes) -> list[R
                 if joins and (domain is None or
                               not _fills(run, domain, ins, rows[ii], shape, kept) or
                               _independent_misfit(run, ins, rows[ii]) or
-                              _too_many_operands(run, ins, ii, last_read, live_out)):
+                              _too_many_operands(run, ins, ii, last_read, live_out,
+                                                 max_operands)):
                     joins = False
                     domain = _joined_domain([], _value_shapes(ins, rows[ii]))
             if not joins:

@@ -27,7 +27,7 @@ from jit.build import build_kernel
 from jit.kernel_ir import REDUCE_KINDS, Kernel
 from jit.llvm.lower import lower_kernel
 from jit.plan import SHORT_ROW
-from jit.regions import ELEMENTWISE, EPILOGUE_KINDS, REDUCE, Region, form_regions
+from jit.regions import ELEMENTWISE, EPILOGUE_KINDS, MAX_OPERANDS, REDUCE, Region, form_regions
 from jit.row_split import RowSplit, row_split
 
 from .cnames import C_TYPES, c_double, c_string, dtype_code, i64_array, ident
@@ -307,7 +307,8 @@ class ProgramCompiler:
     def _function(self, fname: str) -> None:
         func = self.module.functions[fname]
         types = self.types[fname]
-        regions = {(r.block, r.start): r for r in form_regions(self.module, fname, types)}
+        regions = {(r.block, r.start): r
+                   for r in form_regions(self.module, fname, types, max_operands=MAX_OPERANDS)}
         regs: dict[str, int] = {}
         for p in func.params:
             regs.setdefault(p.name, len(regs))
