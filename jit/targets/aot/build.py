@@ -36,7 +36,7 @@ RUNTIME = Path(__file__).parent / "runtime"
 # the runtime's sources, copied beside each library's (its .c files are compiled once per machine,
 # in parallel: the largest first)
 RUNTIME_SOURCES = ("dlvm_aot_rt.h", "dlvm_aot_internal.h", "dlvm_aot_ops.c", "dlvm_aot_conv.c",
-                   "dlvm_aot_rt.c", "dlvm_aot_rows.c")
+                   "dlvm_aot_rt.c", "dlvm_aot_rows.c", "dlvm_aot_winograd.c")
 FORMAT = "dlvm-aot-1"
 MANIFEST = "dlvm_aot.json"
 

@@ -37,6 +37,8 @@
 #define gemm_split dlvm_rti_gemm_split
 #define sgemm dlvm_rti_sgemm
 #define pack_lock dlvm_rti_pack_lock
+#define winograd_pays dlvm_rti_winograd_pays
+#define conv2d_winograd dlvm_rti_conv2d_winograd
 
 /* ---- buffers and values (dlvm_aot_rt.c) ---------------------------------------------------- */
 
@@ -100,6 +102,18 @@ HIDDEN int sgemm(dlvm_ctx *ctx, int64_t m, int64_t n, int64_t k, const float *a,
                  float *c);
 /* held while a constant operand is packed once (packed_once, packed_weights) */
 HIDDEN extern pthread_mutex_t pack_lock;
+
+/* ---- 3x3, stride-1 convolutions by Winograd's F(2x2, 3x3) (dlvm_aot_winograd.c) ----------- */
+
+/* whether n images of c channels to o channels of [ho, wo] outputs pay for the transforms
+ * (DLVM_WINOGRAD=0 or 1 overrides the choice, for measuring it and for tests) */
+HIDDEN int winograd_pays(int64_t n, int64_t c, int64_t o, int64_t ho, int64_t wo);
+/* out (allocated, [N, O, Ho, Wo]) = conv2d of x by the 3x3 weights w, stride and dilation 1,
+ * pads p, + bias (NULL: none), relu where asked: 0, a failure's code, or WINOGRAD_DECLINED
+ * (a non-finite input or weight: the caller runs the direct products) */
+#define WINOGRAD_DECLINED (-1)
+HIDDEN int conv2d_winograd(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *w, const float *bias,
+                           const int64_t *p, int relu, dlvm_rt_packed *pack, dlvm_val *out);
 
 /* ---- vectors of 16 floats (depthwise convolution, pools, transposes) ----------------------- */
 

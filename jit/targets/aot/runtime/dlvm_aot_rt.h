@@ -109,6 +109,8 @@ int dlvm_rt_matmul(dlvm_ctx *ctx, const dlvm_val *a, const dlvm_val *b, dlvm_val
 typedef struct dlvm_rt_packed {
     float *packed;
     int64_t padded;
+    float *winograd;        /* a 3x3 convolution's weights transformed (dlvm_aot_winograd.c) */
+    int winograd_bad;       /* 1: a weight is not finite, the direct products serve */
 } dlvm_rt_packed;
 int dlvm_rt_matmul_const(dlvm_ctx *ctx, const dlvm_val *a, const dlvm_val *b, dlvm_rt_packed *pack,
                          dlvm_val *out);
