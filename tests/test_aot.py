@@ -818,6 +818,81 @@ def test_convolution_reading_the_image_in_place(tmp_path, monkeypatch, k, pads, 
                 np.testing.assert_array_equal(a, b)
 
 
+@pytest.mark.parametrize("n,c,o,h,w,pads", [
+    (2, 40, 48, 9, 11, (1, 1, 1, 1)),      # odd sizes: the last tile row and column keep one
+    (1, 64, 64, 14, 14, (1, 1, 1, 1)),     # few tiles: phased across the pool at 2 threads
+    (3, 33, 35, 7, 7, (1, 1, 1, 1)),       # O not a multiple of the register tile's 8 rows
+    (2, 32, 40, 8, 13, (0, 2, 1, 0)),      # pads on one side only
+    (1, 48, 32, 30, 5, (0, 0, 0, 0)),      # no padding, a tile row narrower than a vector
+    (4, 36, 64, 20, 37, (2, 1, 0, 1)),     # units of tile rows across images, 19-tile rows
+])
+def test_winograd_convolution(tmp_path, monkeypatch, n, c, o, h, w, pads):
+    # 3x3 stride-1 convolutions by F(2x2, 3x3) (dlvm_aot_winograd.c) against the interpreter:
+    # forced on, forced off and chosen, constant weights (transformed once, with a bias and the
+    # relu applied as the outputs are stored) and weights that are arguments (transformed per
+    # call), on one thread (units of tile rows) and two (units, or the phased steps)
+    rng = np.random.default_rng(n * 1000 + c * 10 + h)
+    mb = ModuleBuilder("winograd")
+    wc = mb.constant("wc", (rng.standard_normal((o, c, 3, 3)) * 0.2).astype(np.float32))
+    bc = mb.constant("bc", rng.standard_normal(o).astype(np.float32))
+    f = mb.function("main", [("x", f"f32[N, {c}, {h}, {w}]"), ("w", f"f32[{o}, {c}, 3, 3]")],
+                    ["f32[N, ?, ?, ?]", "f32[N, ?, ?, ?]"])
+    attrs = {"strides": [1, 1], "pads": list(pads), "dilations": [1, 1], "groups": 1}
+    y1 = f.relu(f.conv2d(f.arg("x"), wc, bc, **attrs))
+    y2 = f.conv2d(f.arg("x"), f.arg("w"), **attrs)
+    f.ret(y1, y2)
+    module = mb.finish()
+    compile_library(module, tmp_path)
+    lib, vm = aot.load(tmp_path), dlvmrt.VM(module, jit="off")
+    x = rng.standard_normal((n, c, h, w)).astype(np.float32)
+    wt = (rng.standard_normal((o, c, 3, 3)) * 0.2).astype(np.float32)
+    want = vm.run("main", x, wt)
+    for threads in (1, 2):
+        lib.set_threads(threads)
+        got = {}
+        for mode in ("1", "0", ""):
+            monkeypatch.setenv("DLVM_WINOGRAD", mode)
+            got[mode] = lib.run("main", x, wt)
+            close(got[mode], want, 1e-5)
+        # the transforms ran: their sums are not the direct ones bit for bit
+        assert not np.array_equal(got["1"][1], got["0"][1])
+    # an infinite or NaN input: the transforms would make NaN of inf - inf, so the call runs
+    # the direct products (the same bits as forced off)
+    x[0, 1, 2, 3], x[-1, 0, 0, 0] = np.inf, np.nan
+    want = vm.run("main", x, wt)
+    monkeypatch.setenv("DLVM_WINOGRAD", "1")
+    on = lib.run("main", x, wt)
+    monkeypatch.setenv("DLVM_WINOGRAD", "0")
+    off = lib.run("main", x, wt)
+    close(on, want, 1e-5)
+    for a, b in zip(on, off):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_winograd_declines_non_finite_weights(tmp_path, monkeypatch):
+    # a constant weight that is infinite: the transformed weights are never used (every call
+    # runs the direct products); an argument weight: checked per call
+    rng = np.random.default_rng(9)
+    wv = (rng.standard_normal((32, 32, 3, 3)) * 0.2).astype(np.float32)
+    wv[3, 4, 1, 2] = -np.inf
+    mb = ModuleBuilder("winograd_inf")
+    wc = mb.constant("wc", wv)
+    f = mb.function("main", [("x", "f32[N, 32, 12, 12]"), ("w", "f32[32, 32, 3, 3]")],
+                    ["f32[N, ?, ?, ?]", "f32[N, ?, ?, ?]"])
+    attrs = {"strides": [1, 1], "pads": [1, 1, 1, 1], "dilations": [1, 1], "groups": 1}
+    f.ret(f.conv2d(f.arg("x"), wc, **attrs), f.conv2d(f.arg("x"), f.arg("w"), **attrs))
+    module = mb.finish()
+    compile_library(module, tmp_path)
+    lib, vm = aot.load(tmp_path), dlvmrt.VM(module, jit="off")
+    x = np.abs(rng.standard_normal((2, 32, 12, 12))).astype(np.float32)
+    monkeypatch.setenv("DLVM_WINOGRAD", "1")
+    for _ in range(2):
+        got = lib.run("main", x, wv)
+        want = vm.run("main", x, wv)
+        close(got, want, 1e-5)
+        assert np.isneginf(got[0]).any() and np.isneginf(got[1]).any()
+
+
 def _need_avx512() -> None:
     from jit.llvm import target as host
     if "+avx512f" not in host.host().features.split(","):
