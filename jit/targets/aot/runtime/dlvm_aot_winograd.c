@@ -369,11 +369,17 @@ static int64_t rows_per_unit(int64_t rows, int64_t tw, int64_t c, int64_t o, int
 HIDDEN int winograd_pays(int64_t n, int64_t c, int64_t o, int64_t ho, int64_t wo) {
     const char *env = getenv("DLVM_WINOGRAD");
     if (env && *env) return env[0] != '0';
-    /* few channels: the products' K (C) or M (O) are too short for the transforms' traffic */
-    if (c < 32 || o < 32) return 0;
+    int64_t tw = (wo + 1) / 2, tiles = n * ((ho + 1) / 2) * tw;
     /* products of fewer than 32 columns (a 7x7 map at batch 1) read all of U, 16/9 of the
      * weights, for few multiplies each, with a register tile one or two vectors wide */
-    return n * ((ho + 1) / 2) * ((wo + 1) / 2) >= 32;
+    if (tiles < 32) return 0;
+    /* The transforms cost per tile (C + O) vector steps over a tile row's 16 lanes, of which
+     * tw are used; the products C x O multiply-adds. Measured against the direct products
+     * (bench/README.md, one library call, 1 and 2 threads): 32 to 128 channels at 16x16 and
+     * wider 0.54-0.92x the time; at 8x8 and 12x12 maps 1.1-1.9x below 128 channels (0.82-0.95x
+     * at 128); 16 and 24 channels 1.1-2.1x on small maps, 0.65-0.93x from 48x48. */
+    if (c >= 32 && o >= 32) return tw >= 8 || c * o >= 128 * 128;
+    return c >= 16 && o >= 16 && tw >= 24;
 }
 
 HIDDEN int conv2d_winograd(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *w, const float *bias,
