@@ -25,6 +25,11 @@ Monodepth2-style decoder (reflection padding, ELU, nearest upsampling, skips, fo
 outputs) and a Pointer Network (an LSTM encoder, an LSTMCell decoder unrolled over the inputs,
 masked additive attention, argmax, one_hot mask updates, the next input gathered; log-probs and
 int64 indices out). Seeded random weights. `bench/zoo.py --set probe16`.
+
+Where a torch exporter cannot write one of these (torch 2.13), the model is checked through the
+other: the TorchScript-based exporter fails on nn.LSTMCell with a dynamic batch (its gates'
+aten::unsafe_chunk of an unknown dimension size: the Pointer Network). Every other model exports
+with both.
 """
 from __future__ import annotations
 
@@ -32,7 +37,6 @@ import functools
 import math
 
 import numpy as np
-
 import zoo_more
 from zoo_models import ZooModel, _torch
 
