@@ -165,21 +165,11 @@ NATIVE_GAPS = {"fnet": "DFT (8 instructions) runs on the VM",
                         "instructions) runs on the VM"}
 
 
-# the native library's build fails on these (a bug, not a gap): the library is "unavailable" and
-# the whole program stays on the VM (probe16's findings; drop an entry with its fix)
-NATIVE_BUILD_FAILS = {"mixture_of_depths": "jit/targets/aot/program.py (_run_kernel) skips a "
-                                           "broadcast variant that make_plan cannot run only on "
-                                           "ValueError; make_plan raises Decline (a LayerNorm of "
-                                           "a torch.gather whose last dim the types leave unknown)"}
-
-
 @pytest.mark.parametrize("name", [
     pytest.param(n, marks=([pytest.mark.slow] if n in LATE_NATIVE or (n in LATE and n in
                                                                       TORCHSCRIPT_FAILS) else [])
                  + ([pytest.mark.xfail(strict=True, reason=NATIVE_GAPS[n])]
-                    if n in NATIVE_GAPS else [])
-                 + ([pytest.mark.xfail(strict=True, reason=NATIVE_BUILD_FAILS[n])]
-                    if n in NATIVE_BUILD_FAILS else []))
+                    if n in NATIVE_GAPS else []))
     for n in MORE])
 def test_native_library_matches_the_interpreter(name):
     # the whole program as one library (dlvmrt/native_tier.py): nothing of these models stays
@@ -212,3 +202,36 @@ def test_sequence_exports_compile_and_run_natively(name):
             for _ in range(2):          # the native tier takes over after the first call
                 _close(vm.run("main", *feeds.values()), sess.run(None, feeds),
                        f"{name} dynamo b={batch}")
+
+
+def test_a_layer_norm_of_a_gather_builds_the_library():
+    # probe16's mixture-of-depths: the gather's result has an unknown last dim lined up with
+    # the LayerNorm's 16, so the region former also tries a variant where that dim is 1, which
+    # the kernel's plan declines (its reduction would broadcast along the reduced axis). That
+    # variant is dropped; the library builds and runs every call (the whole build failed, and
+    # the program stayed on the VM)
+    import io
+    nn = torch.nn
+
+    class TopTokens(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.ln = nn.LayerNorm(16)
+
+        def forward(self, x):
+            idx = x[..., 0].topk(4, dim=1).indices
+            return self.ln(torch.gather(x, 1, idx[..., None].expand(-1, -1, x.shape[-1])))
+
+    buf = io.BytesIO()
+    torch.onnx.export(TopTokens().eval(), (torch.randn(2, 8, 16),), buf, dynamo=False,
+                      opset_version=17, input_names=["x"], dynamic_axes={"x": {0: "b"}})
+    module = import_onnx(buf.getvalue())
+    vm, ref = dlvmrt.VM(module, jit="auto", native="always"), dlvmrt.VM(module, jit="off")
+    x = np.random.default_rng(0).standard_normal((3, 8, 16)).astype(np.float32)
+    got = vm.run("main", x)
+    vm.wait_compiled()
+    assert vm.native.state == "ready", vm.native.status()
+    np.testing.assert_allclose(got[0], ref.run("main", x)[0], rtol=1e-5, atol=1e-5)
+    again = vm.run("main", x)
+    assert vm.native.native_calls >= 1, vm.native.status()
+    np.testing.assert_allclose(again[0], got[0], rtol=1e-5, atol=1e-5)

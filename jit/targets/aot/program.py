@@ -26,7 +26,7 @@ from isa.verify import verify_module
 from jit.build import build_kernel
 from jit.kernel_ir import REDUCE_KINDS, Kernel
 from jit.llvm.lower import lower_kernel
-from jit.plan import SHORT_ROW
+from jit.plan import SHORT_ROW, Decline
 from jit.regions import ELEMENTWISE, EPILOGUE_KINDS, MAX_OPERANDS, REDUCE, Region, form_regions
 from jit.row_split import RowSplit, row_split
 
@@ -505,7 +505,7 @@ class ProgramCompiler:
         for ones, own in combos[:max(MAX_VARIANTS, len(choices))]:
             try:
                 v = variant_for(k, representatives(shapes, ones, own))
-            except ValueError as e:
+            except (ValueError, Decline) as e:      # a variant no run can take: dropped
                 errors.append(e)
                 continue
             if all(v.spec != u.spec or v.groups != u.groups for u in variants):
