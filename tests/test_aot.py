@@ -826,16 +826,18 @@ def test_convolution_reading_the_image_in_place(tmp_path, monkeypatch, k, pads, 
     (1, 48, 32, 30, 5, (0, 0, 0, 0)),      # no padding, a tile row narrower than a vector
     (4, 36, 64, 20, 37, (2, 1, 0, 1)),     # units of tile rows across images, 19-tile rows
 ])
-def test_winograd_convolution(tmp_path, monkeypatch, n, c, o, h, w, pads):
-    # 3x3 stride-1 convolutions by F(2x2, 3x3) (dlvm_aot_winograd.c) against the interpreter:
+@pytest.mark.parametrize("kh", [3, 1])      # 3x3 (F(2x2, 3x3)) and 1x3 (F(2, 3), a conv1d's)
+def test_winograd_convolution(tmp_path, monkeypatch, n, c, o, h, w, pads, kh):
+    # 3x3 and 1x3 stride-1 convolutions by F(2x2, 3x3) and F(2, 3) (dlvm_aot_winograd.c)
+    # against the interpreter:
     # forced on, forced off and chosen, constant weights (transformed once, with a bias and the
     # relu applied as the outputs are stored) and weights that are arguments (transformed per
     # call), on one thread (units of tile rows) and two (units, or the phased steps)
     rng = np.random.default_rng(n * 1000 + c * 10 + h)
     mb = ModuleBuilder("winograd")
-    wc = mb.constant("wc", (rng.standard_normal((o, c, 3, 3)) * 0.2).astype(np.float32))
+    wc = mb.constant("wc", (rng.standard_normal((o, c, kh, 3)) * 0.2).astype(np.float32))
     bc = mb.constant("bc", rng.standard_normal(o).astype(np.float32))
-    f = mb.function("main", [("x", f"f32[N, {c}, {h}, {w}]"), ("w", f"f32[{o}, {c}, 3, 3]")],
+    f = mb.function("main", [("x", f"f32[N, {c}, {h}, {w}]"), ("w", f"f32[{o}, {c}, {kh}, 3]")],
                     ["f32[N, ?, ?, ?]", "f32[N, ?, ?, ?]"])
     attrs = {"strides": [1, 1], "pads": list(pads), "dilations": [1, 1], "groups": 1}
     y1 = f.relu(f.conv2d(f.arg("x"), wc, bc, **attrs))
@@ -845,7 +847,7 @@ def test_winograd_convolution(tmp_path, monkeypatch, n, c, o, h, w, pads):
     compile_library(module, tmp_path)
     lib, vm = aot.load(tmp_path), dlvmrt.VM(module, jit="off")
     x = rng.standard_normal((n, c, h, w)).astype(np.float32)
-    wt = (rng.standard_normal((o, c, 3, 3)) * 0.2).astype(np.float32)
+    wt = (rng.standard_normal((o, c, kh, 3)) * 0.2).astype(np.float32)
     want = vm.run("main", x, wt)
     for threads in (1, 2):
         lib.set_threads(threads)

@@ -788,8 +788,9 @@ static int conv2d(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *w, const dlv
     int64_t shape[4] = {n, o, ho, wo};
     if (dlvm_rt_alloc(ctx, out, x->dtype, 4, shape)) return 1;
     const void *bd = bias ? bias->data : NULL;
-    if (x->dtype == DT_F32 && groups == 1 && kh == 3 && kw == 3 && s[0] == 1 && s[1] == 1 &&
-        d[0] == 1 && d[1] == 1 && n * o * ho * wo > 0 && winograd_pays(n, c, o, ho, wo)) {
+    if (x->dtype == DT_F32 && groups == 1 && (kh == 3 || kh == 1) && kw == 3 && s[0] == 1 &&
+        s[1] == 1 && d[0] == 1 && d[1] == 1 && n * o * ho * wo > 0 &&
+        winograd_pays(n, c, o, ho, wo, kh)) {
         int rc = conv2d_winograd(ctx, x, w, bd, p, relu, pack, out);
         if (rc != WINOGRAD_DECLINED) return rc;
     }

@@ -105,10 +105,12 @@ HIDDEN extern pthread_mutex_t pack_lock;
 
 /* ---- 3x3, stride-1 convolutions by Winograd's F(2x2, 3x3) (dlvm_aot_winograd.c) ----------- */
 
-/* whether n images of c channels to o channels of [ho, wo] outputs pay for the transforms
- * (DLVM_WINOGRAD=0 or 1 overrides the choice, for measuring it and for tests) */
-HIDDEN int winograd_pays(int64_t n, int64_t c, int64_t o, int64_t ho, int64_t wo);
-/* out (allocated, [N, O, Ho, Wo]) = conv2d of x by the 3x3 weights w, stride and dilation 1,
+/* whether n images of c channels to o channels of [ho, wo] outputs by kh x 3 filters (kh 3 or
+ * 1) pay for the transforms (DLVM_WINOGRAD=0 or 1 overrides the choice, for measuring it and
+ * for tests) */
+HIDDEN int winograd_pays(int64_t n, int64_t c, int64_t o, int64_t ho, int64_t wo, int64_t kh);
+/* out (allocated, [N, O, Ho, Wo]) = conv2d of x by the 3x3 or 1x3 weights w, stride and
+ * dilation 1,
  * pads p, + bias (NULL: none), relu where asked: 0, a failure's code, or WINOGRAD_DECLINED
  * (a non-finite input or weight: the caller runs the direct products) */
 #define WINOGRAD_DECLINED (-1)

@@ -1,5 +1,5 @@
-/* 3x3, stride-1 convolutions by Winograd's minimal filtering, F(2x2, 3x3) (Lavin and Gray,
- * "Fast Algorithms for Convolutional Neural Networks", 2015): each 2x2 block of outputs (a
+/* 3x3 (and 1x3), stride-1 convolutions by Winograd's minimal filtering, F(2x2, 3x3) (Lavin
+ * and Gray, "Fast Algorithms for Convolutional Neural Networks", 2015): each 2x2 block of outputs (a
  * tile) is computed from its 4x4 window of the input with 16 multiplies per input channel
  * where the direct sum takes 36, so the products, which are all of a CNN's time, shrink 2.25x.
  *
@@ -12,6 +12,9 @@
  * its own V and M, sized to stay within the core's L2 with the GEMM's panels. The 16 products
  * per unit are the library's GEMM with the transformed weights prepacked (flag 1) and V read
  * in place (flag 8).
+ *
+ * A 1x3 filter (a conv1d's, or an Inception-style 1x3) is F(2, 3) along the rows alone: 1x4
+ * windows, 4 positions, 2 outputs a tile, 4 multiplies where the direct sum takes 6.
  *
  * Accuracy: the transforms' coefficients are 0, +-1 and +-1/2, so V and the output transform
  * add at most 4 and 9 terms, and U is rounded once from double; the sums differ from the
@@ -30,6 +33,8 @@ typedef struct {
     const float *bias;
     int64_t c, h, wd, o, o_pad, ho, wo, th, tw, top, left;
     int64_t rows, per_unit;     /* tile rows in all (images x th), tile rows per unit */
+    int kh;                     /* 3: 3x3 filters, 2x2 tiles; 1: 1x3 filters, 1x2 tiles (F(2, 3)) */
+    int np;                     /* the transform's positions: 16 (4x4 windows) or 4 */
     int relu;
     int failed;                 /* 1: out of memory, 2: a non-finite input */
 } wg_job;
@@ -64,13 +69,22 @@ static inline void wg_store_part(float *p, dw_vec v, int64_t n) {
 /* U = G g G^T in double for each (o, c), rounded once, then each position's [O, C] packed for
  * the GEMM's left operand into `dst` (16 x o_pad x c floats). Returns 0 when a weight is not
  * finite (the direct products then serve every call). */
-static int transform_weights(const float *w, int64_t o, int64_t c, int64_t o_pad, float *dst) {
-    float *u = malloc((size_t)(16 * o * c) * 4);
+static int transform_weights(const float *w, int64_t o, int64_t c, int64_t o_pad, int kh,
+                             float *dst) {
+    int np = kh == 3 ? 16 : 4;
+    float *u = malloc((size_t)(np * o * c) * 4);
     if (!u) return -1;
     int finite = 1;
     for (int64_t oc = 0; oc < o; oc++)
         for (int64_t ci = 0; ci < c; ci++) {
-            const float *g = w + (oc * c + ci) * 9;
+            const float *g = w + (oc * c + ci) * 3 * kh;
+            if (kh == 1) {          /* g G^T of one row of three taps */
+                double g0 = g[0], g1 = g[1], g2 = g[2];
+                if (!isfinite(g[0]) || !isfinite(g[1]) || !isfinite(g[2])) finite = 0;
+                double row[4] = {g0, 0.5 * (g0 + g1 + g2), 0.5 * (g0 - g1 + g2), g2};
+                for (int j = 0; j < 4; j++) u[(j * o + oc) * c + ci] = (float)row[j];
+                continue;
+            }
             double gg[4][3];            /* G g: rows of the filter combined */
             for (int j = 0; j < 3; j++) {
                 double g0 = g[j], g1 = g[3 + j], g2 = g[6 + j];
@@ -87,7 +101,7 @@ static int transform_weights(const float *w, int64_t o, int64_t c, int64_t o_pad
             }
         }
     if (finite)
-        for (int xi = 0; xi < 16; xi++)
+        for (int xi = 0; xi < np; xi++)
             dlvm_sgemm_pack_a(o, c, u + xi * o * c, c, 1, dst + xi * o_pad * c);
     free(u);
     return finite;
@@ -96,8 +110,9 @@ static int transform_weights(const float *w, int64_t o, int64_t c, int64_t o_pad
 /* the packed transformed weights: kept in `pack` for constant weights (NULL: none), else
  * transformed into *scratch for this call. NULL with *bad set: a non-finite weight. */
 static const float *winograd_weights(dlvm_rt_packed *pack, const float *w, int64_t o, int64_t c,
-                                     int64_t o_pad, float **scratch, size_t *scratch_bytes,
+                                     int64_t o_pad, int kh, float **scratch, size_t *scratch_bytes,
                                      int *bad) {
+    int np = kh == 3 ? 16 : 4;
     *bad = 0;
     if (pack) {
         float *kept = __atomic_load_n(&pack->winograd, __ATOMIC_ACQUIRE);
@@ -109,8 +124,8 @@ static const float *winograd_weights(dlvm_rt_packed *pack, const float *w, int64
         pthread_mutex_lock(&pack_lock);
         kept = pack->winograd;
         if (!kept && !pack->winograd_bad) {
-            kept = aligned_alloc(64, ((size_t)(16 * o_pad * c) * 4 + 63) / 64 * 64);
-            int ok = kept ? transform_weights(w, o, c, o_pad, kept) : -1;
+            kept = aligned_alloc(64, ((size_t)(np * o_pad * c) * 4 + 63) / 64 * 64);
+            int ok = kept ? transform_weights(w, o, c, o_pad, kh, kept) : -1;
             if (ok == 1) {
                 __atomic_store_n(&pack->winograd, kept, __ATOMIC_RELEASE);
             } else {
@@ -123,10 +138,10 @@ static const float *winograd_weights(dlvm_rt_packed *pack, const float *w, int64
         pthread_mutex_unlock(&pack_lock);
         return kept;
     }
-    *scratch_bytes = ((size_t)(16 * o_pad * c) * 4 + 63) / 64 * 64;
+    *scratch_bytes = ((size_t)(np * o_pad * c) * 4 + 63) / 64 * 64;
     *scratch = buffer_alloc(scratch_bytes);
     if (!*scratch) return NULL;
-    int ok = transform_weights(w, o, c, o_pad, *scratch);
+    int ok = transform_weights(w, o, c, o_pad, kh, *scratch);
     if (ok == 1) return *scratch;
     buffer_free(*scratch, *scratch_bytes);
     *scratch = NULL;
@@ -148,8 +163,9 @@ static int input_transform(const wg_job *j, int64_t r0, int64_t r1, int64_t ts, 
             int64_t b = r / th, ty = r % th, col0 = (r - r0) * tw;
             const float *plane = j->x + (b * c + ci) * h * wd;
             const float *src[4];
-            for (int q = 0; q < 4; q++) {
-                int64_t iy = 2 * ty + q - j->top;
+            int window_rows = j->kh == 3 ? 4 : 1;
+            for (int q = 0; q < window_rows; q++) {
+                int64_t iy = (j->kh == 3 ? 2 * ty : ty) + q - j->top;
                 if (iy < 0 || iy >= h) {
                     src[q] = zeros;
                 } else {
@@ -160,7 +176,7 @@ static int input_transform(const wg_job *j, int64_t r0, int64_t r1, int64_t ts, 
             }
             for (int64_t tx = 0; tx < tw; tx += 16) {
                 dw_vec t[4][4];
-                for (int q = 0; q < 4; q++) {
+                for (int q = 0; q < window_rows; q++) {
                     const float *at = src[q] + 2 * tx;
                     dw_vec a = wg_load(at), bb = wg_load(at + 16);
                     dw_vec a2 = wg_load(at + 2), b2 = wg_load(at + 18);
@@ -176,6 +192,10 @@ static int input_transform(const wg_job *j, int64_t r0, int64_t r1, int64_t ts, 
                 }
                 float *dst = v + ci * ts + col0 + tx;
                 int64_t xi_stride = c * ts;
+                if (j->kh == 1) {           /* V = d B of the one window row */
+                    for (int k = 0; k < 4; k++) wg_store(dst + k * xi_stride, t[0][k]);
+                    continue;
+                }
                 for (int k = 0; k < 4; k++) {
                     wg_store(dst + (0 * 4 + k) * xi_stride, t[0][k] - t[2][k]);
                     wg_store(dst + (1 * 4 + k) * xi_stride, t[1][k] + t[2][k]);
@@ -200,12 +220,13 @@ static void output_transform(const wg_job *j, int64_t r0, int64_t r1, int64_t ts
         dw_vec bias = wg_splat(j->bias ? j->bias[oc] : 0.0f);
         for (int64_t r = r0; r < r1; r++) {
             int64_t b = r / th, ty = r % th, col0 = (r - r0) * tw;
-            float *out = j->y + ((b * o + oc) * ho + 2 * ty) * wo;
+            float *out = j->y + ((b * o + oc) * ho + (j->kh == 3 ? 2 * ty : ty)) * wo;
             for (int64_t tx = 0; tx < tw; tx += 16) {
                 const float *at = m + oc * ts + col0 + tx;
                 int64_t xi_stride = o * ts;
                 dw_vec s0[4], s1[4];
-                for (int i = 0; i < 4; i++) {
+                int window_rows = j->kh == 3 ? 4 : 1;
+                for (int i = 0; i < window_rows; i++) {
                     dw_vec m0 = wg_load(at + (i * 4 + 0) * xi_stride);
                     dw_vec m1 = wg_load(at + (i * 4 + 1) * xi_stride);
                     dw_vec m2 = wg_load(at + (i * 4 + 2) * xi_stride);
@@ -213,14 +234,23 @@ static void output_transform(const wg_job *j, int64_t r0, int64_t r1, int64_t ts
                     s0[i] = m0 + m1 + m2;
                     s1[i] = m1 - m2 - m3;
                 }
-                dw_vec y[2][2] = {{s0[0] + s0[1] + s0[2] + bias, s1[0] + s1[1] + s1[2] + bias},
-                                  {s0[1] - s0[2] - s0[3] + bias, s1[1] - s1[2] - s1[3] + bias}};
+                dw_vec y[2][2];
+                int out_rows = j->kh == 3 ? 2 : 1;
+                if (j->kh == 3) {
+                    y[0][0] = s0[0] + s0[1] + s0[2] + bias;
+                    y[0][1] = s1[0] + s1[1] + s1[2] + bias;
+                    y[1][0] = s0[1] - s0[2] - s0[3] + bias;
+                    y[1][1] = s1[1] - s1[2] - s1[3] + bias;
+                } else {                    /* Y = M A of the one row */
+                    y[0][0] = s0[0] + bias;
+                    y[0][1] = s1[0] + bias;
+                }
                 if (j->relu)        /* y < 0 -> 0; NaN (never < 0) stays NaN */
-                    for (int q = 0; q < 2; q++)
+                    for (int q = 0; q < out_rows; q++)
                         for (int k = 0; k < 2; k++)
                             y[q][k] = (dw_vec)((wg_ivec)y[q][k] & ~(y[q][k] < zero));
                 int64_t cols = wo - 2 * tx;         /* outputs left in the row from 2 tx */
-                for (int q = 0; q < 2 && 2 * ty + q < ho; q++) {
+                for (int q = 0; q < out_rows && (j->kh == 3 ? 2 * ty : ty) + q < ho; q++) {
                     dw_vec lo = DW_SHUFFLE(y[q][0], y[q][1], 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
                     dw_vec hi = DW_SHUFFLE(y[q][0], y[q][1], 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
                     float *row = out + q * wo + 2 * tx;
@@ -241,7 +271,7 @@ static void winograd_task(void *arg, int64_t lo, int64_t hi, int64_t part) {
     wg_job *j = arg;
     int64_t ts = unit_stride(j), c = j->c, o = j->o;
     int64_t wrow = 2 * j->tw + 2 + 32;      /* a window row's vectors read up to 2 tw + 33 */
-    size_t v_bytes = (size_t)(16 * c * ts + 16) * 4, m_bytes = (size_t)(16 * o * ts + 16) * 4;
+    size_t v_bytes = (size_t)(j->np * c * ts + 16) * 4, m_bytes = (size_t)(j->np * o * ts + 16) * 4;
     size_t rows_bytes = (size_t)(5 * wrow) * 4, tbl_bytes = (size_t)c * 8;
     float *v = buffer_alloc(&v_bytes), *m = buffer_alloc(&m_bytes);
     float *rows = buffer_alloc(&rows_bytes);
@@ -257,7 +287,7 @@ static void winograd_task(void *arg, int64_t lo, int64_t hi, int64_t part) {
                 break;
             }
             int64_t tiles = (r1 - r0) * j->tw;
-            for (int xi = 0; xi < 16; xi++) {
+            for (int xi = 0; xi < j->np; xi++) {
                 gemm_call g = {o, tiles, c, NULL, v + xi * c * ts, m + xi * o * ts, 1, 0, 0, NULL,
                                j->u + xi * j->o_pad * c, j->o_pad, NULL, 0, tbl, ts, 0};
                 gemm_task(&g, 0, (o + DLVM_GEMM_MR - 1) / DLVM_GEMM_MR, 0);
@@ -332,7 +362,7 @@ static void phase_output_task(void *arg, int64_t lo, int64_t hi, int64_t part) {
 static void winograd_phases(wg_job *j, int threads) {
     j->per_unit = j->rows;
     int64_t ts = unit_stride(j), c = j->c, o = j->o, wrow = 2 * j->tw + 2 + 32;
-    size_t v_bytes = (size_t)(16 * c * ts + 16) * 4, m_bytes = (size_t)(16 * o * ts + 16) * 4;
+    size_t v_bytes = (size_t)(j->np * c * ts + 16) * 4, m_bytes = (size_t)(j->np * o * ts + 16) * 4;
     size_t tbl_bytes = (size_t)c * 8;
     float *v = buffer_alloc(&v_bytes), *m = buffer_alloc(&m_bytes);
     int64_t *tbl = buffer_alloc(&tbl_bytes);
@@ -340,7 +370,7 @@ static void winograd_phases(wg_job *j, int threads) {
         for (int64_t k = 0; k < c; k++) tbl[k] = k * ts;
         wg_phases ph = {j, v, m, ts, wrow, tbl};
         dlvm_rt_parallel(phase_input_task, &ph, c, threads);
-        if (!j->failed) dlvm_rt_parallel(phase_product_task, &ph, 16, threads);
+        if (!j->failed) dlvm_rt_parallel(phase_product_task, &ph, j->np, threads);
         if (!j->failed) dlvm_rt_parallel(phase_output_task, &ph, o, threads);
     } else {
         j->failed = 1;
@@ -352,27 +382,31 @@ static void winograd_phases(wg_job *j, int threads) {
 
 /* Tiles per unit: the unit's V and M (16 x (C + O) floats a tile) within about 1.5 MB, at
  * least 32 tiles (the products' columns) and at most 512. */
-static int64_t unit_tiles(int64_t c, int64_t o) {
-    int64_t t = (3 * 512 * 1024) / (64 * (c + o));
+static int64_t unit_tiles(int64_t c, int64_t o, int np) {
+    int64_t t = (3 * 512 * 1024) / (4 * np * (c + o));
     return t < 32 ? 32 : t > 512 ? 512 : t;
 }
 
 /* tile rows per unit: about unit_tiles each, and at least one unit per thread */
-static int64_t rows_per_unit(int64_t rows, int64_t tw, int64_t c, int64_t o, int threads) {
-    int64_t want = (rows * tw + unit_tiles(c, o) - 1) / unit_tiles(c, o);
+static int64_t rows_per_unit(int64_t rows, int64_t tw, int64_t c, int64_t o, int np, int threads) {
+    int64_t want = (rows * tw + unit_tiles(c, o, np) - 1) / unit_tiles(c, o, np);
     if (want < threads) want = threads;
     want = (want + threads - 1) / threads * threads;    /* whole rounds of the pool */
     int64_t per = (rows + want - 1) / want;
     return per < 1 ? 1 : per;
 }
 
-HIDDEN int winograd_pays(int64_t n, int64_t c, int64_t o, int64_t ho, int64_t wo) {
+HIDDEN int winograd_pays(int64_t n, int64_t c, int64_t o, int64_t ho, int64_t wo, int64_t kh) {
     const char *env = getenv("DLVM_WINOGRAD");
     if (env && *env) return env[0] != '0';
-    int64_t tw = (wo + 1) / 2, tiles = n * ((ho + 1) / 2) * tw;
+    int64_t tw = (wo + 1) / 2, tiles = n * (kh == 3 ? (ho + 1) / 2 : ho) * tw;
     /* products of fewer than 32 columns (a 7x7 map at batch 1) read all of U, 16/9 of the
      * weights, for few multiplies each, with a register tile one or two vectors wide */
     if (tiles < 32) return 0;
+    /* 1x3 filters (a conv1d's): 4 multiplies per 2 outputs instead of 6, which pays only with
+     * wide products (bench/README.md: 0.72-0.89x the direct time at 128 and 256 channels,
+     * 0.94-1.2x at 40 to 64) */
+    if (kh == 1) return c >= 128 && o >= 128 && tw >= 16;
     /* The transforms cost per tile (C + O) vector steps over a tile row's 16 lanes, of which
      * tw are used; the products C x O multiply-adds. Measured against the direct products
      * (bench/README.md, one library call, 1 and 2 threads): 32 to 128 channels at 16x16 and
@@ -387,18 +421,20 @@ HIDDEN int conv2d_winograd(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *w, 
     int64_t n = x->shape[0], c = x->shape[1], h = x->shape[2], wd = x->shape[3];
     int64_t o = w->shape[0], ho = out->shape[2], wo = out->shape[3];
     int64_t o_pad = (o + DLVM_GEMM_MR - 1) / DLVM_GEMM_MR * DLVM_GEMM_MR;
+    int kh = (int)w->shape[2], np = kh == 3 ? 16 : 4;
     float *scratch = NULL;
     size_t scratch_bytes = 0;
     int bad = 0;
-    const float *u = winograd_weights(pack, w->data, o, c, o_pad, &scratch, &scratch_bytes, &bad);
+    const float *u = winograd_weights(pack, w->data, o, c, o_pad, kh, &scratch, &scratch_bytes,
+                                      &bad);
     if (!u) {
         if (bad) return WINOGRAD_DECLINED;
         return dlvm_rt_fail(ctx, DLVM_RT_ERR_RESOURCE, "out of memory (conv2d)");
     }
-    int64_t th = (ho + 1) / 2, tw = (wo + 1) / 2;
+    int64_t th = kh == 3 ? (ho + 1) / 2 : ho, tw = (wo + 1) / 2;
     int threads = dlvm_rt_threads();
     wg_job j = {x->data, out->data, u, bias, c, h, wd, o, o_pad, ho, wo, th, tw, p[0], p[1],
-                n * th, rows_per_unit(n * th, tw, c, o, threads), relu, 0};
+                n * th, rows_per_unit(n * th, tw, c, o, np, threads), kh, np, relu, 0};
     if (threads > 1 && j.per_unit * tw < 48 && j.rows * tw <= PHASED_TILES) {
         winograd_phases(&j, threads);
     } else {
