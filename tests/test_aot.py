@@ -895,6 +895,76 @@ def test_winograd_declines_non_finite_weights(tmp_path, monkeypatch):
         assert np.isneginf(got[0]).any() and np.isneginf(got[1]).any()
 
 
+def test_winograd_declines_where_the_transforms_overflow(tmp_path, monkeypatch):
+    # finite values large enough that the transforms' sums overflow (inputs near FLT_MAX / 4,
+    # weights whose G g G^T passes FLT_MAX) would come out NaN or inf where the direct sums are
+    # finite: the call declines to the direct products (found by the review of the first
+    # version); chosen and forced, constant and argument weights
+    rng = np.random.default_rng(12)
+    wv = (rng.standard_normal((32, 32, 3, 3)) * 1e-3).astype(np.float32)
+    mb = ModuleBuilder("winograd_big")
+    wc = mb.constant("wc", wv)
+    f = mb.function("main", [("x", "f32[N, 32, 16, 16]"), ("w", "f32[32, 32, 3, 3]")],
+                    ["f32[N, ?, ?, ?]", "f32[N, ?, ?, ?]"])
+    attrs = {"strides": [1, 1], "pads": [1, 1, 1, 1], "dilations": [1, 1], "groups": 1}
+    f.ret(f.conv2d(f.arg("x"), wc, **attrs), f.conv2d(f.arg("x"), f.arg("w"), **attrs))
+    module = mb.finish()
+    compile_library(module, tmp_path)
+    lib, vm = aot.load(tmp_path), dlvmrt.VM(module, jit="off")
+    x = np.where(np.indices((1, 32, 16, 16)).sum(axis=0) % 2 == 0, 1e38, -1e38).astype(np.float32)
+    x = np.repeat(x, 2, axis=0)
+    big_w = np.full((32, 32, 3, 3), 2e38, np.float32)
+    for mode in ("", "1"):
+        monkeypatch.setenv("DLVM_WINOGRAD", mode)
+        got = lib.run("main", x, wv)
+        assert np.isfinite(got[0]).all() and np.isfinite(got[1]).all()
+        close(got, vm.run("main", x, wv), 1e-5)
+        small = np.full((2, 32, 16, 16), 1e-38, np.float32)
+        got = lib.run("main", small, big_w)
+        assert np.isfinite(got[1]).all()
+        close(got, vm.run("main", small, big_w), 1e-5)
+
+
+def test_winograd_is_not_chosen_for_one_wide_row(tmp_path, monkeypatch):
+    # a conv1d at batch 1 over a long sequence is one tile row: one unit on one thread, its
+    # scratch growing with the row, so the direct products run it (bit for bit those forced)
+    mb = ModuleBuilder("winograd_wide")
+    wc = mb.constant("wc", (np.random.default_rng(3).standard_normal((128, 128, 1, 3)) * 0.1
+                            ).astype(np.float32))
+    f = mb.function("main", [("x", "f32[N, 128, 1, 4096]")], ["f32[N, ?, ?, ?]"])
+    f.ret(f.conv2d(f.arg("x"), wc, strides=[1, 1], pads=[0, 1, 0, 1], dilations=[1, 1], groups=1))
+    module = mb.finish()
+    compile_library(module, tmp_path)
+    lib = aot.load(tmp_path)
+    lib.set_threads(2)
+    x = np.random.default_rng(4).standard_normal((1, 128, 1, 4096)).astype(np.float32)
+    monkeypatch.setenv("DLVM_WINOGRAD", "")
+    chosen = lib.run("main", x)
+    monkeypatch.setenv("DLVM_WINOGRAD", "0")
+    np.testing.assert_array_equal(chosen[0], lib.run("main", x)[0])
+    monkeypatch.setenv("DLVM_WINOGRAD", "1")       # forced, it still computes the same
+    close(lib.run("main", x), chosen, 1e-5)
+
+
+def test_convolution_of_no_input_channels_is_the_bias(tmp_path):
+    # zero input channels: every output is the bias (then the relu), where the products never
+    # wrote the output (it held whatever the buffer held before)
+    mb = ModuleBuilder("no_channels")
+    bc = mb.constant("bc", np.array([1.5, -2.0, 0.25], np.float32))
+    f = mb.function("main", [("x", "f32[N, 0, 5, 6]"), ("w", "f32[3, 0, 3, 3]")],
+                    ["f32[N, ?, ?, ?]", "f32[N, ?, ?, ?]"])
+    attrs = {"strides": [1, 1], "pads": [1, 1, 1, 1], "dilations": [1, 1], "groups": 1}
+    f.ret(f.conv2d(f.arg("x"), f.arg("w"), bc, **attrs),
+          f.relu(f.conv2d(f.arg("x"), f.arg("w"), bc, **attrs)))
+    module = mb.finish()
+    compile_library(module, tmp_path)
+    x, w = np.zeros((2, 0, 5, 6), np.float32), np.zeros((3, 0, 3, 3), np.float32)
+    got = aot.load(tmp_path).run("main", x, w)
+    want = dlvmrt.VM(module, jit="off").run("main", x, w)
+    close(got, want)
+    np.testing.assert_array_equal(got[0][1, :, 2, 3], [1.5, -2.0, 0.25])
+
+
 def _need_avx512() -> None:
     from jit.llvm import target as host
     if "+avx512f" not in host.host().features.split(","):

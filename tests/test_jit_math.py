@@ -132,7 +132,8 @@ entry:
     np_dt = np.float32 if dtype == "f32" else np.float64
     x = np.concatenate([rng.standard_normal(300) * 10, rng.standard_normal(50) * 1e-3,
                         [np.inf, -np.inf, np.nan, -0.0, 0.0, 1e30, -1e30, 1e-30, -1e-30,
-                         3e38 if dtype == "f32" else 1e300, 1e-45 if dtype == "f32" else 5e-324]
+                         3e38 if dtype == "f32" else 1e300, 1e-45 if dtype == "f32" else 5e-324,
+                         1e155 if dtype == "f64" else 1e19]
                         ]).astype(np_dt)
     got = dlvmrt.VM(m, jit="always").run("main", x)
     want = dlvmrt.VM(m, jit="off").run("main", x)

@@ -155,6 +155,9 @@ def _small_power(b, x, e: float):
     wide = b.fpext(x, like(x.type, F64)) if elem_type(x.type) == F32 else x
     sq = b.fmul(wide, wide)
     one = const(wide.type, 1.0)
+    if e == -2.0 and wide is x:     # f64: (1/x)^2, where x*x would overflow for |x| > 1.3e154
+        inv = b.fdiv(one, x)
+        return b.fmul(inv, inv)
     r = {3.0: lambda: b.fmul(sq, wide), 4.0: lambda: b.fmul(sq, sq),
          -1.0: lambda: b.fdiv(one, wide), -2.0: lambda: b.fdiv(one, sq)}[e]()
     return b.fptrunc(r, x.type) if wide is not x else r

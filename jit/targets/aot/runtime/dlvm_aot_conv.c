@@ -788,6 +788,20 @@ static int conv2d(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *w, const dlv
     int64_t shape[4] = {n, o, ho, wo};
     if (dlvm_rt_alloc(ctx, out, x->dtype, 4, shape)) return 1;
     const void *bd = bias ? bias->data : NULL;
+    if (cg * kh * kw == 0 && (x->dtype == DT_F32 || x->dtype == DT_F64)) {
+        /* no input channels: each output is the bias alone (the products never wrote it) */
+        int64_t total = dlvm_rt_numel(out), plane = ho * wo;
+        for (int64_t i = 0; i < total; i++) {
+            if (x->dtype == DT_F32) {
+                float v = bd ? ((const float *)bd)[i / plane % o] : 0.0f;
+                ((float *)out->data)[i] = relu && v < 0.0f ? 0.0f : v;
+            } else {
+                double v = bd ? ((const double *)bd)[i / plane % o] : 0.0;
+                ((double *)out->data)[i] = relu && v < 0.0 ? 0.0 : v;
+            }
+        }
+        return 0;
+    }
     if (x->dtype == DT_F32 && groups == 1 && (kh == 3 || kh == 1) && kw == 3 && s[0] == 1 &&
         s[1] == 1 && d[0] == 1 && d[1] == 1 && n * o * ho * wo > 0 &&
         winograd_pays(n, c, o, ho, wo, kh)) {

@@ -110,9 +110,9 @@ HIDDEN extern pthread_mutex_t pack_lock;
  * for tests) */
 HIDDEN int winograd_pays(int64_t n, int64_t c, int64_t o, int64_t ho, int64_t wo, int64_t kh);
 /* out (allocated, [N, O, Ho, Wo]) = conv2d of x by the 3x3 or 1x3 weights w, stride and
- * dilation 1,
- * pads p, + bias (NULL: none), relu where asked: 0, a failure's code, or WINOGRAD_DECLINED
- * (a non-finite input or weight: the caller runs the direct products) */
+ * dilation 1, pads p, + bias (NULL: none), relu where asked: 0, or WINOGRAD_DECLINED (a
+ * non-finite input, weight or result, or no memory for the scratch: the caller runs the direct
+ * products) */
 #define WINOGRAD_DECLINED (-1)
 HIDDEN int conv2d_winograd(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *w, const float *bias,
                            const int64_t *p, int relu, dlvm_rt_packed *pack, dlvm_val *out);

@@ -82,7 +82,10 @@ static int transform_weights(const float *w, int64_t o, int64_t c, int64_t o_pad
                 double g0 = g[0], g1 = g[1], g2 = g[2];
                 if (!isfinite(g[0]) || !isfinite(g[1]) || !isfinite(g[2])) finite = 0;
                 double row[4] = {g0, 0.5 * (g0 + g1 + g2), 0.5 * (g0 - g1 + g2), g2};
-                for (int j = 0; j < 4; j++) u[(j * o + oc) * c + ci] = (float)row[j];
+                for (int j = 0; j < 4; j++) {
+                    u[(j * o + oc) * c + ci] = (float)row[j];
+                    if (!isfinite((float)row[j])) finite = 0;
+                }
                 continue;
             }
             double gg[4][3];            /* G g: rows of the filter combined */
@@ -97,7 +100,10 @@ static int transform_weights(const float *w, int64_t o, int64_t c, int64_t o_pad
             for (int i = 0; i < 4; i++) {
                 double a0 = gg[i][0], a1 = gg[i][1], a2 = gg[i][2];
                 double row[4] = {a0, 0.5 * (a0 + a1 + a2), 0.5 * (a0 - a1 + a2), a2};
-                for (int j = 0; j < 4; j++) u[((i * 4 + j) * o + oc) * c + ci] = (float)row[j];
+                for (int j = 0; j < 4; j++) {
+                    u[((i * 4 + j) * o + oc) * c + ci] = (float)row[j];
+                    if (!isfinite((float)row[j])) finite = 0;
+                }
             }
         }
     if (finite)
@@ -212,10 +218,11 @@ static int input_transform(const wg_job *j, int64_t r0, int64_t r1, int64_t ts, 
 
 /* Y = A^T M A for the unit's tiles, + bias, relu, into the output (the last tile row and
  * column of an odd size keep one of their two) */
-static void output_transform(const wg_job *j, int64_t r0, int64_t r1, int64_t ts, const float *m,
-                             int64_t o_lo, int64_t o_hi) {
+static int output_transform(const wg_job *j, int64_t r0, int64_t r1, int64_t ts, const float *m,
+                            int64_t o_lo, int64_t o_hi) {
     int64_t o = j->o, tw = j->tw, th = j->th, ho = j->ho, wo = j->wo;
-    dw_vec zero = wg_splat(0.0f);
+    dw_vec zero = wg_splat(0.0f), check = zero;
+    wg_ivec iota = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
     for (int64_t oc = o_lo; oc < o_hi; oc++) {
         dw_vec bias = wg_splat(j->bias ? j->bias[oc] : 0.0f);
         for (int64_t r = r0; r < r1; r++) {
@@ -245,6 +252,12 @@ static void output_transform(const wg_job *j, int64_t r0, int64_t r1, int64_t ts
                     y[0][0] = s0[0] + bias;
                     y[0][1] = s1[0] + bias;
                 }
+                {                   /* 0 * y: NaN for an overflow (the direct sums may be finite) */
+                    wg_ivec live = iota < (wg_ivec){} + (int32_t)(tw - tx < 16 ? tw - tx : 16);
+                    for (int q = 0; q < out_rows; q++)
+                        for (int k = 0; k < 2; k++)
+                            check += (dw_vec)((wg_ivec)(y[q][k] * zero) & live);
+                }
                 if (j->relu)        /* y < 0 -> 0; NaN (never < 0) stays NaN */
                     for (int q = 0; q < out_rows; q++)
                         for (int k = 0; k < 2; k++)
@@ -260,6 +273,9 @@ static void output_transform(const wg_job *j, int64_t r0, int64_t r1, int64_t ts
             }
         }
     }
+    for (int i = 0; i < 16; i++)
+        if (check[i] != 0.0f) return 0;
+    return 1;
 }
 
 /* the floats of a unit's V (or M, with o for c): 16 positions of rows `ts` long; tiles end up
@@ -296,7 +312,10 @@ static void winograd_task(void *arg, int64_t lo, int64_t hi, int64_t part) {
                     goto done;
                 }
             }
-            output_transform(j, r0, r1, ts, m, 0, o);
+            if (!output_transform(j, r0, r1, ts, m, 0, o)) {
+                __atomic_store_n(&j->failed, 2, __ATOMIC_RELAXED);
+                break;
+            }
         }
     } else {
         __atomic_store_n(&j->failed, 1, __ATOMIC_RELAXED);
@@ -351,7 +370,8 @@ static void phase_product_task(void *arg, int64_t lo, int64_t hi, int64_t part) 
 static void phase_output_task(void *arg, int64_t lo, int64_t hi, int64_t part) {
     (void)part;
     wg_phases *ph = arg;
-    output_transform(ph->j, 0, ph->j->rows, ph->ts, ph->m, lo, hi);
+    if (!output_transform(ph->j, 0, ph->j->rows, ph->ts, ph->m, lo, hi))
+        __atomic_store_n(&ph->j->failed, 2, __ATOMIC_RELAXED);
 }
 
 /* at most this many tiles in one phased unit: its V and M stay within a few MB (a 7x7 map at
@@ -406,7 +426,16 @@ HIDDEN int winograd_pays(int64_t n, int64_t c, int64_t o, int64_t ho, int64_t wo
     /* 1x3 filters (a conv1d's): 4 multiplies per 2 outputs instead of 6, which pays only with
      * wide products (bench/README.md: 0.72-0.89x the direct time at 128 and 256 channels,
      * 0.94-1.2x at 40 to 64) */
-    if (kh == 1) return c >= 128 && o >= 128 && tw >= 16;
+    if (kh == 1 && !(c >= 128 && o >= 128 && tw >= 16)) return 0;
+    /* units are whole tile rows: rows so wide that one unit holds over 4 units' worth of tiles
+     * (a conv1d over 4096 samples at batch 1) would size V and M past the caches, and fewer
+     * units than threads beyond what the phased form takes would leave threads idle */
+    int64_t th = kh == 3 ? (ho + 1) / 2 : ho, rows = n * th;
+    int np = kh == 3 ? 16 : 4, threads = dlvm_rt_threads();
+    int64_t per = rows_per_unit(rows, tw, c, o, np, threads);
+    if (per * tw > 4 * unit_tiles(c, o, np)) return 0;
+    if (threads > 1 && (rows + per - 1) / per < threads && tiles > PHASED_TILES) return 0;
+    if (kh == 1) return 1;
     /* The transforms cost per tile (C + O) vector steps over a tile row's 16 lanes, of which
      * tw are used; the products C x O multiply-adds. Measured against the direct products
      * (bench/README.md, one library call, 1 and 2 threads): 32 to 128 channels at 16x16 and
@@ -418,6 +447,7 @@ HIDDEN int winograd_pays(int64_t n, int64_t c, int64_t o, int64_t ho, int64_t wo
 
 HIDDEN int conv2d_winograd(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *w, const float *bias,
                            const int64_t *p, int relu, dlvm_rt_packed *pack, dlvm_val *out) {
+    (void)ctx;              /* every failure declines: the direct products report their own */
     int64_t n = x->shape[0], c = x->shape[1], h = x->shape[2], wd = x->shape[3];
     int64_t o = w->shape[0], ho = out->shape[2], wo = out->shape[3];
     int64_t o_pad = (o + DLVM_GEMM_MR - 1) / DLVM_GEMM_MR * DLVM_GEMM_MR;
@@ -427,10 +457,8 @@ HIDDEN int conv2d_winograd(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *w, 
     int bad = 0;
     const float *u = winograd_weights(pack, w->data, o, c, o_pad, kh, &scratch, &scratch_bytes,
                                       &bad);
-    if (!u) {
-        if (bad) return WINOGRAD_DECLINED;
-        return dlvm_rt_fail(ctx, DLVM_RT_ERR_RESOURCE, "out of memory (conv2d)");
-    }
+    if (!u)                 /* a non-finite weight, or no memory: the direct products try */
+        return WINOGRAD_DECLINED;
     int64_t th = kh == 3 ? (ho + 1) / 2 : ho, tw = (wo + 1) / 2;
     int threads = dlvm_rt_threads();
     wg_job j = {x->data, out->data, u, bias, c, h, wd, o, o_pad, ho, wo, th, tw, p[0], p[1],
@@ -442,7 +470,7 @@ HIDDEN int conv2d_winograd(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *w, 
         dlvm_rt_parallel(winograd_task, &j, units, threads);
     }
     if (scratch) buffer_free(scratch, scratch_bytes);
-    if (j.failed == 2) return WINOGRAD_DECLINED;
-    if (j.failed) return dlvm_rt_fail(ctx, DLVM_RT_ERR_RESOURCE, "out of memory (conv2d)");
-    return 0;
+    /* a non-finite value (2) or no memory for the scratch (1): the direct products run the
+     * call (they need less memory, and report it if there is none) */
+    return j.failed ? WINOGRAD_DECLINED : 0;
 }
