@@ -420,9 +420,11 @@ HIDDEN int winograd_pays(int64_t n, int64_t c, int64_t o, int64_t ho, int64_t wo
     const char *env = getenv("DLVM_WINOGRAD");
     if (env && *env) return env[0] != '0';
     int64_t tw = (wo + 1) / 2, tiles = n * (kh == 3 ? (ho + 1) / 2 : ho) * tw;
-    /* products of fewer than 32 columns (a 7x7 map at batch 1) read all of U, 16/9 of the
-     * weights, for few multiplies each, with a register tile one or two vectors wide */
-    if (tiles < 32) return 0;
+    /* products of few columns read all of U, 16/9 of the weights, for few multiplies each,
+     * with a register tile one or two vectors wide: at least 32 tiles, or 16 (a 7x7 map at
+     * batch 1) with 128 channels or more (ResNet-18's last stage at batch 1: 0.76-0.91x the
+     * direct time on 1 and 2 threads) */
+    if (tiles < 16 || (tiles < 32 && c * o < 128 * 128)) return 0;
     /* 1x3 filters (a conv1d's): 4 multiplies per 2 outputs instead of 6, which pays only with
      * wide products (bench/README.md: 0.72-0.89x the direct time at 128 and 256 channels,
      * 0.94-1.2x at 40 to 64) */
