@@ -871,21 +871,27 @@ def test_winograd_convolution(tmp_path, monkeypatch, n, c, o, h, w, pads, kh):
         np.testing.assert_array_equal(a, b)
 
 
+def _two_convolutions(tmp_path, wv: np.ndarray, hw: int):
+    """A library and the interpreter of two 3x3, pad-1 convolutions of [N, 32, hw, hw]: by the
+    constant weights `wv`, and by weights passed as an argument."""
+    mb = ModuleBuilder("winograd_two")
+    wc = mb.constant("wc", wv)
+    f = mb.function("main", [("x", f"f32[N, 32, {hw}, {hw}]"), ("w", "f32[32, 32, 3, 3]")],
+                    ["f32[N, ?, ?, ?]", "f32[N, ?, ?, ?]"])
+    attrs = {"strides": [1, 1], "pads": [1, 1, 1, 1], "dilations": [1, 1], "groups": 1}
+    f.ret(f.conv2d(f.arg("x"), wc, **attrs), f.conv2d(f.arg("x"), f.arg("w"), **attrs))
+    module = mb.finish()
+    compile_library(module, tmp_path)
+    return aot.load(tmp_path), dlvmrt.VM(module, jit="off")
+
+
 def test_winograd_declines_non_finite_weights(tmp_path, monkeypatch):
     # a constant weight that is infinite: the transformed weights are never used (every call
     # runs the direct products); an argument weight: checked per call
     rng = np.random.default_rng(9)
     wv = (rng.standard_normal((32, 32, 3, 3)) * 0.2).astype(np.float32)
     wv[3, 4, 1, 2] = -np.inf
-    mb = ModuleBuilder("winograd_inf")
-    wc = mb.constant("wc", wv)
-    f = mb.function("main", [("x", "f32[N, 32, 12, 12]"), ("w", "f32[32, 32, 3, 3]")],
-                    ["f32[N, ?, ?, ?]", "f32[N, ?, ?, ?]"])
-    attrs = {"strides": [1, 1], "pads": [1, 1, 1, 1], "dilations": [1, 1], "groups": 1}
-    f.ret(f.conv2d(f.arg("x"), wc, **attrs), f.conv2d(f.arg("x"), f.arg("w"), **attrs))
-    module = mb.finish()
-    compile_library(module, tmp_path)
-    lib, vm = aot.load(tmp_path), dlvmrt.VM(module, jit="off")
+    lib, vm = _two_convolutions(tmp_path, wv, 12)
     x = np.abs(rng.standard_normal((2, 32, 12, 12))).astype(np.float32)
     monkeypatch.setenv("DLVM_WINOGRAD", "1")
     for _ in range(2):
@@ -902,15 +908,7 @@ def test_winograd_declines_where_the_transforms_overflow(tmp_path, monkeypatch):
     # version); chosen and forced, constant and argument weights
     rng = np.random.default_rng(12)
     wv = (rng.standard_normal((32, 32, 3, 3)) * 1e-3).astype(np.float32)
-    mb = ModuleBuilder("winograd_big")
-    wc = mb.constant("wc", wv)
-    f = mb.function("main", [("x", "f32[N, 32, 16, 16]"), ("w", "f32[32, 32, 3, 3]")],
-                    ["f32[N, ?, ?, ?]", "f32[N, ?, ?, ?]"])
-    attrs = {"strides": [1, 1], "pads": [1, 1, 1, 1], "dilations": [1, 1], "groups": 1}
-    f.ret(f.conv2d(f.arg("x"), wc, **attrs), f.conv2d(f.arg("x"), f.arg("w"), **attrs))
-    module = mb.finish()
-    compile_library(module, tmp_path)
-    lib, vm = aot.load(tmp_path), dlvmrt.VM(module, jit="off")
+    lib, vm = _two_convolutions(tmp_path, wv, 16)
     x = np.where(np.indices((1, 32, 16, 16)).sum(axis=0) % 2 == 0, 1e38, -1e38).astype(np.float32)
     x = np.repeat(x, 2, axis=0)
     big_w = np.full((32, 32, 3, 3), 2e38, np.float32)
