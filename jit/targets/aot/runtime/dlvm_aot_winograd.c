@@ -440,10 +440,13 @@ HIDDEN int winograd_pays(int64_t n, int64_t c, int64_t o, int64_t ho, int64_t wo
     if (kh == 1) return 1;
     /* The transforms cost per tile (C + O) vector steps over a tile row's 16 lanes, of which
      * tw are used; the products C x O multiply-adds. Measured against the direct products
-     * (bench/README.md, one library call, 1 and 2 threads): 32 to 128 channels at 16x16 and
-     * wider 0.54-0.92x the time; at 8x8 and 12x12 maps 1.1-1.9x below 128 channels (0.82-0.95x
-     * at 128); 16 and 24 channels 1.1-2.1x on small maps, 0.65-0.93x from 48x48. */
-    if (c >= 32 && o >= 32) return tw >= 8 || c * o >= 128 * 128;
+     * (bench/README.md, one library call, 1 and 2 threads): 32 to 128 channels from 32x32
+     * 0.54-0.9x the time; at 16x16, batch 1, 2 threads 0.67-0.93x from 64 x 64 channels but
+     * 1.22-1.28x at 32 x 32 and 32 x 64 (probe17's DarkNet); at 8x8 and 12x12 maps 1.07-2.2x
+     * below 128 x 128 channels (0.82-0.95x at 128); 16 and 24 channels 1.1-2.1x on small maps,
+     * 0.65-0.93x from 48x48. */
+    if (c >= 32 && o >= 32)
+        return tw >= 16 || (tw >= 8 && c * o >= 64 * 64) || c * o >= 128 * 128;
     return c >= 16 && o >= 16 && tw >= 24;
 }
 
