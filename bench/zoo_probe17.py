@@ -22,6 +22,11 @@ F.pad'ded up to a multiple, an Inception block of 1x1 / 3x3 / 5x5 conv2d, the pe
 outputs weighted by a softmax) and N-HiTS (max_pool1d with ceil_mode over the lookback, MLP
 blocks, forecast coefficients linearly interpolated to the horizon, doubly residual stacks).
 Seeded random weights. `bench/zoo.py --set probe17`.
+
+TimesNet rounds the length up to a multiple of the period as (t + p - 1) // p * p: written as
+-(-t // p) * p, the TorchScript-based exporter (torch 2.13) traces the floor division of the
+negated shape into ONNX Div, which truncates (-96 // 20 -> -4), so the pad crops 16 steps and
+the residual add's shapes differ (onnxruntime fails at run time, dlvm's import refuses it).
 """
 from __future__ import annotations
 
@@ -445,7 +450,7 @@ def _classes() -> dict:
             b, t, d = x.shape
             outs = []
             for p in s.periods:
-                length = -(-t // p) * p
+                length = (t + p - 1) // p * p    # (-(-t // p) * p traces to a truncating Div)
                 y = F.pad(x, (0, 0, 0, length - t)) if length != t else x
                 y = y.reshape(b, length // p, p, d).permute(0, 3, 1, 2)              # [B, d, T/p, p]
                 y = s.conv(y).permute(0, 2, 3, 1).reshape(b, length, d)
