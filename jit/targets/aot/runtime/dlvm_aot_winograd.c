@@ -1,7 +1,8 @@
 /* 3x3 (and 1x3), stride-1 convolutions by Winograd's minimal filtering, F(2x2, 3x3) (Lavin
- * and Gray, "Fast Algorithms for Convolutional Neural Networks", 2015): each 2x2 block of outputs (a
- * tile) is computed from its 4x4 window of the input with 16 multiplies per input channel
- * where the direct sum takes 36, so the products, which are all of a CNN's time, shrink 2.25x.
+ * and Gray, "Fast Algorithms for Convolutional Neural Networks", 2015): each 2x2 block of
+ * outputs (a tile) is computed from its 4x4 window of the input with 16 multiplies per input
+ * channel where the direct sum takes 36, so the products, which are all of a CNN's time,
+ * shrink 2.25x.
  *
  *     V = B^T d B   (each 4x4 input window d; adds only)
  *     U = G g G^T   (each 3x3 filter g; once per constant weight, packed for the GEMM)
@@ -19,13 +20,15 @@
  * Accuracy: the transforms' coefficients are 0, +-1 and +-1/2, so V and the output transform
  * add at most 4 and 9 terms, and U is rounded once from double; the sums differ from the
  * direct ones by a few units in the last place of the terms' magnitudes (specs/tolerances.md).
- * A non-finite input or weight would turn into NaN where the direct sum gives an infinity
- * (inf - inf in the transforms): such a call runs the direct products instead. */
+ * A non-finite input or weight, or a transform that overflows, would turn into NaN where the
+ * direct sum gives an infinity or a finite value (inf - inf in the transforms): such a call
+ * runs the direct products instead (the inputs are checked as they are read, the outputs as
+ * they are stored, the transformed weights once). */
 #include "dlvm_aot_internal.h"
 
 typedef int32_t wg_ivec __attribute__((vector_size(64)));
 
-/* the transformed weights of one call: 16 GEMM-packed [O_pad, C] matrices, one after another */
+/* one call: u is its transformed weights, np GEMM-packed [O_pad, C] matrices one after another */
 typedef struct {
     const float *x;
     float *y;
@@ -36,7 +39,7 @@ typedef struct {
     int kh;                     /* 3: 3x3 filters, 2x2 tiles; 1: 1x3 filters, 1x2 tiles (F(2, 3)) */
     int np;                     /* the transform's positions: 16 (4x4 windows) or 4 */
     int relu;
-    int failed;                 /* 1: out of memory, 2: a non-finite input */
+    int failed;                 /* 1: out of memory, 2: a non-finite input or output */
 } wg_job;
 
 static inline dw_vec wg_splat(float v) {
