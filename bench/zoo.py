@@ -36,7 +36,9 @@ VM to its first result (import excluded, shown apart), with an empty kernel cach
 from __future__ import annotations
 
 import argparse
+import atexit
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -149,7 +151,11 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     os.environ["DLVM_THREADS"] = str(a.threads)
     if not a.warm_cache:
-        os.environ["DLVM_CACHE_DIR"] = tempfile.mkdtemp(prefix="dlvm-zoo-cache-")
+        # a cold cache per run, removed at exit (each run left ~300 MB of kernels and
+        # libraries behind in the temp dir)
+        cache = tempfile.mkdtemp(prefix="dlvm-zoo-cache-")
+        os.environ["DLVM_CACHE_DIR"] = cache
+        atexit.register(shutil.rmtree, cache, ignore_errors=True)
     warnings.simplefilter("ignore")
     batches = [int(b) for b in a.batches.split(",")]
     rows, skipped = [], []
