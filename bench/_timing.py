@@ -5,8 +5,11 @@ same thread count, and reports medians of repeated batches (the first calls, whi
 warm caches, are excluded)."""
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import statistics
+import tempfile
 import time
 from collections.abc import Callable
 
@@ -85,3 +88,11 @@ def optional(name: str):
         return __import__(name)
     except ImportError:
         return None
+
+
+def temp_dir(prefix: str) -> str:
+    """A fresh temporary directory (a cold code cache, a library's build), removed when the
+    process exits: a benchmark run otherwise left hundreds of MB of kernels behind each time."""
+    path = tempfile.mkdtemp(prefix=prefix)
+    atexit.register(shutil.rmtree, path, ignore_errors=True)
+    return path

@@ -18,7 +18,6 @@ import argparse
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -27,7 +26,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench._timing import fmt_time, interleaved_medians, table  # noqa: E402
+from bench._timing import fmt_time, interleaved_medians, table, temp_dir  # noqa: E402
 from bench.mlp import dlvm_module, ort_session, weights  # noqa: E402
 
 C_TIMER = r"""
@@ -87,7 +86,7 @@ def main() -> None:
     rng = np.random.default_rng(0)
     ws, bs = weights(rng)
     module = dlvm_module(ws, bs)
-    tmp = Path(tempfile.mkdtemp(prefix="dlvm-aot-bench-"))
+    tmp = Path(temp_dir("dlvm-aot-bench-"))
     built = compile_library(module, tmp / "mlp")
     lib = aot.load(tmp / "mlp")
     lib.set_threads(a.threads)

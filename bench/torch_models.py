@@ -14,13 +14,12 @@ import argparse
 import math
 import os
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from _timing import fmt_time, interleaved_medians, table  # noqa: E402
+from _timing import fmt_time, interleaved_medians, table, temp_dir  # noqa: E402
 
 
 def main() -> int:
@@ -29,8 +28,9 @@ def main() -> int:
     ap.add_argument("--batches", default="1,32")
     ap.add_argument("--budget", type=float, default=0.5)
     args = ap.parse_args()
-    os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", tempfile.mkdtemp(prefix="inductor-"))
-    os.environ.setdefault("DLVM_CACHE_DIR", tempfile.mkdtemp(prefix="dlvm-"))
+    for var, prefix in (("TORCHINDUCTOR_CACHE_DIR", "inductor-"), ("DLVM_CACHE_DIR", "dlvm-")):
+        if var not in os.environ:
+            os.environ[var] = temp_dir(prefix)
     import torch
     from torch_models import MODELS
 

@@ -21,7 +21,6 @@ import argparse
 import io
 import os
 import sys
-import tempfile
 import time
 import warnings
 
@@ -32,7 +31,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.dirname(HERE))
 
 import zoo_models as zm  # noqa: E402
-from _timing import ort_options, table  # noqa: E402
+from _timing import ort_options, table, temp_dir  # noqa: E402
 
 SEQUENCE_MODELS = ["lstm", "gru", "encoder_small_post", "encoder_medium_pre", "minilm"]
 PHASES = ((0, 10), (10, 40), (40, None))
@@ -126,7 +125,7 @@ def main(argv: list[str] | None = None) -> None:
     a = ap.parse_args(argv)
     os.environ["DLVM_THREADS"] = str(a.threads)
     if not a.warm_cache:
-        os.environ["DLVM_CACHE_DIR"] = tempfile.mkdtemp(prefix="dlvm-varying-cache-")
+        os.environ["DLVM_CACHE_DIR"] = temp_dir("dlvm-varying-cache-")
     warnings.simplefilter("ignore")
     batches = [int(b) for b in a.batches.split(",")]
     lo, hi = (int(n) for n in a.lengths.split(","))

@@ -36,11 +36,8 @@ VM to its first result (import excluded, shown apart), with an empty kernel cach
 from __future__ import annotations
 
 import argparse
-import atexit
 import os
-import shutil
 import sys
-import tempfile
 import time
 import warnings
 
@@ -51,7 +48,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.dirname(HERE))
 
 import zoo_models as zm  # noqa: E402
-from _timing import fmt_time, interleaved_medians, ort_options, table  # noqa: E402
+from _timing import fmt_time, interleaved_medians, ort_options, table, temp_dir  # noqa: E402
 from zoo_more import MORE  # noqa: E402
 from zoo_probe import PROBE  # noqa: E402
 from zoo_probe2 import PROBE2  # noqa: E402
@@ -151,11 +148,7 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     os.environ["DLVM_THREADS"] = str(a.threads)
     if not a.warm_cache:
-        # a cold cache per run, removed at exit (each run left ~300 MB of kernels and
-        # libraries behind in the temp dir)
-        cache = tempfile.mkdtemp(prefix="dlvm-zoo-cache-")
-        os.environ["DLVM_CACHE_DIR"] = cache
-        atexit.register(shutil.rmtree, cache, ignore_errors=True)
+        os.environ["DLVM_CACHE_DIR"] = temp_dir("dlvm-zoo-cache-")    # a cold cache per run
     warnings.simplefilter("ignore")
     batches = [int(b) for b in a.batches.split(",")]
     rows, skipped = [], []
