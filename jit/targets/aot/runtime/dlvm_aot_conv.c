@@ -1027,7 +1027,9 @@ static int conv3d_product(conv3d_job *j, int64_t grp, int64_t n, const float *b,
         int threads = dlvm_rt_threads();
         if (j->split && threads > 1 && n >= 256) {
             few_rows_call f = {j->og, n, j->kk, a, b, c};
-            dlvm_rt_parallel(few_rows_task, &f, n, threads);
+            int64_t parts = dlvm_rt_parts_for((double)j->og * n * j->kk, DLVM_GEMM_PARALLEL_MACS / 128);
+            if (parts < 2) parts = 2;       /* (j->split: the caller found it worth splitting) */
+            dlvm_rt_parallel(few_rows_task, &f, n, parts < n / 128 ? parts : n / 128);
         } else
             few_rows(j->og, n, j->kk, a, b, c);
         if (bias)

@@ -658,9 +658,12 @@ HIDDEN int dlvm_rt_threads(void) {
  * ours), a thread loses its core in the middle of its part and the others wait for the
  * scheduler to give it back: MobileNet at batch 1 on 2 threads beside one busy process ran 2.1x
  * slower, against 1.2x for onnxruntime, and slower than on one thread. So the caller watches
- * POOL_WINDOW parallel jobs at a time: if it waited for the workers longer than it ran parts
- * itself (with an even split they did about what it did: they cost more than they saved), the
- * next `solo_span` jobs run on the caller alone. Then the pool is tried again; each failed try
+ * POOL_WINDOW parallel jobs at a time: if it waited for the workers longer than they saved it
+ * (with an even split of `parts`, the caller alone would have run its parts' time `parts` times
+ * over, so they saved it (parts - 1) times its own time), the next `solo_span` jobs run on the
+ * caller alone. (Comparing the wait with the caller's own time alone, right for 2 threads, sent
+ * 16 threads to one whenever the workers' wake-ups took a sixteenth of a job: UNet at batch 32 on
+ * 16 cores ran 66 ms, against 9 ms on its 16 threads and 85 ms on one.) Then the pool is tried again; each failed try
  * doubles the span (up to POOL_SOLO_MAX), a good one resets it. All of it under pool_busy (one
  * caller at a time). Counting the threads' involuntary context switches instead sent ResNet-18
  * to one thread on a machine only as busy as usual (1.1x -> 1.6x onnxruntime's time). */
@@ -689,8 +692,8 @@ static int pool_solo_forced(void) {
     return f;
 }
 
-static void pool_account(double busy, double wait) {
-    pool_win_busy += busy;
+static void pool_account(double busy, double wait, int64_t parts) {
+    pool_win_busy += busy * (double)(parts - 1);   /* what the workers saved the caller */
     pool_win_wait += wait;
     if (++pool_win_jobs < POOL_WINDOW) return;
     if (pool_win_wait > pool_win_busy) {
@@ -701,6 +704,18 @@ static void pool_account(double busy, double wait) {
     }
     pool_win_busy = pool_win_wait = 0.0;
     pool_win_jobs = 0;
+}
+
+/* A part's hand-off and the wait for the slowest of the workers cost about the same whatever
+ * the part's size, and more the more threads share a job: on 16 threads a recurrent step's
+ * 32x256x64 product split 16 ways (32K multiply-adds a part) made the LSTM slower than on one
+ * thread. So a job is split only into parts of some minimum work; the minimums are half of what
+ * the job needs to be split at all, so 2 threads split as before. */
+HIDDEN int64_t dlvm_rt_parts_for(double work, double min_part) {
+    int threads = dlvm_rt_threads();
+    double parts = work / min_part;
+    if (!(parts >= 1.0)) return 1;
+    return parts >= (double)threads ? threads : (int64_t)parts;
 }
 
 HIDDEN void dlvm_rt_parallel(dlvm_rt_task task, void *arg, int64_t n, int64_t parts) {
@@ -747,7 +762,7 @@ HIDDEN void dlvm_rt_parallel(dlvm_rt_task task, void *arg, int64_t n, int64_t pa
     pthread_mutex_lock(&pool_lock);
     while (pool_active > 0) pthread_cond_wait(&pool_done, &pool_lock);
     pthread_mutex_unlock(&pool_lock);
-    pool_account(t1 - t0, now_ns() - t1);
+    pool_account(t1 - t0, now_ns() - t1, parts);
     pthread_mutex_unlock(&pool_busy);
 }
 
@@ -871,7 +886,7 @@ static int region_run(dlvm_ctx *ctx, const dlvm_rt_kernel *k, dlvm_val *const *i
     int threads = dlvm_rt_threads();
     int64_t parts = 1;
     double work = (double)total * k->work_per_element;
-    if (threads > 1 && dims[0] > 1 && work > 60000.0) parts = threads;
+    if (threads > 1 && dims[0] > 1 && work > 60000.0) parts = dlvm_rt_parts_for(work, 30000.0);
     size_t scratch_total = 0;
     if (k->slots) {
         call.scratch_bytes = ((size_t)k->slots * (size_t)inner_total * 8 + 63) / 64 * 64;
@@ -1207,12 +1222,12 @@ HIDDEN int gemm_split(dlvm_ctx *ctx, gemm_call *g, double b_reads) {
         /* a prepacked A (constant weights) is only read: each thread reading all of it
          * costs less than each packing all of B (ResNet-18's 14x14 convolutions at batch 1
          * split by rows, and both threads packed the whole patch matrix) */
+        parts = dlvm_rt_parts_for((double)m * n * k, DLVM_GEMM_PARALLEL_MACS / 32);
         double a_cost = (double)m * k * (g->a_packed ? 1 : 3), b_cost = (double)n * k * b_reads;
-        g->by_rows = a_cost / threads + b_cost < a_cost + b_cost / threads;
-        if (g->by_rows && row_panels < threads) g->by_rows = 0;
-        else if (!g->by_rows && col_panels < threads) g->by_rows = 1;
+        g->by_rows = a_cost / parts + b_cost < a_cost + b_cost / parts;
+        if (g->by_rows && row_panels < parts) g->by_rows = 0;
+        else if (!g->by_rows && col_panels < parts) g->by_rows = 1;
         panels = g->by_rows ? row_panels : col_panels;
-        parts = threads;
     } else {
         g->by_rows = 1;
         panels = (m + DLVM_GEMM_MR - 1) / DLVM_GEMM_MR;
@@ -1233,7 +1248,8 @@ static int sgemm_with(dlvm_ctx *ctx, int64_t m, int64_t n, int64_t k, const floa
         int threads = dlvm_rt_threads();
         if (threads > 1 && m * n * k >= DLVM_GEMM_PARALLEL_MACS / 64 && n >= 256) {
             few_rows_call f = {m, n, k, a, b, c};
-            dlvm_rt_parallel(few_rows_task, &f, n, threads);
+            int64_t parts = dlvm_rt_parts_for((double)m * n * k, DLVM_GEMM_PARALLEL_MACS / 128);
+            dlvm_rt_parallel(few_rows_task, &f, n, parts < n / 128 ? parts : n / 128);
         } else {
             few_rows(m, n, k, a, b, c);
         }

@@ -200,6 +200,9 @@ int dlvm_rt_threads(void);
 /* runs rows [lo, hi) as part `part` (< the `parts` asked for: its own scratch) */
 typedef void (*dlvm_rt_task)(void *arg, int64_t lo, int64_t hi, int64_t part);
 void dlvm_rt_parallel(dlvm_rt_task task, void *arg, int64_t n, int64_t parts);
+/* the parts a job of `work` units is worth: the pool's threads, but at least `min_part` units
+ * each (and at least one part) */
+int64_t dlvm_rt_parts_for(double work, double min_part);
 
 /* a batch as tiles of rows, each through the whole function (dlvm_aot_rows.c): how many tiles
  * pay for this call (0: run the batch whole), then the tiled run */
