@@ -293,3 +293,46 @@ def test_ragged_sequence_fails_naming_the_op():
                    [_vi("a", F, [2, 3]), _vi("b", F, [4, 3])], [_vi("y", F, None)])
     with pytest.raises(OnnxImportError, match="SequenceConstruct .*share one shape"):
         import_onnx(m)
+
+
+@pytest.mark.skipif(find_cc() is None, reason="no C compiler (cc)")
+@pytest.mark.parametrize("op, gates", [("GRU", 3), ("LSTM", 4)])
+@pytest.mark.parametrize("direction", ["forward", "bidirectional"])
+def test_batch_major_recurrent_layers_run_as_tiles_of_rows(op, gates, direction, tmp_path,
+                                                           monkeypatch):
+    # the importer's time loop keeps each sequence's state in its own rows: the native library
+    # may run the batch as tiles (one per thread: no hand-off per time step), as it does a CNN's
+    from dlvmrt import aot
+    from isa.verify import verify_module
+    from jit.row_split import RowSplit, row_split
+    from jit.targets.aot import compile_library
+    t, i, h = 6, 5, 4
+    nd = 2 if direction == "bidirectional" else 1
+    weights = {"W": RNG.standard_normal((nd, gates * h, i)).astype(np.float32) * 0.5,
+               "R": RNG.standard_normal((nd, gates * h, h)).astype(np.float32) * 0.5,
+               "B": RNG.standard_normal((nd, 2 * gates * h)).astype(np.float32) * 0.1}
+    # batch-first as torch exports it (onnxruntime has no layout=1): transposes around the op
+    nodes = [helper.make_node("Transpose", ["X"], ["Xt"], perm=[1, 0, 2]),
+             helper.make_node(op, ["Xt", "W", "R", "B"], ["Yt", "Yht"], hidden_size=h,
+                              direction=direction),
+             helper.make_node("Transpose", ["Yt"], ["Y"], perm=[2, 0, 1, 3]),
+             helper.make_node("Transpose", ["Yht"], ["Yh"], perm=[1, 0, 2])]
+    g = helper.make_graph(nodes, "g", [_vi("X", F, ("batch", t, i))],
+                          [_vi("Y", F, None), _vi("Yh", F, None)],
+                          [onnx.numpy_helper.from_array(v, n) for n, v in weights.items()])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    module = import_onnx(m)
+    split = row_split(module, "main", verify_module(module)["main"])
+    assert isinstance(split, RowSplit), split
+    compile_library(module, tmp_path)
+    lib = aot.load(tmp_path)
+    vm = dlvmrt.VM(module, jit="off")
+    sess = ort.InferenceSession(m.SerializeToString())
+    for rows_per_tile in ("1", "3"):
+        monkeypatch.setenv("DLVM_ROW_TILE", rows_per_tile)
+        for b in (1, 4, 7):
+            x = RNG.standard_normal((b, t, i)).astype(np.float32)
+            want = sess.run(None, {"X": x})
+            for got in (lib.run("main", x), vm.run("main", x)):
+                for gv, w in zip(got, want):
+                    np.testing.assert_allclose(gv, w, rtol=1e-5, atol=1e-5)

@@ -17,6 +17,10 @@ from jit.targets.aot import compile_library, find_cc
 
 
 def split_of(text: str):
+    if "@four" in text:
+        text = text.replace("module m\n", "module m\nconst @four : i64[1] = 4\n")
+    if "@square" in text:
+        text = text.replace("module m\n", "module m\nconst @square : f32[4, 4] = 1.0\n")
     module = assembler.parse(text)
     return row_split(module, "main", verify_module(module)["main"])
 
@@ -45,8 +49,12 @@ def test_a_cnn_splits_by_rows():
 @pytest.mark.parametrize("body,why", [
     ("%m = reduce_mean %x {axes = [0]}\n  %y = sub %x, %m", "mixes rows"),
     ("%y = softmax %x {axis = 0}", "over the row axis"),
-    ("%t = transpose %x {perm = [1, 0]}\n  %y = transpose %t {perm = [1, 0]}",
-     "past its leading axis"),
+    # the transpose's [4, N] reinterpreted as [N, 4]: each "row" takes elements of 4 rows
+    ("%t = transpose %x {perm = [1, 0]}\n  %k = shape_of %t\n"
+     "  %n = slice %k {starts = [1], ends = [2]}\n  %s = concat %n, @four {axis = 0}\n"
+     "  %y = reshape_dyn %t, %s : f32[N, 4]", "mixes rows"),
+    # a free [4, 4] broadcast to [N, 4] is valid for a batch of 4 only, not for its tiles
+    ("%b = broadcast_to @square {shape = [N, 4]}\n  %y = add %x, %b", "along the row axis"),
     ("%y = concat %x, %x {axis = 0}", "mixes rows|joins along"),
     ("%s = slice %x {starts = [1], ends = [9223372036854775807], axes = [0]}\n"
      "  %y = concat %s, %s {axis = 0}", "slices the row axis|mixes rows"),
@@ -91,16 +99,95 @@ def test_an_embedding_lookup_splits():
     assert isinstance(s, RowSplit) and s.params == (True, False)
 
 
-def test_control_flow_keeps_the_batch_whole():
-    text = """module m
-func @main(%x: f32[N, 4]) -> f32[N, 4] {
+def test_the_row_axis_may_move_and_come_back():
+    text = program("%x: f32[N, 4]", "f32[N, 4]", """
+  %t = transpose %x {perm = [1, 0]}
+  %e = exp %t
+  %y = transpose %e {perm = [1, 0]}
+  ret %y""")
+    assert isinstance(split_of(text), RowSplit)
+
+
+# a recurrent layer as the importer lowers an LSTM's: [N, T, F] -> [T, N, F], a loop over the
+# time steps with the state's rows as row values, the outputs joined along time
+RNN = """module m
+const @w : f32[4, 8] = 0.0
+const @u : f32[8, 8] = 0.0
+const @steps : i64[] = 5
+const @one : i64[] = 1
+const @zero : i64[] = 0
+const @zerof : f32[] = 0.0
+func @main(%x: f32[N, 5, 4]) -> (f32[N, 8], f32[N, 5, 8]) {
 entry:
-  jmp done
+  %xt = transpose %x {perm = [1, 0, 2]}
+  %xw = matmul %xt, @w
+  %h0 = broadcast_to @zerof {shape = [N, 8]}
+  %ys0 = const 0.0 : f32[0, N, 8]
+  %step = mov @zero
+  %h = mov %h0
+  %ys = mov %ys0
+  jmp head
+head:
+  %go = lt %step, @steps
+  br %go, body, done
+body:
+  %in = gather %xw, %step {axis = 0}
+  %hu = matmul %h, @u
+  %pre = add %in, %hu
+  %hn = tanh %pre
+  %e = expand_dims %hn {axes = [0]}
+  %ysn = concat %ys, %e {axis = 0}
+  %h = mov %hn
+  %ys = mov %ysn
+  %next = add %step, @one
+  %step = mov %next
+  jmp head
 done:
-  ret %x
+  %yv = mov %ys
+  %k = shape_of %yv
+  %t = slice %k {starts = [0], ends = [1]}
+  %n = slice %k {starts = [1], ends = [2]}
+  %s = concat %t, %n, @eight {axis = 0}
+  %r = reshape_dyn %yv, %s : f32[?, N, 8]
+  %out = transpose %r {perm = [1, 0, 2]}
+  ret %h, %out
 }
 """
-    assert split_of(text) == "it has control flow"
+
+
+def rnn_module():
+    rng = np.random.default_rng(1)
+    module = assembler.parse(RNN.replace("module m\n", "module m\nconst @eight : i64[1] = 8\n"))
+    module.constants["w"].value = (rng.standard_normal((4, 8)) * 0.5).astype(np.float32)
+    module.constants["u"].value = (rng.standard_normal((8, 8)) * 0.5).astype(np.float32)
+    return module
+
+
+def test_a_loop_over_time_with_row_state_splits():
+    module = rnn_module()
+    s = row_split(module, "main", verify_module(module)["main"])
+    assert isinstance(s, RowSplit) and s.params == (True,), s
+
+
+@pytest.mark.parametrize("old,new,why", [
+    # the loop's bound is the batch's size: tiles would run fewer steps
+    ("%go = lt %step, @steps", "%b = shape_of %x\n  %nb = gather %b, @zero {axis = 0}\n"
+     "  %go = lt %step, %nb", "branches on"),
+    # the loop runs while the rows' values are small: a branch on the rows' data
+    ("%go = lt %step, @steps", "%m = reduce_max %h\n  %go = lt %m, 0.5", "mixes rows|branches on"),
+    # the state mixes rows: a product over the batch
+    ("%hu = matmul %h, @u", "%ht = transpose %h {perm = [1, 0]}\n  %g = matmul %ht, %h\n"
+     "  %hu = matmul %h, %g", "contracts over the row axis|mixes rows"),
+    # the state holds rows in one place and a free value in another
+    ("%h = mov %hn", "%h = mov @hfree", "rows and other values|makes row values"),
+])
+def test_a_loop_that_mixes_rows_keeps_the_batch_whole(old, new, why):
+    text = RNN.replace("module m\n", "module m\nconst @eight : i64[1] = 8\n"
+                       "const @hfree : f32[1, 8] = 0.0\n")
+    assert old in text
+    module = assembler.parse(text.replace(old, new))
+    s = row_split(module, "main", verify_module(module)["main"])
+    assert isinstance(s, str) and any(w in s for w in why.split("|")), s
 
 
 needs_cc = pytest.mark.skipif(find_cc() is None, reason="no C compiler (cc)")
@@ -154,6 +241,20 @@ def test_tiles_on_many_threads(cnn_lib, monkeypatch):
             j = (k + i) % len(cases)
             close(lib.run("main", *cases[j]), want[j], 1e-5)
     on_threads(check, 4)
+
+
+@needs_cc
+@pytest.mark.parametrize("rows_per_tile", ["1", "3", "0"])
+def test_a_recurrent_layer_in_tiles_gives_the_interpreters_results(tmp_path, monkeypatch,
+                                                                    rows_per_tile):
+    module = rnn_module()
+    compile_library(module, tmp_path)
+    lib = aot.load(tmp_path)
+    monkeypatch.setenv("DLVM_ROW_TILE", rows_per_tile)
+    vm = dlvmrt.VM(module, jit="off")
+    for n in (1, 2, 7, 16):
+        x = np.random.default_rng(n).standard_normal((n, 5, 4)).astype(np.float32)
+        close(lib.run("main", x), vm.run("main", x), 1e-5)
 
 
 @needs_cc
