@@ -441,6 +441,44 @@ def test_run_time_shapes_and_pad(tmp_path):
         lib.run("main", x, np.array([4, 6, 1]), np.array([1, 3, 6]))
 
 
+# pads over every kind of axis: trailing axes without pads (copied as whole planes), crops,
+# a nonzero fill in each item size, a pad of an empty axis, and one large enough to split
+PAD_CASES = [
+    ("f32", (1, 24, 8, 8), [0, 0, 0, 0, 0, 4, 0, 0], 0.0),      # BlazeFace's channel pad
+    ("f32", (2, 3, 5, 4), [0, 1, 2, 0, 1, 0, 1, 3], 0.5),
+    ("f32", (2, 3, 5, 4), [0, -1, 1, -2, 0, 2, -1, 1], -1.25),
+    ("f64", (3, 4), [1, 0, 2, 0], 2.5),
+    ("i64", (2, 2, 3), [0, 1, 0, 1, 0, 0], -3.0),
+    ("i16", (5, 2), [2, 1, 0, 3], 7.0),
+    ("u8", (4, 3), [1, 1, 1, 1], 9.0),
+    ("bool", (3, 2), [0, 2, 1, 0], 1.0),
+    ("f32", (0, 3), [1, 0, 0, 2], 4.0),
+    ("f32", (4, 64, 64, 64), [0, 0, 1, 1, 0, 0, 1, 1], 0.0),
+]
+
+
+def test_pad_matches_the_interpreter(tmp_path):
+    funcs = []
+    for i, (dt, shape, pads, value) in enumerate(PAD_CASES):
+        dims = ", ".join(str(d) for d in shape)
+        funcs.append(f"""func @p{i}(%x: {dt}[{dims}]) -> {dt}[{", ".join("?" * 1 for _ in shape)}] {{
+entry:
+  %y = pad %x {{pads = {pads}, value = {value}}}
+  ret %y
+}}""")
+    module = assembler.parse("module pads\n" + "\n".join(funcs) + "\n")
+    compile_library(module, tmp_path)
+    lib, vm = aot.load(tmp_path), dlvmrt.VM(module, jit="off")
+    rng = np.random.default_rng(5)
+    for i, (dt, shape, _, _) in enumerate(PAD_CASES):
+        np_dt = {"f32": np.float32, "f64": np.float64, "i64": np.int64, "i16": np.int16,
+                 "u8": np.uint8, "bool": np.bool_}[dt]
+        x = (rng.standard_normal(shape) * 10).astype(np_dt)
+        got, want = lib.run(f"p{i}", x), vm.run(f"p{i}", x)
+        assert got[0].dtype == want[0].dtype and got[0].shape == want[0].shape, i
+        np.testing.assert_array_equal(got[0], want[0], err_msg=f"case {i}")
+
+
 FILL_OF_A_COMPUTED_SHAPE = """module fill
 func @main(%x: f32[N, M], %k: i64[]) -> (f32[?, ?], i64[?, ?, ?], f32[?]) {
 entry:
