@@ -51,10 +51,11 @@ def run(a) -> int:
         options["arch"] = a.arch
     elif target.name == "cuda":
         options["arch"] = ["sm_80", "sm_90"]
+    from jit.plan import Decline
     try:
         paths = target.compile_program(module, emit=a.emit, dims=parse_dims(a.dim),
                                        out_dir=a.output, **options)
-    except NotImplementedError as e:
+    except (NotImplementedError, Decline) as e:
         raise UsageError(str(e)) from None
     for p in paths:
         print(p)

@@ -20,7 +20,7 @@ from jit.targets.cpu.threads import default_threads
 from .build import build_kernel
 from .cache import DiskCache
 from .errors import NativeUnavailable
-from .plan import make_plan
+from .plan import Decline, make_plan
 from .regions import Region, form_regions
 
 
@@ -76,13 +76,32 @@ def region_spec(module: Module, types, region: Region, dims: dict[str, int]):
     """The kernel of `region` and its variant for static shapes (named dims from `dims`)."""
     kernel = build_kernel(module, types, region)
     rows = types[region.block]
-    shapes = []
+    typed = []
     for t in kernel.inputs:
         if t.source < 0:      # the head's (matmul, conv2d) result, from its verified type
-            shapes.append(_static_shape(rows[region.start].results[0], dims))
+            typed.append(rows[region.start].results[0])
         else:
-            shapes.append(_input_shape(module, types, region, t.source, dims))
-    return kernel, make_plan(kernel, shapes).spec
+            typed.append(_input_type(module, types, region, t.source))
+    shapes = [_static_shape(t, dims) for t in typed]
+    # a dim the types leave unknown is 2 first (any size above 1 gives the same code); where
+    # the inputs then do not broadcast (an unknown that is 1 at run time beside a 32), the
+    # first variant with some unknowns at 1 that plans, as the library compiles several
+    unknown = [(i, a) for i, t in enumerate(typed) for a, d in enumerate(t.shape)
+               if not isinstance(d, int) and not (isinstance(d, str) and d in dims)]
+    tries = 1 << min(len(unknown), 8)
+    for mask in range(tries):
+        guess = [list(s) for s in shapes]
+        for j, (i, a) in enumerate(unknown[:8]):
+            if mask >> j & 1:
+                guess[i][a] = 1
+        try:
+            return kernel, make_plan(kernel, [tuple(g) for g in guess]).spec
+        except Decline as e:
+            if mask == tries - 1:
+                raise Decline(f"region {region.func} block {region.block}, instructions "
+                              f"{region.start}-{region.end - 1}: {e}; no sizes of its unknown "
+                              f"dims make its inputs broadcast") from None
+    raise AssertionError("unreachable")
 
 
 def region_kernels(module: Module, dims: dict[str, int]):
@@ -142,13 +161,13 @@ def cache_root() -> Path:
     return default_dir()
 
 
-def _input_shape(module, types, region: Region, index: int, dims: dict[str, int]) -> tuple[int, ...]:
+def _input_type(module, types, region: Region, index: int):
     operand = region.inputs[index]
     instrs = module.functions[region.func].blocks[region.block].instrs
     for ii in range(region.start, region.end):
         for o, t in zip(instrs[ii].operands, types[region.block][ii].operands):
             if o == operand:
-                return _static_shape(t, dims)
+                return t
     raise ValueError(f"input {operand} is not read by the region")
 
 

@@ -132,6 +132,25 @@ def test_compile_writes_one_file_per_region(capsys, tmp_path, emit, suffix):
     assert [str(f) for f in files] == sorted(out.split())
 
 
+def test_compile_of_unknown_dims_that_broadcast_only_as_ones(capsys, tmp_path):
+    # the types leave %a's dims unknown: taken as 2 they would not broadcast against 32 (an
+    # exporter's [?, 1] that lost its 1), so the region's kernel is written for a 1 there
+    prog = tmp_path / "p.dlasm"
+    prog.write_text("""module m
+func @main(%a: f32[?, ?], %b: f32[?, 32]) -> f32[?, 32] {
+entry:
+  %s = sigmoid %a
+  %c = mul %s, %b
+  ret %c
+}
+""")
+    out_dir = tmp_path / "out"
+    code, out, err = run_cli(capsys, "compile", str(prog), "--emit", "kernel-ir", "-o",
+                             str(out_dir))
+    assert code == 0, err
+    assert [p.suffix for p in out_dir.iterdir()] == [".kir"]
+
+
 def test_compile_for_cuda_writes_ptx_that_ptxas_accepts(capsys, tmp_path):
     import shutil
     import subprocess
