@@ -294,7 +294,8 @@ class _Analysis:
                             else None
                             for j, d in enumerate(ops[0].shape))
                 return [("shape", k[1], src)]
-            return [FREE]
+            # (a size value's shape can be the batch's size: range(0, N) has shape [N])
+            return [SIZE if k == SIZE else FREE]
         rows = [k for k in kinds if _is_row(k)]
         if any(k == SIZE or _is_shape(k) for k in kinds):
             return self._sized(ins, ops, results, kinds, typed, check)
@@ -366,8 +367,10 @@ class _Analysis:
             if not first_only:
                 raise _Keep("a row operand past the first")
             out = [j for j, d in enumerate(results[0].shape) if d == self.dim][0]
-            if not _same_prefix(_static_src(ops[0].shape[:first], self.dim),
-                                _static_src(results[0].shape[:out], self.dim)):
+            target = a["shape"] if ins.op == "reshape" else self._value(ins.operands[1])
+            if target is None or not _reshape_keeps_rows(
+                    ops[0].shape, first, [int(v) for v in np.ravel(target)], out,
+                    ins.op == "reshape_dyn" and bool(a.get("copy_zero")), self.dim):
                 raise _Keep("a reshape that mixes rows (what comes before the row axis changes)")
             return out
         if ins.op == "expand_dims":
@@ -395,6 +398,8 @@ class _Analysis:
             ax = _axis(a["axis"], rank)
             if any(x is None for x in axes):
                 raise _Keep("joins rows with a free value")
+            if any(x != first for x in axes):
+                raise _Keep("row operands with their rows on different axes")
             if ax == first:
                 raise _Keep("joins along the row axis")
             return first
@@ -430,18 +435,27 @@ class _Analysis:
             if any(_is_row(k) for k in kinds[1:]) or not _is_row(typed[0]) or \
                     (op == "reshape_dyn" and kinds[0] == FREE):
                 raise _Keep("the batch's run-time size in the rows' data")
-            if not check or kinds[0] == FREE:
-                return typed        # a free value broadcast to the rows: the same in every row
-            first, out = kinds[0][1], typed[0][1]
+            if not check:
+                return typed
+            # the target's entry at the result's row axis must be the tile's row count (a
+            # declared `N` there is not checked at run time), and nothing else may be
+            out, target = typed[0][1], kinds[1]
+            if not (_is_shape(target) and target[1] == out):
+                raise _Keep("a target shape whose rows are not where the result has them")
+            if kinds[0] == FREE:
+                # a free value broadcast to the rows: the same in every row, if it has no
+                # extent of its own along them
+                j = out - (results[0].rank - ops[0].rank)
+                if j >= 0 and ops[0].shape[j] != 1:
+                    raise _Keep("a free operand along the row axis")
+                return typed
+            first = kinds[0][1]
             if op == "broadcast_dyn":
                 if ops[0].rank != results[0].rank or first != out:
                     raise _Keep("the row axis moves")
                 return typed
-            target = kinds[1]
-            src = target[2] if _is_shape(target) and target[1] == out else None
-            if first == 0 and out == 0:
-                return typed        # row-major, the same leading size: every row's elements together
-            if src is None or not _same_prefix(
+            src = target[2]
+            if not _same_prefix(
                     _reg_src(ops[0].shape[:first], ins.operands[0], self.dim, self.once),
                     None if any(e is None for e in src[:out]) else list(src[:out])):
                 raise _Keep("a reshape that mixes rows (what comes before the row axis changes)")
@@ -465,11 +479,24 @@ class _Analysis:
             return [("shape", k - start, kinds[0][2][start:end])]
         if op == "gather" and _is_shape(kinds[0]) and kinds[1] == FREE:
             index = self._value(ins.operands[1])
-            n = len(kinds[0][2])
-            if index is not None and index.size and kinds[0][1] not in \
-                    {_axis(int(x), n) for x in index.ravel()}:
+            if index is None or index.ndim > 1:
+                return [SIZE]
+            k, src = kinds[0][1], kinds[0][2]
+            picked = [_axis(int(x), len(src)) for x in index.ravel()]
+            if any(not 0 <= x < len(src) for x in picked):
+                return [SIZE]
+            if k not in picked:
+                if ins.results[0] in self.once:
+                    self.free_src[ins.results[0]] = tuple(src[x] for x in picked)
                 return [FREE]
-            return [SIZE]
+            if picked.count(k) > 1:
+                return [SIZE]       # the rows' count twice: [N, N]
+            # (a scalar pick of the rows' count is a one-entry shape too: it is unsqueezed
+            # before a concat makes a target of it)
+            return [("shape", picked.index(k), tuple(src[x] for x in picked))]
+        if op in ("expand_dims", "squeeze", "reshape", "mov", "cast") and _is_shape(kinds[0]) \
+                and results[0].rank <= 1 and len(kinds[0][2]) == 1:
+            return [kinds[0]]       # the one-entry shape as a scalar or a vector of one
         if op == "concat" and all(_is_shape(k) or k == FREE for k in kinds) and \
                 sum(_is_shape(k) for k in kinds) == 1 and results[0].rank == 1:
             src: list = []
@@ -522,6 +549,31 @@ def _reg_src(dims, operand, dim: str, once: set[str]) -> list | None:
         else:
             out.append(("sym", d))
     return out
+
+
+def _reshape_keeps_rows(shape, first: int, target: list[int], out: int, copy_zero: bool,
+                        dim: str) -> bool:
+    """Whether reshaping a value of `shape` (rows on axis `first`) to the constant `target`
+    puts the rows, whole, on axis `out`: the target's entry there must be the rows' count
+    (copied from the same axis, or the one -1 with every other dim static) and what comes before
+    it the same amount as before the rows."""
+    if out >= len(target):
+        return False
+    rest = [d for j, d in enumerate(shape) if j != first]
+    if copy_zero and target[out] == 0 and out == first:
+        # (copies of the input's dims, and one -1 after the rows that takes the rest)
+        ok = all(v > 0 or (v == 0 and j < len(shape)) or (v == -1 and j > out)
+                 for j, v in enumerate(target) if j != out) and target.count(-1) <= 1
+        prefix = [shape[j] if v == 0 else v for j, v in enumerate(target[:out])]
+    elif target[out] == -1 and all(v > 0 for j, v in enumerate(target) if j != out):
+        if not all(isinstance(d, int) for d in rest):
+            return False
+        ok = int(np.prod(rest, dtype=np.int64)) == \
+            int(np.prod([v for j, v in enumerate(target) if j != out], dtype=np.int64))
+        prefix = target[:out]
+    else:
+        return False
+    return ok and _same_prefix(_static_src(shape[:first], dim), _static_src(prefix, dim))
 
 
 def _same_prefix(x: list | None, y: list | None) -> bool:

@@ -278,3 +278,97 @@ def test_a_trap_in_one_tile_is_the_calls_trap(tmp_path, monkeypatch):
     # a mismatch of the rows is the untiled call's error
     with pytest.raises(Trap, match=r"dim 0 is 4, but that named dim is 3"):
         lib.run("main", idx[:3], x)
+
+
+@needs_cc
+def test_the_whole_batchs_first_trap_is_the_calls(tmp_path, monkeypatch):
+    # the last row's index is out of range (the first instruction), the first row divides by
+    # zero (a later one): a tile of the first row alone fails first at the division, but the
+    # call reports what the whole batch meets first
+    text = program("%i: i64[N, 2], %d: i64[N, 1]", "f32[N, 2]", """
+  %e = gather @table, %i {axis = 0}
+  %m = reduce_sum %e {axes = [2]}
+  %q = div @seven, %d
+  %qf = cast %q {to = f32}
+  %s = add %m, %qf
+  %r = reduce_max %s {axes = [1], keepdims = true}
+  %t = sub %s, %r
+  %u = softmax %t {axis = 1}
+  ret %u""")
+    module = assembler.parse(text.replace(
+        "module m\n", "module m\nconst @table : f32[5, 3] = 1.5\nconst @seven : i64[] = 7\n"))
+    compile_library(module, tmp_path)
+    lib = aot.load(tmp_path)
+    monkeypatch.setenv("DLVM_ROW_TILE", "1")
+    idx = np.array([[0, 1], [2, 3], [4, 0], [1, 9]], np.int64)
+    d = np.array([[0], [1], [2], [3]], np.int64)
+    with pytest.raises(Trap) as whole:
+        dlvmrt.VM(module, jit="off").run("main", idx, d)
+    with pytest.raises(Trap) as tiled:
+        lib.run("main", idx, d)
+    assert "index 9" in str(whole.value) and "index 9" in str(tiled.value), (whole.value,
+                                                                            tiled.value)
+
+
+# what a reviewer found accepted but not row-independent (a declared `N` in a result's type is
+# not checked at run time, so the target shape itself must put the rows' count there)
+UNSOUND = {
+    # the shape of range(0, N) holds N: a size, not a free value
+    "shape_of_a_size": """
+  %k = shape_of %x
+  %n = gather %k, @zero {axis = 0}
+  %r = range @zero, %n, @one
+  %q = shape_of %r
+  %f = cast %q {to = f32}
+  %y = mul %x, %f""",
+    # rows of x joined with columns of its transpose
+    "concat_of_rows_on_two_axes": """
+  %t = transpose %x {perm = [1, 0]}
+  %c = concat %x, %t {axis = 1} : f32[N, ?]
+  %y = reduce_sum %c {axes = [1], keepdims = true}""",
+    # [N, N, -1]: the target names the rows twice
+    "reshape_to_the_rows_twice": """
+  %k = shape_of %x
+  %n = slice %k {starts = [0], ends = [1]}
+  %t = concat %n, %n, @m1 {axis = 0}
+  %r = reshape_dyn %x, %t : f32[N, ?, ?]
+  %s = softmax %r {axis = 2}
+  %y = reshape_dyn %s, %k : f32[N, 4]""",
+    # a constant target [2, -1]: its N is a declaration, not the rows
+    "reshape_to_a_constant_shape": """
+  %r = reshape_dyn %x, @two_m1 : f32[N, ?]
+  %s = softmax %r {axis = 1}
+  %k = shape_of %x
+  %y = reshape_dyn %s, %k : f32[N, 4]""",
+}
+
+
+@pytest.mark.parametrize("name", sorted(UNSOUND))
+def test_what_only_looks_like_rows_keeps_the_batch_whole(name):
+    text = program("%x: f32[N, 4]", "f32[N, ?]", UNSOUND[name] + "\n  ret %y")
+    consts = ("const @zero : i64[] = 0\nconst @one : i64[] = 1\nconst @m1 : i64[1] = -1\n"
+              "const @two_m1 : i64[2] = [2, -1]\n")
+    module = assembler.parse(text.replace("module m\n", "module m\n" + consts))
+    s = row_split(module, "main", verify_module(module)["main"])
+    assert isinstance(s, str), s
+
+
+def test_a_flatten_to_the_rows_splits():
+    # x.view(x.size(0), -1) as both exporters write it, and reshape(x, [0, -1])
+    text = program("%x: f32[N, 4, 3]", "(f32[N, 12], f32[N, 12])", """
+  %k = shape_of %x
+  %n = gather %k, @zero {axis = 0}
+  %u = expand_dims %n {axes = [0]}
+  %t = concat %u, @m1 {axis = 0}
+  %a = reshape_dyn %x, %t : f32[N, 12]
+  %b = reshape_dyn %x, @zero_m1 {copy_zero = true} : f32[N, 12]
+  %e = exp %a
+  %f = exp %b
+  %g = relu %e
+  %h = relu %f
+  ret %g, %h""")
+    consts = ("const @zero : i64[] = 0\nconst @m1 : i64[1] = -1\n"
+              "const @zero_m1 : i64[2] = [0, -1]\n")
+    module = assembler.parse(text.replace("module m\n", "module m\n" + consts))
+    s = row_split(module, "main", verify_module(module)["main"])
+    assert isinstance(s, RowSplit), s

@@ -170,9 +170,11 @@ HIDDEN int dlvm_rt_run_rows(dlvm_ctx *ctx, dlvm_rt_entry_fn fn, dlvm_val *args, 
     dlvm_rt_parallel(tiles_task, &j, tiles, tiles);
     pthread_mutex_destroy(&j.lock);
     if (j.failed) {
+        /* the whole batch again: its error is the call's (the tiles' first failure need not be
+         * the instruction the whole batch traps at first: an out-of-range index in the last row
+         * before a division by zero in the first) */
         for (int r = 0; r < n_res; r++) dlvm_rt_release(&res[r]);
-        *ctx->status = j.status;
-        return j.status.code ? j.status.code : DLVM_RT_ERR_TRAP;
+        return fn(ctx, args, res);
     }
     return 0;
 }

@@ -887,6 +887,7 @@ static int region_run(dlvm_ctx *ctx, const dlvm_rt_kernel *k, dlvm_val *const *i
     int64_t parts = 1;
     double work = (double)total * k->work_per_element;
     if (threads > 1 && dims[0] > 1 && work > 60000.0) parts = dlvm_rt_parts_for(work, 30000.0);
+    if (parts > threads) parts = threads;   /* the scratch below is sized for `threads` parts */
     size_t scratch_total = 0;
     if (k->slots) {
         call.scratch_bytes = ((size_t)k->slots * (size_t)inner_total * 8 + 63) / 64 * 64;
