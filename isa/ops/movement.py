@@ -322,21 +322,28 @@ def pad_ref(attrs, x: np.ndarray) -> np.ndarray:
     pads = list(attrs["pads"])
     rank = x.ndim
     begins, ends = pads[:rank], pads[rank:]
-    crop = []
-    for i, (b, e) in enumerate(zip(begins, ends)):
-        if x.shape[i] + b + e < 0:
-            raise Trap(f"pad crops axis {i} of {list(x.shape)} below size 0")
-        # negative pads crop; a crop past the far pad is allowed while the sum stays >= 0
-        crop.append(slice(max(-b, 0), x.shape[i] - max(-e, 0)))
-    x = x[tuple(crop)] if crop else x
-    widths = [(max(b, 0), max(e, 0)) for b, e in zip(begins, ends)]
     if rank == 0:
-        # nothing to pad (pads is empty); np.pad rejects an empty pad_width
-        return x.copy()
+        return x.copy()         # nothing to pad (pads is empty)
+    # output index j of an axis holds x[j - begin] where that is inside x, else the fill, over
+    # a size of n + begin + end (negative pads crop; a crop past the far pad is allowed while
+    # the size stays >= 0: the far pad then starts earlier)
+    shape, dst, src = [], [], []
+    for i, (b, e) in enumerate(zip(begins, ends)):
+        n = x.shape[i]
+        m = n + b + e
+        if m < 0:
+            raise Trap(f"pad crops axis {i} of {list(x.shape)} below size 0")
+        lo, hi = max(0, b), min(m, n + b)
+        shape.append(m)
+        dst.append(slice(lo, max(lo, hi)))
+        src.append(slice(lo - b, max(lo, hi) - b))
     value = float(attrs["value"])
     # converted as `cast` converts a float: integers truncate toward zero, bool is value != 0
     fill = np.asarray(math.trunc(value) if x.dtype.kind in "iu" else value).astype(x.dtype)
-    return np.pad(x, widths, mode="constant", constant_values=fill)
+    out = np.full(shape, fill, dtype=x.dtype)
+    if all(d.stop > d.start for d in dst):
+        out[tuple(dst)] = x[tuple(src)]
+    return out
 
 
 # ---- shape_of and iota -----------------------------------------------------------------------
