@@ -203,3 +203,40 @@ def test_local_response_norm_and_group_norm_with_a_dynamic_batch():
     torch.manual_seed(0)
     net = nn.Sequential(nn.Conv2d(3, 8, 3), nn.LocalResponseNorm(3), nn.GroupNorm(4, 8))
     _check(_torchscript(net, _rand(2, 3, 8, 8), {0: "batch"}), [_rand(1, 3, 8, 8), _rand(3, 3, 8, 8)])
+
+
+def _graph(nodes, inputs, output, inits=()) -> bytes:
+    from onnx import TensorProto, helper
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info(n, TensorProto.FLOAT, s)
+                                       for n, s in inputs],
+                          [helper.make_tensor_value_info(output, TensorProto.FLOAT, None)],
+                          list(inits))
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
+
+
+def _ints(name: str, values, shape=None):
+    from onnx import TensorProto, helper
+    values = list(np.atleast_1d(values))
+    return helper.make_tensor(name, TensorProto.INT64, [len(values)] if shape is None else shape,
+                              values)
+
+
+@pytest.mark.parametrize("one_d", ["Reshape", "Unsqueeze"])
+def test_a_scalar_batch_size_made_1d_keeps_its_name(one_d):
+    # the dynamo exporter's GRU state: Expand(0, Concat(1, Reshape(batch*4, [1]), 8)); the
+    # Reshape of the symbolic scalar kept no name, so Expand was untyped and the GRU refused
+    from onnx import TensorProto, helper
+    shaped = helper.make_node("Reshape", ["b4", "one"], ["b4v"]) if one_d == "Reshape" else \
+        helper.make_node("Unsqueeze", ["b4", "ax0"], ["b4v"])
+    nodes = [helper.make_node("Shape", ["x"], ["s"]),
+             helper.make_node("Gather", ["s", "i0"], ["b"]),
+             helper.make_node("Mul", ["b", "four"], ["b4"]), shaped,
+             helper.make_node("Concat", ["one", "b4v", "eight"], ["shp"], axis=0),
+             helper.make_node("Expand", ["zero", "shp"], ["h"]),
+             helper.make_node("Add", ["h", "bias"], ["y"])]
+    inits = [_ints("four", 4, []), _ints("one", [1]), _ints("eight", [8]), _ints("ax0", [0]),
+             _ints("i0", 0, []), helper.make_tensor("zero", TensorProto.FLOAT, [], [0.0]),
+             helper.make_tensor("bias", TensorProto.FLOAT, [8], list(range(8)))]
+    model = _graph(nodes, [("x", ["batch", 3])], "y", inits)
+    assert str(import_onnx(model).functions["main"].results[0]) == "f32[1, batch_x4, 8]"
+    _check(model, [_rand(1, 3), _rand(3, 3)])

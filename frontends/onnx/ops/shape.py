@@ -117,8 +117,13 @@ def reshape_(ctx: NodeCtx) -> list[Value]:
     if not allowzero:
         # ONNX 0 copies the input's dim; dlvm's 0 is a size of zero
         dims = [x.shape[i] if d == 0 else d for i, d in enumerate(dims)]
-    return [reshape(ctx, x, dims, ctx.node.output[0], lambda: vector(ctx, 1, "shape"),
-                    copy_zero=not allowzero)]
+    out = reshape(ctx, x, dims, ctx.node.output[0], lambda: vector(ctx, 1, "shape"),
+                  copy_zero=not allowzero)
+    if x.sym is not None and out.rank <= 1:
+        # a shape value (or one entry of it) reshaped to a scalar or vector keeps its entries in
+        # order: the dynamo exporter makes batch*4 a 1-D [batch*4] by Reshape(.., [1])
+        out = sym_value(ctx.e, list(x.sym), out, out.dtype, shape=out.shape)
+    return [out]
 
 
 @onnx_op("Flatten", since=13)
