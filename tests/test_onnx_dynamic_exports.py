@@ -240,3 +240,23 @@ def test_a_scalar_batch_size_made_1d_keeps_its_name(one_d):
     model = _graph(nodes, [("x", ["batch", 3])], "y", inits)
     assert str(import_onnx(model).functions["main"].results[0]) == "f32[1, batch_x4, 8]"
     _check(model, [_rand(1, 3), _rand(3, 3)])
+
+
+@pytest.mark.parametrize("op", ["ConstantOfShape", "Expand"])
+def test_partly_run_time_shapes_keep_the_known_entries(op):
+    # a shape [n, 32] where n is computed at run time (a NonZero's count): ConstantOfShape of it,
+    # or Expand of a [1, 1] constant to it, is [?, 32], where it was [?, ?]
+    from onnx import TensorProto, helper
+    make = helper.make_node("ConstantOfShape", ["shp"], ["y"],
+                            value=helper.make_tensor("v", TensorProto.FLOAT, [1], [2.5])) \
+        if op == "ConstantOfShape" else helper.make_node("Expand", ["c", "shp"], ["y"])
+    nodes = [helper.make_node("NonZero", ["x"], ["nz"]),
+             helper.make_node("Shape", ["nz"], ["s"]),
+             helper.make_node("Gather", ["s", "i1"], ["n"]),
+             helper.make_node("Concat", ["n", "w"], ["shp"], axis=0), make]
+    model = _graph(nodes, [("x", [5])], "y", [_ints("i1", [1]), _ints("w", [32]),
+                                              helper.make_tensor("c", TensorProto.FLOAT, [1, 1],
+                                                                 [1.5])])
+    assert str(import_onnx(model).functions["main"].results[0]) == "f32[?, 32]"
+    x = np.array([0, 1, 0, 2, 3], np.float32)
+    _check(model, [x, np.zeros(5, np.float32)])

@@ -211,7 +211,16 @@ def expand(ctx: NodeCtx) -> list[Value]:
     dims = shape_entries(ctx, 1, "shape")
     target = broadcast_target(ctx, x.shape, dims)
     if any(d is None for d in target):
-        return [ctx.e.emit("broadcast_dyn", [x, vector(ctx, 1, "shape")], ctx.node.output[0])]
+        # some sizes are computed at run time: the dynamic row, typed with the sizes and names
+        # that are certain (x's named dim against a run-time size may be 1 and grow)
+        n = len(target)
+        xs = [1] * (n - x.rank) + list(x.shape)
+        ys = [1] * (n - len(dims)) + list(dims)
+        target = [None if b is None and isinstance(a, str) else d
+                  for a, b, d in zip(xs, ys, target)]
+        t = TensorType(x.dtype, tuple(target))
+        return [ctx.e.emit("broadcast_dyn", [x, vector(ctx, 1, "shape")], ctx.node.output[0],
+                           result_type=None if all(d is None for d in target) else t)]
     if list(x.shape) == target:
         return [x]
     if _derived(ctx, target):
@@ -242,9 +251,12 @@ def constant_of_shape(ctx: NodeCtx) -> list[Value]:
         return [ctx.e.emit("fill", [vector(ctx, 0, "shape"), known(fill.reshape(()))],
                            ctx.node.output[0], result_type=TensorType(dt, tuple(dims)))]
     if any(d is None for d in dims):
-        # some entries are computed at run time: the dynamic row takes the whole vector
+        # some entries are computed at run time: the dynamic row takes the whole vector, its
+        # result typed with the entries that are known (a [?, 32] vector gives [?, 32])
+        t = TensorType(dt, tuple(dims))
         return [ctx.e.emit("fill", [vector(ctx, 0, "shape"), known(fill.reshape(()))],
-                           ctx.node.output[0])]
+                           ctx.node.output[0],
+                           result_type=None if all(d is None for d in dims) else t)]
     return [ctx.e.emit_const_fill(fill[0], TensorType(dt, tuple(dims)), ctx.node.output[0])]
 
 
