@@ -221,6 +221,22 @@ def _ints(name: str, values, shape=None):
                               values)
 
 
+def test_a_recurrent_layer_over_a_derived_batch():
+    # a GRU over [batch*4, t, d] (HAN's sentences): its zero states have a derived dim no call
+    # binds, so they are filled at run time from the batch, where a `const` failed verification
+    class Sentences(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.gru = nn.GRU(16, 8, batch_first=True)
+
+        def forward(self, x):
+            return self.gru(x.reshape(x.shape[0] * 4, 10, 16))[1]
+    torch.manual_seed(0)
+    model = _torchscript(Sentences(), _rand(2, 4, 10, 16), {0: "batch"})
+    assert str(import_onnx(model).functions["main"].results[0]) == "f32[1, batch_x4, 8]"
+    _check(model, [_rand(1, 4, 10, 16), _rand(3, 4, 10, 16)])
+
+
 @pytest.mark.parametrize("one_d", ["Reshape", "Unsqueeze"])
 def test_a_scalar_batch_size_made_1d_keeps_its_name(one_d):
     # the dynamo exporter's GRU state: Expand(0, Concat(1, Reshape(batch*4, [1]), 8)); the
