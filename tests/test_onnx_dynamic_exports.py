@@ -258,6 +258,26 @@ def test_a_scalar_batch_size_made_1d_keeps_its_name(one_d):
     _check(model, [_rand(1, 3), _rand(3, 3)])
 
 
+def test_stacked_lstms_keep_the_sequence_length():
+    # BiDAF's modelling layers: a bidirectional LSTM's output, its mean expanded back over the
+    # time steps, into a second LSTM. Y was typed [?, 2, batch, 6], so TorchScript's Reshape
+    # [0, 0, -1] and Expand lost the batch and the second LSTM refused its states
+    class Stacked(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a = nn.LSTM(8, 6, batch_first=True, bidirectional=True)
+            self.b = nn.LSTM(24, 6, batch_first=True)
+
+        def forward(self, x):
+            c, _ = self.a(x)
+            g = c.mean(1, keepdim=True).expand_as(c)
+            return self.b(torch.cat([c, g], -1))[0]
+    torch.manual_seed(0)
+    model = _torchscript(Stacked(), _rand(2, 10, 8), {0: "batch"})
+    assert str(import_onnx(model).functions["main"].results[0]) == "f32[batch, 10, 6]"
+    _check(model, [_rand(1, 10, 8), _rand(3, 10, 8)])
+
+
 @pytest.mark.parametrize("op", ["ConstantOfShape", "Expand"])
 def test_partly_run_time_shapes_keep_the_known_entries(op):
     # a shape [n, 32] where n is computed at run time (a NonZero's count): ConstantOfShape of it,

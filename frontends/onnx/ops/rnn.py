@@ -228,6 +228,10 @@ def _time_loop(ctx: NodeCtx, x: Value, xw: Value, step_axis: int, cell: _Cell, a
     e.mov(e.emit("add", [i, scalar(1, I64)], "next"), i.operand.name)
     e.fb.jmp(l_head)
     e.fb.label(l_exit)
+    if t_len is not None:
+        # the register grows from [0, ...]; after the loop it holds T steps, a size or name the
+        # layers after it keep (a Reshape [0, 0, -1] of Y, the next layer's states' batch)
+        acc = e.emit("mov", [acc], "ys", result_type=acc.type.with_shape((t_len,) + h_t.shape))
     return acc, regs
 
 
