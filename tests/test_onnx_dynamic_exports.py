@@ -221,6 +221,41 @@ def _ints(name: str, values, shape=None):
                               values)
 
 
+def test_a_constant_repeated_over_the_batch():
+    # StyleGAN2's learned input: const.repeat(x.shape[0], 1), a Tile whose repeats come from
+    # Shape; typed with the batch's name, not refused
+    class Repeat(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.c = nn.Parameter(torch.randn(1, 4))
+
+        def forward(self, x):
+            return self.c.repeat(x.shape[0], 1) + x
+    torch.manual_seed(0)
+    model = _torchscript(Repeat(), _rand(2, 4), {0: "batch"})
+    module = import_onnx(model)
+    assert str(module.functions["main"].results[0]) == "f32[batch, 4]"
+    _check(model, [_rand(1, 4), _rand(3, 4)])
+
+
+def test_tile_by_named_counts_of_dims_larger_than_one():
+    # [batch, 3, 2] tiled by [2, batch, 1] (counts from Shape): a static count, a named count of
+    # a dim of 3 (a new axis that grows, merged into batch*3) and a named one's own tiling
+    from onnx import helper
+    nodes = [helper.make_node("Shape", ["x"], ["s"]),
+             helper.make_node("Gather", ["s", "i0"], ["b"]),
+             helper.make_node("Concat", ["two", "b", "one"], ["reps"], axis=0),
+             helper.make_node("Tile", ["x", "reps"], ["t"]),
+             helper.make_node("Shape", ["t"], ["ts"]),
+             helper.make_node("Concat", ["ts", "one"], ["shp"], axis=0),
+             helper.make_node("Reshape", ["t", "shp"], ["y"])]
+    model = _graph(nodes, [("x", ["batch", 3, 2])], "y",
+                   [_ints("i0", [0]), _ints("two", [2]), _ints("one", [1])])
+    module = import_onnx(model)
+    assert str(module.functions["main"].results[0]) == "f32[batch_x2, batch_x3, 2, 1]"
+    _check(model, [_rand(1, 3, 2), _rand(3, 3, 2)])
+
+
 def test_a_recurrent_layer_over_a_derived_batch():
     # a GRU over [batch*4, t, d] (HAN's sentences): its zero states have a derived dim no call
     # binds, so they are filled at run time from the batch, where a `const` failed verification

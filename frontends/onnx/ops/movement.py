@@ -18,7 +18,7 @@ from ..registry import NodeCtx, onnx_op
 from ..values import Value, known
 from .common import cast, norm_axis, scalar, where
 from .dynshape import is_dynamic, pad_dyn, scalar_of, slice_dyn, split_dyn, vector
-from .shape import sym_value
+from .shape import reshape, shape_entries, sym_value
 
 I64 = BY_NAME["i64"]
 
@@ -142,12 +142,66 @@ def tile(ctx: NodeCtx) -> list[Value]:
     x = ctx.req(0)
     if is_dynamic(ctx.input(1)):
         return [ctx.e.emit("tile_dyn", [x, vector(ctx, 1, "repeats")], ctx.node.output[0])]
-    reps = ctx.const_ints(1, "repeats")
+    reps = shape_entries(ctx, 1, "repeats")
+    if reps is None:
+        raise ctx.fail("repeats (input 1) is missing")
+    if len(reps) != x.rank:
+        raise ctx.fail(f"repeats has {len(reps)} entries for an input of type {x.type}; "
+                       f"one per dim expected")
+    src = x
     for axis, r in enumerate(reps):
-        if r != 1:
+        if isinstance(r, int) and r > 1 and isinstance(x.shape[axis], str):
+            # a named dim repeated: batch_x2, where concat's rule knows only sizes
+            dims = list(x.shape)
+            dims[axis] = ctx.e.derived.dim(ctx.e.derived.product([r, dims[axis]]))
+            x = ctx.e.emit("concat", [x] * r, "tile", axis=axis,
+                           result_type=x.type.with_shape(tuple(dims)))
+        elif isinstance(r, int) and r != 1:
             x = ctx.e.emit("concat", [x] * r, "tile", axis=axis) if r > 0 else \
                 slice_axis(ctx.e, x, axis, 0, 0)
-    return [x]
+    if all(isinstance(r, int) for r in reps):
+        return [x]
+    return [_tile_by_sizes(ctx, src, x, reps)]
+
+
+def _tile_by_sizes(ctx: NodeCtx, src: Value, x: Value, reps: list[Dim]) -> Value:
+    """The axes of x repeated by counts known as named dims or expressions of them (a learned
+    constant repeated over the batch: repeats [batch, 1]), the static counts already applied:
+    a broadcast, where a dim of 1 grows to the count; another dim d gets a new axis of 1 before
+    it that grows, then merges into count * d. The result's type keeps the names."""
+    from isa.types import TensorType
+    e = ctx.e
+    k = len(reps)
+    # per dim of the broadcast: which repeats entry it grows to (k: none, stays), and its dim
+    pick: list[int] = []
+    grown: list[Dim] = []
+    new_axes: list[int] = []
+    merged: list[Dim] = []
+    for i, (d, r) in enumerate(zip(x.shape, reps)):
+        if isinstance(r, int):
+            pick.append(k)
+            grown.append(d)
+            merged.append(d)
+        elif d == 1:
+            pick.append(i)
+            grown.append(r)
+            merged.append(r)
+        else:
+            new_axes.append(len(pick))
+            pick += [i, k]
+            grown += [r, d]
+            prod = e.derived.product([r, d])
+            merged.append(None if prod is None else e.derived.dim(prod))
+    counts = vector(ctx, 1, "repeats")
+    padded = e.emit("concat", [counts, known(np.ones(1, np.int64))], "reps", axis=0)
+    target = e.emit("gather", [padded, known(np.array(pick, np.int64))], "reps", axis=0)
+    y = e.emit("expand_dims", [x], "tile", axes=new_axes) if new_axes else x
+    y = e.emit("broadcast_dyn", [y, target], "tile",
+               result_type=TensorType(x.dtype, tuple(grown)))
+    if not new_axes:
+        return y
+    return reshape(ctx, y, merged, ctx.node.output[0],
+                   lambda: e.emit("mul", [e.emit("shape_of", [src], "shape"), counts], "shape"))
 
 
 def _pad_axis(ctx: NodeCtx, x: Value, axis: int, before: int, after: int, mode: str) -> Value:
