@@ -324,6 +324,10 @@ def test_batch_major_recurrent_layers_run_as_tiles_of_rows(op, gates, direction,
     module = import_onnx(m)
     split = row_split(module, "main", verify_module(module)["main"])
     assert isinstance(split, RowSplit), split
+    # and after the pipeline every run goes through (which folds the loop's output reshapes)
+    optimized = dlvmrt.VM(module, jit="off").module
+    split = row_split(optimized, "main", verify_module(optimized)["main"])
+    assert isinstance(split, RowSplit), split
     compile_library(module, tmp_path)
     lib = aot.load(tmp_path)
     vm = dlvmrt.VM(module, jit="off")

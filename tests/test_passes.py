@@ -745,3 +745,29 @@ def test_softmax_over_an_inner_axis_moves_it_last():
     args = [rng.standard_normal((2, 7, 1)).astype(np.float32),
             rng.standard_normal((2, 4, 3, 5)).astype(np.float32)]
     assert same_outcome(run_vm(m, *args), run_vm(out, *args))
+
+
+def test_copyprop_keeps_a_mov_that_declares_a_narrower_type():
+    # after a loop that grows %ys from [0, N, 4], the importer states its length: readers of
+    # the typed mov must keep reading it (a row split and a kernel's variant read their types)
+    import assembler
+    module = assembler.parse("""module m
+func @main(%x: f32[N, 4]) -> f32[N, 8] {
+entry:
+  %e = expand_dims %x {axes = [0]}
+  %z = const 0.0 : f32[0, N, 4]
+  %ys = concat %z, %e, %e {axis = 0}
+  %y = mov %ys : f32[2, N, 4]
+  %t = transpose %y {perm = [1, 0, 2]}
+  %r = reshape %t {shape = [-1, 8]}
+  %c = mov %r
+  ret %c
+}
+""")
+    out = only(module, "copyprop", "dce")
+    instrs = out.functions["main"].blocks[0].instrs
+    typed = [i for i in instrs if i.op == "mov"]
+    assert [i.results for i in typed] == [["y"]]        # the untyped copy is gone, not the typed one
+    transpose = next(i for i in instrs if i.op == "transpose")
+    assert transpose.operands == [Reg("y")]
+    check_same(module, out, np.arange(12, dtype=np.float32).reshape(3, 4))

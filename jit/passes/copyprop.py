@@ -4,7 +4,8 @@ After `%r = mov %x`, reads of %r may read %x instead, for as long as on every pa
 nor %x has been reassigned (a forward must-analysis over the CFG). Module constants propagate
 the same way (`%r = mov @w` lets later reads name @w). The movs left without readers are then
 removed by dead-code elimination. Values are unchanged: a mov is a copy, and both registers hold
-the same value wherever the fact holds.
+the same value wherever the fact holds. A mov with a declared result type is a type
+assertion as well as a copy, and is kept.
 """
 from __future__ import annotations
 
@@ -22,7 +23,11 @@ def _resolve(o: Operand, facts: Facts) -> Operand:
 
 
 def _step(bi: int, ii: int, ins: Instr, facts: Facts) -> None:
-    src = _resolve(ins.operands[0], facts) if ins.op == "mov" else None
+    # a mov with a declared type says more than its operand's type (the importer's
+    # `%y = mov %ys : f32[20, batch, 64]` after a loop that grew %ys from [0, ...]): its readers
+    # keep reading it, so that what follows is typed from it (a row split, a kernel's variant)
+    copies = ins.op == "mov" and ins.result_type is None
+    src = _resolve(ins.operands[0], facts) if copies else None
     kill(facts, ins.results)
     if src is None:
         return
