@@ -156,7 +156,7 @@ def row_split(module: Module, fname: str, types: FunctionTypes) -> RowSplit | st
         analysis.run(check=True)
     except _Keep as e:
         return str(e)
-    loops = _loop_blocks(func)
+    loops = analysis.loops
     row_bytes = traffic = stages = 0
     for bi, block in enumerate(func.blocks):
         weight = LOOP_WEIGHT if bi in loops else 1
@@ -206,8 +206,8 @@ class _Analysis:
             for ins in block.instrs:
                 for r in ins.results:
                     writes[r] = writes.get(r, 0) + 1
-        loops = _loop_blocks(func)
-        in_loops = {r for bi in loops for ins in func.blocks[bi].instrs for r in ins.results}
+        self.loops = _loop_blocks(func)
+        in_loops = {r for bi in self.loops for ins in func.blocks[bi].instrs for r in ins.results}
         # (a register written once outside every loop holds one value for the whole call)
         self.once = {r for r, n in writes.items() if n == 1 and r not in in_loops}
         # free pieces of row values' shapes (written once): where their entries came from

@@ -8,7 +8,6 @@
  * weights outweigh its activations (ResNet-18's 45 MB) keeps the whole batch together. */
 #include "dlvm_aot_rt.h"
 
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -90,17 +89,11 @@ typedef struct {
     int64_t rows, tiles;
     dlvm_val *res;                 /* the whole batch's results (allocated before the tiles) */
     int64_t max_steps;
-    pthread_mutex_t lock;
-    int failed;                    /* atomic: a tile failed, the others stop */
-    dlvm_rt_status status;         /* the first failure */
+    int failed;                    /* atomic: a tile failed, the others stop (the whole batch
+                                    * then runs again for the call's error) */
 } row_job;
 
-static void fail_job(row_job *j, const dlvm_rt_status *s) {
-    pthread_mutex_lock(&j->lock);
-    if (!j->failed) j->status = *s;
-    __atomic_store_n(&j->failed, 1, __ATOMIC_RELEASE);
-    pthread_mutex_unlock(&j->lock);
-}
+static void fail_job(row_job *j) { __atomic_store_n(&j->failed, 1, __ATOMIC_RELEASE); }
 
 /* tile t: its rows of the split arguments, through the function, copied into the results */
 static void run_tile(row_job *j, int64_t t) {
@@ -118,7 +111,7 @@ static void run_tile(row_job *j, int64_t t) {
     dlvm_rt_status status = {0, {0}};
     dlvm_ctx ctx = {&status, 0, j->max_steps, NULL};
     if (j->fn(&ctx, args, res)) {
-        fail_job(j, &status);
+        fail_job(j);
     } else {
         for (int r = 0; r < j->n_res; r++) {
             const dlvm_val *whole = &j->res[r], *part = &res[r];
@@ -129,7 +122,7 @@ static void run_tile(row_job *j, int64_t t) {
                 dlvm_rt_fail(&ctx, DLVM_RT_ERR_GUARD, "a tile of rows %lld-%lld gave result %d a "
                              "shape the whole batch's does not have (a bug in dlvm's row split)",
                              (long long)lo, (long long)hi - 1, r);
-                fail_job(j, &status);
+                fail_job(j);
                 break;
             }
             size_t bytes = (size_t)dlvm_rt_numel(part) * dlvm_rt_itemsize(part->dtype);
@@ -165,10 +158,8 @@ HIDDEN int dlvm_rt_run_rows(dlvm_ctx *ctx, dlvm_rt_entry_fn fn, dlvm_val *args, 
             return ctx->status->code;
         }
     }
-    row_job j = {fn, args, n_args, n_res, split, rows, tiles, res, ctx->steps,
-                 PTHREAD_MUTEX_INITIALIZER, 0, {0, {0}}};
+    row_job j = {fn, args, n_args, n_res, split, rows, tiles, res, ctx->steps, 0};
     dlvm_rt_parallel(tiles_task, &j, tiles, tiles);
-    pthread_mutex_destroy(&j.lock);
     if (j.failed) {
         /* the whole batch again: its error is the call's (the tiles' first failure need not be
          * the instruction the whole batch traps at first: an out-of-range index in the last row
