@@ -48,7 +48,11 @@ CONV_DIRECT(double)
 #define DW_CHUNK 64             /* four vectors of 16 */
 
 static inline dw_vec dw_splat(float v) {
+#ifdef DW_HALVES
+    return dw_join(_mm256_set1_ps(v), _mm256_set1_ps(v));   /* (a list of 16: 16 stores) */
+#else
     return (dw_vec){v, v, v, v, v, v, v, v, v, v, v, v, v, v, v, v};
+#endif
 }
 
 /* Copy or zero n floats inline: an image's rows are short (8 to 64 floats), and a library call
@@ -181,23 +185,17 @@ static void grouped_conv_task(void *arg, int64_t lo, int64_t hi, int64_t part) {
         for (int64_t q0 = 0; q0 < flat; q0 += DW_CHUNK) {
             /* vector types, not a loop: a loop over q inside the loop over taps was vectorized
              * over the taps by GCC (gathers) */
-            dw_vec a0 = dw_splat(b0), a1 = a0, a2 = a0, a3 = a0;
+            nv_vec a[DW_CHUNK / NV_LANES];
+#pragma GCC unroll 16
+            for (int k = 0; k < DW_CHUNK / NV_LANES; k++) a[k] = nv_splat(b0);
             for (int64_t t = 0; t < taps; t++) {
                 const float *src = buf + off[t] + q0;
-                dw_vec wv = dw_splat(wt[t]), x0, x1, x2, x3;
-                memcpy(&x0, src, sizeof x0);
-                memcpy(&x1, src + 16, sizeof x1);
-                memcpy(&x2, src + 32, sizeof x2);
-                memcpy(&x3, src + 48, sizeof x3);
-                a0 += wv * x0;
-                a1 += wv * x1;
-                a2 += wv * x2;
-                a3 += wv * x3;
+                nv_vec wv = nv_splat(wt[t]);
+#pragma GCC unroll 16
+                for (int k = 0; k < DW_CHUNK / NV_LANES; k++) a[k] += wv * nv_load(src + k * NV_LANES);
             }
-            memcpy(acc + q0, &a0, sizeof a0);
-            memcpy(acc + q0 + 16, &a1, sizeof a1);
-            memcpy(acc + q0 + 32, &a2, sizeof a2);
-            memcpy(acc + q0 + 48, &a3, sizeof a3);
+#pragma GCC unroll 16
+            for (int k = 0; k < DW_CHUNK / NV_LANES; k++) nv_store(acc + q0 + k * NV_LANES, a[k]);
         }
         float *y = g->y + plane * ho * wo;
         for (int64_t i = 0; i < ho; i++) copy_f32(y + i * wo, acc + i * cols, wo);
@@ -494,71 +492,69 @@ static int depthwise_by_lanes(int64_t c, int64_t h, int64_t wd, int64_t pixels, 
 }
 
 
-/* n (< 16) floats into the first lanes of a zero vector */
-static inline dw_vec load_part(const float *src, int64_t n) {
-    dw_vec v = dw_splat(0.0f);
-    memcpy(&v, src, (size_t)n * 4);
-    return v;
-}
-
 /* 16 [h, w] planes (NULL: a lane of `fill`) into the lanes of an image of rows `wp` pixels wide,
  * pixel (i, j) at (i + p0, j + p1): 16 pixels of the 16 planes per transpose, whole vectors
  * where a chunk is whole (a copy of n floats went through the stack and cost more than the
  * pooling), the pixel's place stepped, not divided */
 static void planes_to_lanes(const float *const *src, int64_t h, int64_t w, float *in,
                             int64_t wp, int64_t p0, int64_t p1, dw_vec fill) {
-    int whole = 1;          /* all 16 planes there: the chunks' loops unroll in full */
-    for (int64_t l = 0; l < 16; l++) whole &= src[l] != NULL;
+    float fills[16];        /* the rows of a missing plane */
+    memcpy(fills, &fill, sizeof fills);
     for (int64_t q0 = 0; q0 < h * w; q0 += 16) {
         int64_t n = h * w - q0 < 16 ? h * w - q0 : 16;
-        dw_vec r[16];
-        if (whole && n == 16) {
-            /* constant bounds keep the 16 vectors in registers (a loop to a run-time bound
-             * made the compiler keep them on the stack: the transposes cost 3x a depthwise
-             * convolution's multiplies) */
-#pragma GCC unroll 16
-            for (int l = 0; l < 16; l++) memcpy(&r[l], src[l] + q0, sizeof r[l]);
-            transpose16(r);
+        if (n == 16) {
+            const float *s[16];
+            float *d[16];
+            for (int l = 0; l < 16; l++) s[l] = src[l] ? src[l] + q0 : fills;
             int64_t i = q0 / w, j = q0 % w;
-#pragma GCC unroll 16
             for (int k = 0; k < 16; k++) {
-                memcpy(in + ((i + p0) * wp + j + p1) * 16, &r[k], sizeof r[k]);
+                d[k] = in + ((i + p0) * wp + j + p1) * 16;
                 if (++j == w) j = 0, i++;
             }
+            transpose16_mem(s, d);
             continue;
         }
-        for (int64_t l = 0; l < 16; l++)
-            if (!src[l]) r[l] = fill;
-            else if (n == 16) memcpy(&r[l], src[l] + q0, sizeof r[l]);
-            else r[l] = load_part(src[l] + q0, n);
-        transpose16(r);
-        for (int64_t k = 0, i = q0 / w, j = q0 % w; k < n; k++) {
-            memcpy(in + ((i + p0) * wp + j + p1) * 16, &r[k], sizeof r[k]);
+        float part[16][16], unused[16];     /* the last chunk: n < 16 pixels */
+        const float *s[16];
+        float *d[16];
+        for (int l = 0; l < 16; l++) {
+            if (src[l]) {
+                memcpy(part[l], src[l] + q0, (size_t)n * 4);
+                memset(part[l] + n, 0, (size_t)(16 - n) * 4);
+                s[l] = part[l];
+            } else {
+                s[l] = fills;
+            }
+        }
+        for (int64_t k = 0, i = q0 / w, j = q0 % w; k < 16; k++) {
+            d[k] = k < n ? in + ((i + p0) * wp + j + p1) * 16 : unused;
             if (++j == w) j = 0, i++;
         }
+        transpose16_mem(s, d);
     }
 }
 
 /* the first `lanes` lanes of `pixels` vectors back into planes dst[0 .. lanes) */
 static void lanes_to_planes(const float *res, int64_t pixels, float *const *dst, int64_t lanes) {
+    float unused[16];       /* where the lanes past `lanes` go */
     for (int64_t q0 = 0; q0 < pixels; q0 += 16) {
         int64_t n = pixels - q0 < 16 ? pixels - q0 : 16;
-        dw_vec r[16];
-        if (lanes == 16 && n == 16) {       /* unrolled in full, as in planes_to_lanes */
-#pragma GCC unroll 16
-            for (int k = 0; k < 16; k++) memcpy(&r[k], res + (q0 + k) * 16, sizeof r[k]);
-            transpose16(r);
-#pragma GCC unroll 16
-            for (int l = 0; l < 16; l++) memcpy(dst[l] + q0, &r[l], sizeof r[l]);
+        if (n == 16) {
+            const float *s[16];
+            float *d[16];
+            for (int k = 0; k < 16; k++) s[k] = res + (q0 + k) * 16;
+            for (int l = 0; l < 16; l++) d[l] = l < lanes ? dst[l] + q0 : unused;
+            transpose16_mem(s, d);
             continue;
         }
-        for (int64_t k = 0; k < 16; k++)
-            if (k < n) memcpy(&r[k], res + (q0 + k) * 16, sizeof r[k]);
-            else r[k] = dw_splat(0.0f);
-        transpose16(r);
-        for (int64_t l = 0; l < lanes; l++)
-            if (n == 16) memcpy(dst[l] + q0, &r[l], sizeof r[l]);
-            else memcpy(dst[l] + q0, &r[l], (size_t)n * 4);
+        static const float zeros[16];       /* the last chunk: n < 16 pixels */
+        float part[16][16];
+        const float *s[16];
+        float *d[16];
+        for (int k = 0; k < 16; k++) s[k] = k < n ? res + (q0 + k) * 16 : zeros;
+        for (int l = 0; l < 16; l++) d[l] = part[l];
+        transpose16_mem(s, d);
+        for (int64_t l = 0; l < lanes; l++) memcpy(dst[l] + q0, part[l], (size_t)n * 4);
     }
 }
 
@@ -596,44 +592,47 @@ static void depthwise_lanes_task(void *arg, int64_t lo, int64_t hi, int64_t part
             ys[l] = l < lanes ? g->y + (b * o + c0 + l) * ho * wo : NULL;
         }
         planes_to_lanes(xs, h, wd, in, wp, p0, p1, dw_splat(0.0f));
-        dw_vec bv;
-        memcpy(&bv, bias, sizeof bv);
+        /* (the 16 lanes as NV_PER16 vectors of the machine's width) */
         for (int64_t i = 0; i < ho; i++) {
             int64_t j = 0;
             for (; j + 4 <= wo; j += 4) {       /* four pixels: four independent sums */
-                dw_vec a0 = bv, a1 = bv, a2 = bv, a3 = bv;
+                nv_vec a[4][NV_PER16];
+#pragma GCC unroll 4
+                for (int e = 0; e < NV_PER16; e++)
+                    a[0][e] = a[1][e] = a[2][e] = a[3][e] = nv_load(bias + e * NV_LANES);
                 for (int64_t u = 0; u < kh; u++) {
                     const float *r = in + ((i * s0 + u * d0) * wp + j * s1) * 16;
                     for (int64_t v = 0; v < kw; v++) {
-                        const float *q = r + v * d1 * 16;
-                        dw_vec wv, x0, x1, x2, x3;
-                        memcpy(&wv, wt + (u * kw + v) * 16, sizeof wv);
-                        memcpy(&x0, q, sizeof x0);
-                        memcpy(&x1, q + s1 * 16, sizeof x1);
-                        memcpy(&x2, q + 2 * s1 * 16, sizeof x2);
-                        memcpy(&x3, q + 3 * s1 * 16, sizeof x3);
-                        a0 += wv * x0;
-                        a1 += wv * x1;
-                        a2 += wv * x2;
-                        a3 += wv * x3;
+                        const float *q = r + v * d1 * 16, *wq = wt + (u * kw + v) * 16;
+#pragma GCC unroll 4
+                        for (int e = 0; e < NV_PER16; e++) {
+                            nv_vec wv = nv_load(wq + e * NV_LANES);
+#pragma GCC unroll 4
+                            for (int px = 0; px < 4; px++)
+                                a[px][e] += wv * nv_load(q + px * s1 * 16 + e * NV_LANES);
+                        }
                     }
                 }
                 float *dst = res + (i * wo + j) * 16;
-                memcpy(dst, &a0, sizeof a0);
-                memcpy(dst + 16, &a1, sizeof a1);
-                memcpy(dst + 32, &a2, sizeof a2);
-                memcpy(dst + 48, &a3, sizeof a3);
+#pragma GCC unroll 4
+                for (int px = 0; px < 4; px++)
+#pragma GCC unroll 4
+                    for (int e = 0; e < NV_PER16; e++) nv_store(dst + px * 16 + e * NV_LANES, a[px][e]);
             }
             for (; j < wo; j++) {
-                dw_vec a = bv;
+                nv_vec a[NV_PER16];
+#pragma GCC unroll 4
+                for (int e = 0; e < NV_PER16; e++) a[e] = nv_load(bias + e * NV_LANES);
                 for (int64_t u = 0; u < kh; u++)
                     for (int64_t v = 0; v < kw; v++) {
-                        dw_vec wv, xv;
-                        memcpy(&wv, wt + (u * kw + v) * 16, sizeof wv);
-                        memcpy(&xv, in + ((i * s0 + u * d0) * wp + j * s1 + v * d1) * 16, sizeof xv);
-                        a += wv * xv;
+                        const float *wq = wt + (u * kw + v) * 16;
+                        const float *xq = in + ((i * s0 + u * d0) * wp + j * s1 + v * d1) * 16;
+#pragma GCC unroll 4
+                        for (int e = 0; e < NV_PER16; e++)
+                            a[e] += nv_load(wq + e * NV_LANES) * nv_load(xq + e * NV_LANES);
                     }
-                memcpy(res + (i * wo + j) * 16, &a, sizeof a);
+#pragma GCC unroll 4
+                for (int e = 0; e < NV_PER16; e++) nv_store(res + (i * wo + j) * 16 + e * NV_LANES, a[e]);
             }
         }
         lanes_to_planes(res, ho * wo, ys, lanes);
@@ -1283,19 +1282,11 @@ static int64_t window_count(int64_t i, int64_t k, int64_t s, int64_t pb, int64_t
  * pool's time) */
 static void deinterleave2(const float *x, int64_t w, float *even, float *odd) {
     int64_t t = 0;
-#if defined(__GNUC__) && !defined(__clang__)
-    typedef int32_t dv_idx __attribute__((vector_size(64)));
-    const dv_idx ev = {0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30};
-    const dv_idx od = {1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31};
-    for (; 2 * t + 32 <= w; t += 16) {
-        dw_vec a, b;
-        memcpy(&a, x + 2 * t, sizeof a);
-        memcpy(&b, x + 2 * t + 16, sizeof b);
-        dw_vec e = __builtin_shuffle(a, b, ev), o = __builtin_shuffle(a, b, od);
-        memcpy(even + t, &e, sizeof e);
-        memcpy(odd + t, &o, sizeof o);
+    for (; 2 * t + 2 * NV_LANES <= w; t += NV_LANES) {
+        nv_vec a = nv_load(x + 2 * t), b = nv_load(x + 2 * t + NV_LANES);
+        nv_store(even + t, nv_even(a, b));
+        nv_store(odd + t, nv_odd(a, b));
     }
-#endif
     for (; 2 * t < w; t++) {
         even[t] = x[2 * t];
         if (2 * t + 1 < w) odd[t] = x[2 * t + 1];
@@ -1303,44 +1294,29 @@ static void deinterleave2(const float *x, int64_t w, float *even, float *odd) {
 }
 
 /* A 2x2 window with stride 2 and no padding, every window whole (most CNNs' pooling): both
- * rows and both columns in one pass, 16 outputs per step with the column pairs split by vector
- * shuffles; the general path's padded row, fills and separate passes cost more than the pooling
- * on the small planes of a CNN's batch. A NaN wins a maximum, as in the general path. */
-#if defined(__GNUC__) && !defined(__clang__)
-typedef int32_t pv_idx __attribute__((vector_size(64)));
-
-/* 16 windows from 32 columns of two rows: the column pairs split by vector shuffles */
-static inline dw_vec pool2x2_16(dw_vec a0, dw_vec a1, dw_vec b0, dw_vec b1, int is_max) {
-    const pv_idx ev = {0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30};
-    const pv_idx od = {1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31};
-    dw_vec e0 = __builtin_shuffle(a0, a1, ev), o0 = __builtin_shuffle(a0, a1, od);
-    dw_vec e1 = __builtin_shuffle(b0, b1, ev), o1 = __builtin_shuffle(b0, b1, od);
+ * rows and both columns in one pass, a vector of outputs per step with the column pairs split
+ * by vector shuffles; the general path's padded row, fills and separate passes cost more than
+ * the pooling on the small planes of a CNN's batch. A NaN wins a maximum, as in the general
+ * path. */
+/* NV_LANES windows from 2 NV_LANES columns of two rows: the column pairs split by vector
+ * shuffles */
+static inline nv_vec pool2x2_step(nv_vec a0, nv_vec a1, nv_vec b0, nv_vec b1, int is_max) {
+    nv_vec e0 = nv_even(a0, a1), o0 = nv_odd(a0, a1);
+    nv_vec e1 = nv_even(b0, b1), o1 = nv_odd(b0, b1);
     if (!is_max) return ((e0 + e1) + (o0 + o1)) * 0.25f;
     /* t wins over b where t > b or t is NaN: as (t > b || t != t) ? t : b */
-    pv_idx c = (e1 > e0) | (e1 != e1);
-    dw_vec ve = (dw_vec)(((pv_idx)e1 & c) | ((pv_idx)e0 & ~c));
-    c = (o1 > o0) | (o1 != o1);
-    dw_vec vo = (dw_vec)(((pv_idx)o1 & c) | ((pv_idx)o0 & ~c));
-    c = (vo > ve) | (vo != vo);
-    return (dw_vec)(((pv_idx)vo & c) | ((pv_idx)ve & ~c));
+    return nv_max_nan(nv_max_nan(o1, o0), nv_max_nan(e1, e0));
 }
-#endif
 
 static void pool2x2_plane(const float *x, int64_t w, float *y, int64_t ho, int64_t wo, int is_max) {
     for (int64_t i = 0; i < ho; i++) {
         const float *r0 = x + 2 * i * w, *r1 = r0 + w;
         float *yr = y + i * wo;
         int64_t j = 0;
-#if defined(__GNUC__) && !defined(__clang__)
-        dw_vec a0, a1, b0, b1, r;
-        for (; j + 16 <= wo; j += 16) {
-            memcpy(&a0, r0 + 2 * j, sizeof a0);
-            memcpy(&a1, r0 + 2 * j + 16, sizeof a1);
-            memcpy(&b0, r1 + 2 * j, sizeof b0);
-            memcpy(&b1, r1 + 2 * j + 16, sizeof b1);
-            r = pool2x2_16(a0, a1, b0, b1, is_max);
-            memcpy(yr + j, &r, sizeof r);
-        }
+        for (; j + NV_LANES <= wo; j += NV_LANES)
+            nv_store(yr + j, pool2x2_step(nv_load(r0 + 2 * j), nv_load(r0 + 2 * j + NV_LANES),
+                                          nv_load(r1 + 2 * j), nv_load(r1 + 2 * j + NV_LANES),
+                                          is_max));
         if (j < wo) {
             /* the last (or only: a 24x24 plane's 12) windows as one more vector step over
              * masked loads (zeroed copies without AVX-512): the scalar loop's compares were
@@ -1350,26 +1326,21 @@ static void pool2x2_plane(const float *x, int64_t w, float *y, int64_t ho, int64
 #ifdef __AVX512F__
             __mmask16 lo = (__mmask16)(n >= 8 ? 0xFFFF : (1u << (2 * n)) - 1);
             __mmask16 hi = (__mmask16)(n > 8 ? (1u << (2 * (n - 8))) - 1 : 0);
-            a0 = (dw_vec)_mm512_maskz_loadu_ps(lo, r0 + 2 * j);
-            a1 = (dw_vec)_mm512_maskz_loadu_ps(hi, r0 + 2 * j + 16);
-            b0 = (dw_vec)_mm512_maskz_loadu_ps(lo, r1 + 2 * j);
-            b1 = (dw_vec)_mm512_maskz_loadu_ps(hi, r1 + 2 * j + 16);
-            r = pool2x2_16(a0, a1, b0, b1, is_max);
+            nv_vec r = pool2x2_step((nv_vec)_mm512_maskz_loadu_ps(lo, r0 + 2 * j),
+                                    (nv_vec)_mm512_maskz_loadu_ps(hi, r0 + 2 * j + 16),
+                                    (nv_vec)_mm512_maskz_loadu_ps(lo, r1 + 2 * j),
+                                    (nv_vec)_mm512_maskz_loadu_ps(hi, r1 + 2 * j + 16), is_max);
             _mm512_mask_storeu_ps(yr + j, (__mmask16)((1u << n) - 1), (__m512)r);
 #else
-            float t0[32] = {0}, t1[32] = {0};
+            float t0[2 * NV_LANES] = {0}, t1[2 * NV_LANES] = {0};
             memcpy(t0, r0 + 2 * j, 8 * (size_t)n);
             memcpy(t1, r1 + 2 * j, 8 * (size_t)n);
-            memcpy(&a0, t0, sizeof a0);
-            memcpy(&a1, t0 + 16, sizeof a1);
-            memcpy(&b0, t1, sizeof b0);
-            memcpy(&b1, t1 + 16, sizeof b1);
-            r = pool2x2_16(a0, a1, b0, b1, is_max);
+            nv_vec r = pool2x2_step(nv_load(t0), nv_load(t0 + NV_LANES), nv_load(t1),
+                                    nv_load(t1 + NV_LANES), is_max);
             memcpy(yr + j, &r, 4 * (size_t)n);
 #endif
             j = wo;
         }
-#endif
         for (; j < wo; j++) {
             float a = r0[2 * j], b = r1[2 * j], c = r0[2 * j + 1], d = r1[2 * j + 1];
             if (is_max) {
@@ -1432,22 +1403,22 @@ static void pool_lanes_task(void *arg, int64_t lo, int64_t hi, int64_t part) {
         planes_to_lanes(xs, h, w, in, wp, p0, p1, fv);
         for (int64_t i = 0; i < ho; i++)
             for (int64_t j = 0; j < wo; j++) {
-                dw_vec a = fv;
+                nv_vec a[NV_PER16];
+#pragma GCC unroll 4
+                for (int e = 0; e < NV_PER16; e++) a[e] = nv_splat(fill);
                 for (int64_t u = 0; u < k0; u++) {
                     const float *row = in + ((i * s0 + u * d0) * wp + j * s1) * 16;
-                    for (int64_t v = 0; v < k1; v++) {
-                        dw_vec t;
-                        memcpy(&t, row + v * d1 * 16, sizeof t);
-                        if (is_max) {   /* t wins where t > a or t is NaN */
-                            pv_idx c = (t > a) | (t != t);
-                            a = (dw_vec)(((pv_idx)t & c) | ((pv_idx)a & ~c));
-                        } else {
-                            a += t;
+                    for (int64_t v = 0; v < k1; v++)
+#pragma GCC unroll 4
+                        for (int e = 0; e < NV_PER16; e++) {
+                            nv_vec t = nv_load(row + v * d1 * 16 + e * NV_LANES);
+                            a[e] = is_max ? nv_max_nan(t, a[e]) : a[e] + t;
                         }
-                    }
                 }
-                if (!is_max) a *= dw_splat(scale[i * wo + j]);
-                memcpy(res + (i * wo + j) * 16, &a, sizeof a);
+                nv_vec sc = nv_splat(is_max ? 1.0f : scale[i * wo + j]);
+#pragma GCC unroll 4
+                for (int e = 0; e < NV_PER16; e++)
+                    nv_store(res + (i * wo + j) * 16 + e * NV_LANES, is_max ? a[e] : a[e] * sc);
             }
         lanes_to_planes(res, ho * wo, ys, lanes);
     }

@@ -20,7 +20,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#ifdef __AVX512F__
+#if defined(__AVX__) || defined(__SSE__)
 #include <immintrin.h>
 #endif
 
@@ -117,6 +117,118 @@ HIDDEN int winograd_pays(int64_t n, int64_t c, int64_t o, int64_t ho, int64_t wo
 HIDDEN int conv2d_winograd(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *w, const float *bias,
                            const int64_t *p, int relu, dlvm_rt_packed *pack, dlvm_val *out);
 
+/* ---- vectors of the machine's width ------------------------------------------------------ */
+
+/* The hand-vectorized loops hold their sums in vectors of the CPU's own width: 16 floats with
+ * AVX-512, 8 with AVX, 4 otherwise. GCC keeps a wider vector type than the CPU has in memory,
+ * not registers (GCC 12 on Zen 3: a splat of 16 floats was 16 scalar stores, the sums of a
+ * depthwise convolution's loop were loaded and stored at every tap). Layouts stay 16 floats
+ * wide (lanes of 16 channels, chunks of 64): a 16-float step is NV_PER16 vectors. */
+#if defined(__AVX512F__)
+#define NV_LANES 16
+#elif defined(__AVX__)
+#define NV_LANES 8
+#else
+#define NV_LANES 4
+#endif
+#define NV_PER16 (16 / NV_LANES)
+typedef float nv_vec __attribute__((vector_size(NV_LANES * 4)));
+
+static inline nv_vec nv_load(const float *p) {
+    nv_vec v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+static inline void nv_store(float *p, nv_vec v) { memcpy(p, &v, sizeof v); }
+
+static inline nv_vec nv_splat(float x) {
+    nv_vec v;
+    for (int i = 0; i < NV_LANES; i++) v[i] = x;
+    return v;
+}
+
+typedef int32_t nv_ivec __attribute__((vector_size(NV_LANES * 4)));
+
+/* t where t > a or t is NaN, else a: a NaN wins a maximum, as in the scalar paths */
+static inline nv_vec nv_max_nan(nv_vec t, nv_vec a) {
+    nv_ivec c = (t > a) | (t != t);
+    return (nv_vec)(((nv_ivec)t & c) | ((nv_ivec)a & ~c));
+}
+
+/* y < 0 -> 0, the rest (NaN too) kept */
+static inline nv_vec nv_relu(nv_vec y) { return (nv_vec)((nv_ivec)y & ~(y < nv_splat(0.0f))); }
+
+#if defined(__clang__)
+#define NV_SHUFFLE(a, b, ...) __builtin_shufflevector(a, b, __VA_ARGS__)
+#else
+#define NV_SHUFFLE(a, b, ...) __builtin_shuffle(a, b, (nv_ivec){__VA_ARGS__})
+#endif
+
+/* the even (odd) elements of a then of b: a stride-2 row's phases, NV_LANES from 2 NV_LANES */
+static inline nv_vec nv_even(nv_vec a, nv_vec b) {
+#if NV_LANES == 8 && defined(__AVX2__)
+    return (nv_vec)_mm256_castpd_ps(_mm256_permute4x64_pd(
+        _mm256_castps_pd(_mm256_shuffle_ps((__m256)a, (__m256)b, 0x88)), 0xD8));
+#elif NV_LANES == 16
+    return NV_SHUFFLE(a, b, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+#elif NV_LANES == 8
+    return NV_SHUFFLE(a, b, 0, 2, 4, 6, 8, 10, 12, 14);
+#else
+    return NV_SHUFFLE(a, b, 0, 2, 4, 6);
+#endif
+}
+
+static inline nv_vec nv_odd(nv_vec a, nv_vec b) {
+#if NV_LANES == 8 && defined(__AVX2__)
+    return (nv_vec)_mm256_castpd_ps(_mm256_permute4x64_pd(
+        _mm256_castps_pd(_mm256_shuffle_ps((__m256)a, (__m256)b, 0xDD)), 0xD8));
+#elif NV_LANES == 16
+    return NV_SHUFFLE(a, b, 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+#elif NV_LANES == 8
+    return NV_SHUFFLE(a, b, 1, 3, 5, 7, 9, 11, 13, 15);
+#else
+    return NV_SHUFFLE(a, b, 1, 3, 5, 7);
+#endif
+}
+
+/* a[0] b[0] a[1] b[1] ... from the first (high = 0) or last half of each */
+static inline nv_vec nv_zip(nv_vec a, nv_vec b, int high) {
+#if NV_LANES == 8 && defined(__AVX__)
+    __m256 u = _mm256_unpacklo_ps((__m256)a, (__m256)b), w = _mm256_unpackhi_ps((__m256)a, (__m256)b);
+    return (nv_vec)(high ? _mm256_permute2f128_ps(u, w, 0x31) : _mm256_permute2f128_ps(u, w, 0x20));
+#elif NV_LANES == 16
+    return high ? NV_SHUFFLE(a, b, 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31)
+                : NV_SHUFFLE(a, b, 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+#elif NV_LANES == 8
+    return high ? NV_SHUFFLE(a, b, 4, 12, 5, 13, 6, 14, 7, 15)
+                : NV_SHUFFLE(a, b, 0, 8, 1, 9, 2, 10, 3, 11);
+#else
+    return high ? NV_SHUFFLE(a, b, 2, 6, 3, 7) : NV_SHUFFLE(a, b, 0, 4, 1, 5);
+#endif
+}
+
+/* the first n (0 <= n <= NV_LANES) lanes of v, the others 0 */
+static inline nv_vec nv_first(nv_vec v, int64_t n) {
+    static const int32_t ones[32] = {-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1};
+    nv_ivec keep;
+    memcpy(&keep, ones + 16 - n, sizeof keep);
+    return (nv_vec)((nv_ivec)v & keep);
+}
+
+/* the first n (<= NV_LANES) lanes of v to p */
+static inline void nv_store_part(float *p, nv_vec v, int64_t n) {
+    if (n >= NV_LANES) {
+        nv_store(p, v);
+        return;
+    }
+#ifdef __AVX512F__
+    _mm512_mask_storeu_ps(p, (__mmask16)((1u << n) - 1), (__m512)v);
+#else
+    memcpy(p, &v, (size_t)n * 4);
+#endif
+}
+
 /* ---- vectors of 16 floats (depthwise convolution, pools, transposes) ----------------------- */
 
 typedef float dw_vec __attribute__((vector_size(64)));
@@ -138,6 +250,30 @@ typedef float dw_vec __attribute__((vector_size(64)));
 typedef int32_t dw_idx __attribute__((vector_size(64)));
 #define DW_SHUFFLE(a, b, ...) __builtin_shuffle(a, b, (dw_idx){__VA_ARGS__})
 #endif
+
+#if defined(__AVX2__) && !defined(__AVX512F__)
+/* Without AVX-512 a vector of 16 floats is two AVX registers, and the compilers build a
+ * two-vector shuffle that crosses them element by element through the stack (GCC 12 on Zen 3:
+ * the depthwise convolutions' transposes were 4720 instructions, most of them scalar moves):
+ * the transposes below go by 8 x 8 tiles of AVX registers. */
+#define DW_HALVES 1
+/* (memcpy of a half is a register to the compiler; a union, a vector subscript or a
+ * length-changing shuffle went through the stack element by element) */
+static inline dw_vec dw_join(__m256 lo, __m256 hi) {
+    dw_vec v;
+    memcpy(&v, &lo, 32);
+    memcpy((char *)&v + 32, &hi, 32);
+    return v;
+}
+
+static inline __m256 dw_half(dw_vec v, int i) {
+    __m256 h;
+    memcpy(&h, (char *)&v + 32 * i, 32);
+    return h;
+}
+
+#endif
+
 #define DW_TSTEP(B)                                                                              \
     for (int i = 0; i < 16; i++)                                                                 \
         if (!(i & B)) {                                                                          \
@@ -152,6 +288,47 @@ static inline void transpose16(dw_vec r[16]) {
     DW_TSTEP(4)
     DW_TSTEP(2)
     DW_TSTEP(1)
+}
+
+#ifdef DW_HALVES
+/* r[i][j] <-> r[j][i] for 8 rows of 8 (the usual unpack, shuffle, lane-swap steps) */
+static inline void dw_transpose8(__m256 r[8]) {
+    __m256 t[8], u[8];
+    for (int i = 0; i < 8; i += 2) {
+        t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+    }
+    for (int i = 0; i < 8; i += 4) {
+        u[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
+        u[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xEE);
+        u[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+        u[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
+    }
+    for (int i = 0; i < 4; i++) {
+        r[i] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x20);
+        r[i + 4] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x31);
+    }
+}
+#endif
+
+/* dst[j][i] = src[i][j] for a 16 x 16 tile: source row i (16 floats) at src[i], result row j at
+ * dst[j]; the two must not overlap. Without AVX-512, four 8 x 8 tiles in eight registers each
+ * (the 16 vectors of transpose16 are 32 registers there, and spilled). */
+static inline void transpose16_mem(const float *const src[16], float *const dst[16]) {
+#ifdef DW_HALVES
+    for (int bi = 0; bi < 2; bi++)
+        for (int bj = 0; bj < 2; bj++) {
+            __m256 r[8];
+            for (int i = 0; i < 8; i++) r[i] = _mm256_loadu_ps(src[8 * bi + i] + 8 * bj);
+            dw_transpose8(r);
+            for (int j = 0; j < 8; j++) _mm256_storeu_ps(dst[8 * bj + j] + 8 * bi, r[j]);
+        }
+#else
+    dw_vec r[16];
+    for (int i = 0; i < 16; i++) memcpy(&r[i], src[i], sizeof r[i]);
+    transpose16(r);
+    for (int j = 0; j < 16; j++) memcpy(dst[j], &r[j], sizeof r[j]);
+#endif
 }
 
 #endif

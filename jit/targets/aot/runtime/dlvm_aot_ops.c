@@ -137,10 +137,10 @@ static void transposed_tiles(float *dst, const float *src, int rank, const int64
         int64_t b = 0;
         if (na == 16)
             for (; b + 16 <= inner; b += 16) {
-                dw_vec r[16];
-                for (int i = 0; i < 16; i++) memcpy(&r[i], s + (b + i) * step, sizeof r[i]);
-                transpose16(r);
-                for (int i = 0; i < 16; i++) memcpy(d + i * inner + b, &r[i], sizeof r[i]);
+                const float *from[16];
+                float *to[16];
+                for (int i = 0; i < 16; i++) from[i] = s + (b + i) * step, to[i] = d + i * inner + b;
+                transpose16_mem(from, to);
             }
         for (int64_t a = 0; a < na; a++)
             for (int64_t c = b; c < inner; c++) d[a * inner + c] = s[c * step + a];

@@ -26,7 +26,6 @@
  * they are stored, the transformed weights once). */
 #include "dlvm_aot_internal.h"
 
-typedef int32_t wg_ivec __attribute__((vector_size(64)));
 
 /* one call: u is its transformed weights, np GEMM-packed [O_pad, C] matrices one after another */
 typedef struct {
@@ -41,33 +40,6 @@ typedef struct {
     int relu;
     int failed;                 /* 1: out of memory, 2: a non-finite input or output */
 } wg_job;
-
-static inline dw_vec wg_splat(float v) {
-    dw_vec r;
-    for (int i = 0; i < 16; i++) r[i] = v;
-    return r;
-}
-
-static inline dw_vec wg_load(const float *p) {
-    dw_vec v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
-
-static inline void wg_store(float *p, dw_vec v) { memcpy(p, &v, sizeof v); }
-
-/* the first n (<= 16) lanes of v to p */
-static inline void wg_store_part(float *p, dw_vec v, int64_t n) {
-    if (n >= 16) {
-        wg_store(p, v);
-        return;
-    }
-#ifdef __AVX512F__
-    _mm512_mask_storeu_ps(p, (__mmask16)((1u << n) - 1), (__m512)v);
-#else
-    memcpy(p, &v, (size_t)n * 4);
-#endif
-}
 
 /* U = G g G^T in double for each (o, c), rounded once, then each position's [O, C] packed for
  * the GEMM's left operand into `dst` (16 x o_pad x c floats). Returns 0 when a weight is not
@@ -159,14 +131,14 @@ static const float *winograd_weights(dlvm_rt_packed *pack, const float *w, int64
 }
 
 /* the unit's V [16][C][ts] from tile rows [r0, r1): per input channel and tile row, its four
- * input rows copied into zero-bordered scratch rows (`rows`, each `wrow` floats), then 16 tiles
+ * input rows copied into zero-bordered scratch rows (`rows`, each `wrow` floats), then NV_LANES tiles
  * per step, the windows' columns taken even / odd from two pairs of vectors. Returns whether
  * every input read was finite. */
 static int input_transform(const wg_job *j, int64_t r0, int64_t r1, int64_t ts, float *v,
                            float *rows, int64_t wrow, const float *zeros, int64_t c_lo,
                            int64_t c_hi) {
     int64_t c = j->c, h = j->h, wd = j->wd, tw = j->tw, th = j->th;
-    dw_vec check = wg_splat(0.0f), zero = wg_splat(0.0f);
+    nv_vec check = nv_splat(0.0f), zero = nv_splat(0.0f);
     for (int64_t ci = c_lo; ci < c_hi; ci++)
         for (int64_t r = r0; r < r1; r++) {
             int64_t b = r / th, ty = r % th, col0 = (r - r0) * tw;
@@ -183,17 +155,15 @@ static int input_transform(const wg_job *j, int64_t r0, int64_t r1, int64_t ts, 
                     src[q] = row;
                 }
             }
-            for (int64_t tx = 0; tx < tw; tx += 16) {
-                dw_vec t[4][4];
+            for (int64_t tx = 0; tx < tw; tx += NV_LANES) {
+                nv_vec t[4][4];
                 for (int q = 0; q < window_rows; q++) {
                     const float *at = src[q] + 2 * tx;
-                    dw_vec a = wg_load(at), bb = wg_load(at + 16);
-                    dw_vec a2 = wg_load(at + 2), b2 = wg_load(at + 18);
+                    nv_vec a = nv_load(at), bb = nv_load(at + NV_LANES);
+                    nv_vec a2 = nv_load(at + 2), b2 = nv_load(at + 2 + NV_LANES);
                     check += a * zero + bb * zero + b2 * zero;
-                    dw_vec c0 = DW_SHUFFLE(a, bb, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-                    dw_vec c1 = DW_SHUFFLE(a, bb, 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
-                    dw_vec c2 = DW_SHUFFLE(a2, b2, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-                    dw_vec c3 = DW_SHUFFLE(a2, b2, 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+                    nv_vec c0 = nv_even(a, bb), c1 = nv_odd(a, bb);
+                    nv_vec c2 = nv_even(a2, b2), c3 = nv_odd(a2, b2);
                     t[q][0] = c0 - c2;
                     t[q][1] = c1 + c2;
                     t[q][2] = c2 - c1;
@@ -202,19 +172,19 @@ static int input_transform(const wg_job *j, int64_t r0, int64_t r1, int64_t ts, 
                 float *dst = v + ci * ts + col0 + tx;
                 int64_t xi_stride = c * ts;
                 if (j->kh == 1) {           /* V = d B of the one window row */
-                    for (int k = 0; k < 4; k++) wg_store(dst + k * xi_stride, t[0][k]);
+                    for (int k = 0; k < 4; k++) nv_store(dst + k * xi_stride, t[0][k]);
                     continue;
                 }
                 for (int k = 0; k < 4; k++) {
-                    wg_store(dst + (0 * 4 + k) * xi_stride, t[0][k] - t[2][k]);
-                    wg_store(dst + (1 * 4 + k) * xi_stride, t[1][k] + t[2][k]);
-                    wg_store(dst + (2 * 4 + k) * xi_stride, t[2][k] - t[1][k]);
-                    wg_store(dst + (3 * 4 + k) * xi_stride, t[1][k] - t[3][k]);
+                    nv_store(dst + (0 * 4 + k) * xi_stride, t[0][k] - t[2][k]);
+                    nv_store(dst + (1 * 4 + k) * xi_stride, t[1][k] + t[2][k]);
+                    nv_store(dst + (2 * 4 + k) * xi_stride, t[2][k] - t[1][k]);
+                    nv_store(dst + (3 * 4 + k) * xi_stride, t[1][k] - t[3][k]);
                 }
             }
         }
     /* 0 * x is 0 for every finite x, NaN for an infinity or NaN */
-    for (int i = 0; i < 16; i++)
+    for (int i = 0; i < NV_LANES; i++)
         if (check[i] != 0.0f) return 0;
     return 1;
 }
@@ -224,27 +194,26 @@ static int input_transform(const wg_job *j, int64_t r0, int64_t r1, int64_t ts, 
 static int output_transform(const wg_job *j, int64_t r0, int64_t r1, int64_t ts, const float *m,
                             int64_t o_lo, int64_t o_hi) {
     int64_t o = j->o, tw = j->tw, th = j->th, ho = j->ho, wo = j->wo;
-    dw_vec zero = wg_splat(0.0f), check = zero;
-    wg_ivec iota = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+    nv_vec zero = nv_splat(0.0f), check = zero;
     for (int64_t oc = o_lo; oc < o_hi; oc++) {
-        dw_vec bias = wg_splat(j->bias ? j->bias[oc] : 0.0f);
+        nv_vec bias = nv_splat(j->bias ? j->bias[oc] : 0.0f);
         for (int64_t r = r0; r < r1; r++) {
             int64_t b = r / th, ty = r % th, col0 = (r - r0) * tw;
             float *out = j->y + ((b * o + oc) * ho + (j->kh == 3 ? 2 * ty : ty)) * wo;
-            for (int64_t tx = 0; tx < tw; tx += 16) {
+            for (int64_t tx = 0; tx < tw; tx += NV_LANES) {
                 const float *at = m + oc * ts + col0 + tx;
                 int64_t xi_stride = o * ts;
-                dw_vec s0[4], s1[4];
+                nv_vec s0[4], s1[4];
                 int window_rows = j->kh == 3 ? 4 : 1;
                 for (int i = 0; i < window_rows; i++) {
-                    dw_vec m0 = wg_load(at + (i * 4 + 0) * xi_stride);
-                    dw_vec m1 = wg_load(at + (i * 4 + 1) * xi_stride);
-                    dw_vec m2 = wg_load(at + (i * 4 + 2) * xi_stride);
-                    dw_vec m3 = wg_load(at + (i * 4 + 3) * xi_stride);
+                    nv_vec m0 = nv_load(at + (i * 4 + 0) * xi_stride);
+                    nv_vec m1 = nv_load(at + (i * 4 + 1) * xi_stride);
+                    nv_vec m2 = nv_load(at + (i * 4 + 2) * xi_stride);
+                    nv_vec m3 = nv_load(at + (i * 4 + 3) * xi_stride);
                     s0[i] = m0 + m1 + m2;
                     s1[i] = m1 - m2 - m3;
                 }
-                dw_vec y[2][2];
+                nv_vec y[2][2];
                 int out_rows = j->kh == 3 ? 2 : 1;
                 if (j->kh == 3) {
                     y[0][0] = s0[0] + s0[1] + s0[2] + bias;
@@ -256,27 +225,25 @@ static int output_transform(const wg_job *j, int64_t r0, int64_t r1, int64_t ts,
                     y[0][1] = s1[0] + bias;
                 }
                 {                   /* 0 * y: NaN for an overflow (the direct sums may be finite) */
-                    wg_ivec live = iota < (wg_ivec){} + (int32_t)(tw - tx < 16 ? tw - tx : 16);
+                    int64_t live = tw - tx < NV_LANES ? tw - tx : NV_LANES;
                     for (int q = 0; q < out_rows; q++)
                         for (int k = 0; k < 2; k++)
-                            check += (dw_vec)((wg_ivec)(y[q][k] * zero) & live);
+                            check += live == NV_LANES ? y[q][k] * zero : nv_first(y[q][k] * zero, live);
                 }
                 if (j->relu)        /* y < 0 -> 0; NaN (never < 0) stays NaN */
                     for (int q = 0; q < out_rows; q++)
-                        for (int k = 0; k < 2; k++)
-                            y[q][k] = (dw_vec)((wg_ivec)y[q][k] & ~(y[q][k] < zero));
+                        for (int k = 0; k < 2; k++) y[q][k] = nv_relu(y[q][k]);
                 int64_t cols = wo - 2 * tx;         /* outputs left in the row from 2 tx */
                 for (int q = 0; q < out_rows && (j->kh == 3 ? 2 * ty : ty) + q < ho; q++) {
-                    dw_vec lo = DW_SHUFFLE(y[q][0], y[q][1], 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
-                    dw_vec hi = DW_SHUFFLE(y[q][0], y[q][1], 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
+                    nv_vec lo = nv_zip(y[q][0], y[q][1], 0), hi = nv_zip(y[q][0], y[q][1], 1);
                     float *row = out + q * wo + 2 * tx;
-                    wg_store_part(row, lo, cols);
-                    if (cols > 16) wg_store_part(row + 16, hi, cols - 16);
+                    nv_store_part(row, lo, cols);
+                    if (cols > NV_LANES) nv_store_part(row + NV_LANES, hi, cols - NV_LANES);
                 }
             }
         }
     }
-    for (int i = 0; i < 16; i++)
+    for (int i = 0; i < NV_LANES; i++)
         if (check[i] != 0.0f) return 0;
     return 1;
 }
@@ -406,7 +373,9 @@ static void winograd_phases(wg_job *j, int threads) {
 /* Tiles per unit: the unit's V and M (16 x (C + O) floats a tile) within about 1.5 MB, at
  * least 32 tiles (the products' columns) and at most 512. */
 static int64_t unit_tiles(int64_t c, int64_t o, int np) {
-    int64_t t = (3 * 512 * 1024) / (4 * np * (c + o));
+    const char *env = getenv("DLVM_WG_KB");
+    int64_t kb = env && *env ? atoi(env) : 1536;
+    int64_t t = (kb * 1024) / (4 * np * (c + o));
     return t < 32 ? 32 : t > 512 ? 512 : t;
 }
 
