@@ -105,20 +105,22 @@ def test_conv2d_epilogue_declines_on_a_gpu_and_runs_on_the_cpu():
 
 
 def small_conv(n: int, c: int, hw: int, o: int, k: int, stride: int, pads: list[int],
-               dilation: int, epilogue: bool):
+               dilation: int, epilogue: bool, magnitudes: bool = False):
     """One f32 conv2d (with a per-channel bias operand and relu when `epilogue`) of a small
-    CNN's size: the layers the definition used to run (np.pad and a patch matrix per call)."""
+    CNN's size: the layers the definition used to run (np.pad and a patch matrix per call).
+    `magnitudes`: the weights, bias and input made absolute (the sums' error bound)."""
     rng = np.random.default_rng(n * 1000 + c * 100 + o * 10 + k)
+    sign = np.abs if magnitudes else (lambda v: v)
     mb = ModuleBuilder("small_conv")
-    w = mb.constant("w", rng.standard_normal((o, c, k, k)).astype(np.float32))
-    extra = [mb.constant("b", rng.standard_normal(o).astype(np.float32))] if epilogue else []
+    w = mb.constant("w", sign(rng.standard_normal((o, c, k, k)).astype(np.float32)))
+    extra = [mb.constant("b", sign(rng.standard_normal(o).astype(np.float32)))] if epilogue else []
     ho = (hw + pads[0] + pads[2] - dilation * (k - 1) - 1) // stride + 1
     wo = (hw + pads[1] + pads[3] - dilation * (k - 1) - 1) // stride + 1
     f = mb.function("main", [("x", f"f32[{n}, {c}, {hw}, {hw}]")], [f"f32[{n}, {o}, {ho}, {wo}]"])
     (x,) = f.args()
     y = f.conv2d(x, w, *extra, strides=[stride, stride], pads=pads, dilations=[dilation, dilation])
     f.ret(f.relu(y) if epilogue else y)
-    return mb.finish(), [rng.standard_normal((n, c, hw, hw)).astype(np.float32)]
+    return mb.finish(), [sign(rng.standard_normal((n, c, hw, hw)).astype(np.float32))]
 
 
 @pytest.mark.parametrize("n,c,hw,o,k,stride,pads,dilation,epilogue", [
@@ -143,8 +145,21 @@ def test_small_conv2d_runs_on_the_kernel(jit, monkeypatch, n, c, hw, o, k, strid
     plain = conv.ConvPlan.run
     monkeypatch.setattr(conv.ConvPlan, "run", lambda self, *a, **kw: runs.append(1) or plain(self, *a, **kw))
     m, args = small_conv(n, c, hw, o, k, stride, pads, dilation, epilogue)
-    compare(jit, m, args)
+    got, runners = run_with_jit(m, "main", args, jit)
+    for r in runners:
+        assert r.compiled_calls == 1, r.describe()
     assert runs, "the convolution ran its definition, not the JIT's kernel"
+    # a product's bound in any order of its sums (specs/tolerances.md): gamma_K (|w| * |x|),
+    # for each of the two results (the GEMM's blocking depends on the CPU's vector width: AVX2's
+    # and AVX-512's orders differ, and an output that cancels to 0.04 of its terms' magnitude
+    # differs by more than the `programs` row)
+    terms = c * k * k + (1 if epilogue else 0)
+    gamma = terms * 2.0 ** -24 / (1 - terms * 2.0 ** -24)
+    (want,) = reference_run(m, "main", args)
+    (mags,) = reference_run(small_conv(n, c, hw, o, k, stride, pads, dilation, epilogue, True)[0],
+                            "main", [np.abs(args[0])])
+    bad = np.abs(got[0].astype(np.float64) - want) > 2 * gamma * mags
+    assert not bad.any(), f"{int(bad.sum())} of {bad.size} outside the bound"
 
 
 def test_tiny_1x1_conv2d_keeps_the_definition():

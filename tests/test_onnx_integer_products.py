@@ -8,6 +8,7 @@ import pytest
 
 onnx = pytest.importorskip("onnx")
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+from ort_integer import integer_products_saturate  # noqa: E402
 
 import dlvmrt  # noqa: E402
 from assembler import disassemble  # noqa: E402
@@ -141,7 +142,11 @@ def _requantized(acc: np.ndarray, scale: float, zp: int) -> np.ndarray:
 
 
 def _one_step_from_onnxruntime(ort, model: bytes, feeds: dict, y: np.ndarray) -> None:
-    # onnxruntime requantizes in f32: a product on a rounding tie may land one step apart
+    # onnxruntime requantizes in f32: a product on a rounding tie may land one step apart. Its
+    # u8 x s8 products saturate on CPUs without VNNI (tests/ort_integer.py): there the exact
+    # reference the callers compared with first is the only one
+    if integer_products_saturate():
+        return
     got = ort.InferenceSession(model, providers=["CPUExecutionProvider"]).run(None, feeds)[0]
     assert np.abs(got.astype(np.int64) - y).max() <= 1
 

@@ -24,6 +24,7 @@ torch = pytest.importorskip("torch")
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench"))
 import zoo_models as zm  # noqa: E402
+from ort_integer import integer_products_saturate, with_exact_integer_products  # noqa: E402
 from zoo_more import MORE as _MORE  # noqa: E402
 from zoo_probe import PROBE  # noqa: E402
 from zoo_probe2 import PROBE2  # noqa: E402
@@ -152,7 +153,10 @@ def test_matches_onnxruntime(name, exporter):
     options = ort.SessionOptions()
     if name in AS_WRITTEN:
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    sess = ort.InferenceSession(onnx_bytes, options, providers=["CPUExecutionProvider"],
+    # (onnxruntime's own integer products saturate on CPUs without VNNI: tests/ort_integer.py)
+    ort_bytes = (with_exact_integer_products(onnx_bytes)
+                 if b"MatMulInteger" in onnx_bytes and integer_products_saturate() else onnx_bytes)
+    sess = ort.InferenceSession(ort_bytes, options, providers=["CPUExecutionProvider"],
                                 disabled_optimizers=ORT_DISABLED_OPTIMIZERS.get(name, []))
     for batch in (1, 3):
         feeds = MORE[name].inputs(batch, seed=batch)
