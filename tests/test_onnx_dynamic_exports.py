@@ -331,3 +331,55 @@ def test_partly_run_time_shapes_keep_the_known_entries(op):
     assert str(import_onnx(model).functions["main"].results[0]) == "f32[?, 32]"
     x = np.array([0, 1, 0, 2, 3], np.float32)
     _check(model, [x, np.zeros(5, np.float32)])
+
+
+def test_a_learned_state_expanded_over_the_batch():
+    # h0.expand(-1, B, -1): the TorchScript exporter turns the -1s into 1s by
+    # Where(Equal(shape, -1), 1, shape); decided on the shape's entries, the RNN's initial
+    # state keeps the batch's name (it was refused: "states of type f32[?, 16] need a static
+    # or named batch size")
+    class Tagger(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.rnn = nn.RNN(8, 16, batch_first=True)
+            self.h0 = nn.Parameter(torch.randn(1, 1, 16))
+
+        def forward(self, x):
+            return self.rnn(x, self.h0.expand(-1, x.shape[0], -1).contiguous())[0]
+    torch.manual_seed(0)
+    model = _torchscript(Tagger(), _rand(2, 5, 8), {0: "batch"})
+    assert str(import_onnx(model).functions["main"].results[0]) == "f32[batch, 5, 16]"
+    _check(model, [_rand(1, 5, 8), _rand(3, 5, 8)])
+
+
+def test_bucketized_features_flattened():
+    # torch.bucketize exports as Greater(x, Expand(bounds, Where(Equal(s, -1), 1, s))) with s
+    # = Concat([7], Shape(x)), summed over the bounds: the Expand keeps [7, batch, 12], so the
+    # embeddings' flatten knows its sizes (it was refused: "both sides of the flatten have sizes
+    # unknown at import")
+    class Buckets(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("bounds", torch.linspace(-1.5, 1.5, 7))
+            self.emb = nn.Embedding(8, 4)
+
+        def forward(self, x):
+            return self.emb(torch.bucketize(x, self.bounds)).flatten(1)
+    torch.manual_seed(0)
+    model = _torchscript(Buckets(), _rand(2, 12), {0: "batch"})
+    _check(model, [_rand(1, 12), _rand(3, 12) * 2])
+
+
+def test_equal_of_a_shape_is_decided_only_where_it_can_be():
+    # a dim is never -1, but it may be 0 or 1: Equal(shape, 1) stays a run-time comparison
+    from onnx import helper
+    nodes = [helper.make_node("Shape", ["x"], ["s"]),
+             helper.make_node("Equal", ["s", "one"], ["is_one"]),
+             helper.make_node("Where", ["is_one", "two", "s"], ["t"]),
+             helper.make_node("Expand", ["x", "t"], ["y"])]
+    model = _graph(nodes, [("x", ["n", 3])], "y", [_ints("one", [1]), _ints("two", [2])])
+    vm = dlvmrt.VM(import_onnx(model))
+    sess = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
+    for n in (1, 4):
+        x = np.arange(n * 3, dtype=np.float32).reshape(n, 3)
+        np.testing.assert_array_equal(vm.run("main", x)[0], sess.run(None, {"x": x})[0])

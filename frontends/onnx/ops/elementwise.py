@@ -44,20 +44,60 @@ def binary(ctx: NodeCtx) -> list[Value]:
     out = ctx.e.emit(op, [a, b], ctx.node.output[0])
     if op in ("add", "sub", "mul", "div") and (a.sym is not None or b.sym is not None):
         out = _shape_arithmetic(ctx, op, a, b, out)
+    elif op == "eq" and (a.sym is not None or b.sym is not None):
+        out = _shape_equal(ctx, a, b, out)
     return [out]
+
+
+def _entries(v: Value) -> list | None:
+    """A shape vector's entries (sizes, names, expressions), or a small integer constant's"""
+    if v.sym is not None:
+        return list(v.sym)
+    if v.const is not None and v.dtype.is_int and v.const.size <= 8:
+        return [int(x) for x in v.const.reshape(-1)]
+    return None
+
+
+def _broadcast_entries(ea: list, eb: list) -> tuple[list, list] | None:
+    n = max(len(ea), len(eb))
+    if len(ea) not in (1, n) or len(eb) not in (1, n):
+        return None
+    return ea * (n // len(ea)), eb * (n // len(eb))
+
+
+def _shape_equal(ctx: NodeCtx, a: Value, b: Value, out: Value) -> Value:
+    """Equal of a shape vector and constants, decided where it can be: a size against a size,
+    and a dim (never negative) against a negative number. The TorchScript exporter writes
+    expand(-1, B, -1) and bucketize's broadcast as Where(Equal(shape, -1), 1, shape): decided,
+    the Where keeps the shape's names and the Expand its batch."""
+    ea, eb = _entries(a), _entries(b)
+    pair = _broadcast_entries(ea, eb) if ea is not None and eb is not None else None
+    if pair is None or out.rank > 1 or not all(isinstance(d, int) for d in out.shape):
+        return out
+    derived = ctx.e.derived
+
+    def nonnegative(d) -> bool:
+        expr = derived.expr(d) if d is not None else None
+        return expr is not None and all(c > 0 for _, c in expr.terms)
+
+    res = []
+    for x, y in zip(*pair):
+        if isinstance(x, int) and isinstance(y, int):
+            res.append(x == y)
+        elif isinstance(y, int) and y < 0 and nonnegative(x) or \
+                isinstance(x, int) and x < 0 and nonnegative(y):
+            res.append(False)
+        else:
+            return out
+    from ..values import known
+    return known(np.array(res, dtype=bool).reshape(out.shape))
 
 
 def _shape_arithmetic(ctx: NodeCtx, op: str, a: Value, b: Value, out: Value) -> Value:
     """Integer arithmetic on shape values (batch * heads, seq - 1) keeps their entries as
     expressions of the named dims, so the reshape they feed keeps its names."""
     from .shape import sym_value
-
-    def entries(v: Value) -> list | None:
-        if v.sym is not None:
-            return list(v.sym)
-        if v.const is not None and v.dtype.is_int and v.const.size <= 8:
-            return [int(x) for x in v.const.reshape(-1)]
-        return None
+    entries = _entries
     ea, eb = entries(a), entries(b)
     if ea is None or eb is None or out.rank > 1 or not out.dtype.is_int or \
             not all(isinstance(d, int) for d in out.shape):
@@ -113,7 +153,20 @@ def mod(ctx: NodeCtx) -> list[Value]:
 
 @onnx_op("Where")
 def where_(ctx: NodeCtx) -> list[Value]:
-    return [where(ctx.e, ctx.req(0), ctx.req(1), ctx.req(2))]
+    c, a, b = ctx.req(0), ctx.req(1), ctx.req(2)
+    out = where(ctx.e, c, a, b)
+    if c.const is not None and c.const.size <= 8 and (a.sym is not None or b.sym is not None):
+        # a decided condition over shape vectors (see _shape_equal): the entries it picks
+        from .shape import sym_value
+        ea, eb = _entries(a), _entries(b)
+        pair = _broadcast_entries(ea, eb) if ea is not None and eb is not None else None
+        conds = [bool(v) for v in c.const.reshape(-1)]
+        if pair is not None and out.rank <= 1 and len(conds) in (1, len(pair[0])) and \
+                all(isinstance(d, int) for d in out.shape) and int(np.prod(out.shape)) == len(pair[0]):
+            conds = conds * (len(pair[0]) // len(conds))
+            out = sym_value(ctx.e, [x if k else y for k, x, y in zip(conds, *pair)], out,
+                            out.dtype, shape=out.shape)
+    return [out]
 
 
 def _cast_to(ctx: NodeCtx, x: Value, to) -> Value:
