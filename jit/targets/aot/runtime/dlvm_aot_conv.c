@@ -101,8 +101,8 @@ typedef struct {
 
 /* dst[c] = src[2 * c] for c < n: a stride-2 convolution's column phase. With AVX-512, 16 per
  * step from two masked loads and one permute (the loads read no element past src[2n - 2]: the
- * source may be a caller's array); the scalar strided copy was a fifth of EfficientNet's
- * depthwise convolutions. */
+ * source may be a caller's array), else a vector at a time from two whole loads; the scalar
+ * strided copy was a fifth of EfficientNet's depthwise convolutions. */
 static void take_even(float *restrict dst, const float *restrict src, int64_t n) {
     int64_t c = 0;
 #ifdef __AVX512F__
@@ -117,6 +117,10 @@ static void take_even(float *restrict dst, const float *restrict src, int64_t n)
         _mm512_mask_storeu_ps(dst + c, (__mmask16)((1u << m) - 1),
                               _mm512_permutex2var_ps(a, even, b));
     }
+#else
+    /* two whole vectors and one shuffle while they end before src[2n - 2] */
+    for (; c + NV_LANES < n; c += NV_LANES)
+        nv_store(dst + c, nv_even(nv_load(src + 2 * c), nv_load(src + 2 * c + NV_LANES)));
 #endif
     for (; c < n; c++) dst[c] = src[2 * c];
 }
