@@ -204,6 +204,7 @@ def test_ray_predictor_on_a_dataset(ray_local):
 
 
 @pytest.mark.ray
+@pytest.mark.slow       # 33 s: CI's time
 def test_a_killed_worker_loses_and_duplicates_nothing(ray_local, tmp_path):
     prog = tmp_path / "slow.dlasm"
     prog.write_text(SLOW)

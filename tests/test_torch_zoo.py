@@ -31,12 +31,14 @@ from frontends.torch import import_torch  # noqa: E402
 
 EVERY = {**zm.ZOO, **MORE, **PROBE, **PROBE2, **PROBE3, **PROBE4, **PROBE5, **PROBE6, **PROBE7,
          **PROBE8}
-# the latest probes' exports run with the slow tests (CI's time); the ONNX path checks them
+# the exports in the default run: the zoo and one or two models per kind (BACKEND_FAST); the rest
+# (1-40 s each) run with the slow tests, as CI's time asks, and the ONNX path checks them
 LATE = set(PROBE6) | set(PROBE7) | set(PROBE8)
 RTOL, ATOL = 1e-3, 1e-4
 # the backend's cases in the default run, one or two per kind (the rest run with the slow tests)
 BACKEND_FAST = {"small_cnn", "lstm", "encoder_small_post", "mixer", "style", "bigru", "llama_block",
                 "swin_block", "gat", "seq2seq_attn", "perceiver", "unet3d"}
+EXPORT_FAST = (set(zm.ZOO) | BACKEND_FAST) - LATE
 
 
 def _build(name):
@@ -59,7 +61,7 @@ def _close(got, want):
         np.testing.assert_allclose(np.asarray(g), w.detach().numpy(), rtol=RTOL, atol=ATOL)
 
 
-@pytest.mark.parametrize("name", [pytest.param(n, marks=[pytest.mark.slow] if n in LATE else [])
+@pytest.mark.parametrize("name", [pytest.param(n, marks=[] if n in EXPORT_FAST else [pytest.mark.slow])
                                   for n in EVERY])
 def test_export_dynamic_batch_matches_eager(name):
     model, net = _build(name)
