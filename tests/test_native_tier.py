@@ -786,6 +786,7 @@ def test_threads_share_a_library_that_calls_the_vm():
     assert not errors, errors[0]
 
 
+@pytest.mark.slow       # 17 s: CI's time
 def test_one_core_for_two_threads_gives_the_same_results(tmp_path):
     # two threads on one core: the pool's workers wait for the core the caller holds, and the
     # pool may run its jobs on the caller alone (pool_solo_jobs counts them); results stay
