@@ -165,32 +165,26 @@ static inline nv_vec nv_relu(nv_vec y) { return (nv_vec)((nv_ivec)y & ~(y < nv_s
 #define NV_SHUFFLE(a, b, ...) __builtin_shuffle(a, b, (nv_ivec){__VA_ARGS__})
 #endif
 
-/* the even (odd) elements of a then of b: a stride-2 row's phases, NV_LANES from 2 NV_LANES */
-static inline nv_vec nv_even(nv_vec a, nv_vec b) {
+/* the even (odd = 0) or odd elements of a then of b: a stride-2 row's phases, NV_LANES from
+ * 2 NV_LANES */
+static inline nv_vec nv_phase(nv_vec a, nv_vec b, int odd) {
 #if NV_LANES == 8 && defined(__AVX2__)
-    return (nv_vec)_mm256_castpd_ps(_mm256_permute4x64_pd(
-        _mm256_castps_pd(_mm256_shuffle_ps((__m256)a, (__m256)b, 0x88)), 0xD8));
+    __m256 picked = odd ? _mm256_shuffle_ps((__m256)a, (__m256)b, 0xDD)
+                        : _mm256_shuffle_ps((__m256)a, (__m256)b, 0x88);    /* in 128-bit lanes */
+    return (nv_vec)_mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(picked), 0xD8));
 #elif NV_LANES == 16
-    return NV_SHUFFLE(a, b, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    return odd ? NV_SHUFFLE(a, b, 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31)
+               : NV_SHUFFLE(a, b, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
 #elif NV_LANES == 8
-    return NV_SHUFFLE(a, b, 0, 2, 4, 6, 8, 10, 12, 14);
+    return odd ? NV_SHUFFLE(a, b, 1, 3, 5, 7, 9, 11, 13, 15) : NV_SHUFFLE(a, b, 0, 2, 4, 6, 8, 10, 12, 14);
 #else
-    return NV_SHUFFLE(a, b, 0, 2, 4, 6);
+    return odd ? NV_SHUFFLE(a, b, 1, 3, 5, 7) : NV_SHUFFLE(a, b, 0, 2, 4, 6);
 #endif
 }
 
-static inline nv_vec nv_odd(nv_vec a, nv_vec b) {
-#if NV_LANES == 8 && defined(__AVX2__)
-    return (nv_vec)_mm256_castpd_ps(_mm256_permute4x64_pd(
-        _mm256_castps_pd(_mm256_shuffle_ps((__m256)a, (__m256)b, 0xDD)), 0xD8));
-#elif NV_LANES == 16
-    return NV_SHUFFLE(a, b, 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
-#elif NV_LANES == 8
-    return NV_SHUFFLE(a, b, 1, 3, 5, 7, 9, 11, 13, 15);
-#else
-    return NV_SHUFFLE(a, b, 1, 3, 5, 7);
-#endif
-}
+static inline nv_vec nv_even(nv_vec a, nv_vec b) { return nv_phase(a, b, 0); }
+
+static inline nv_vec nv_odd(nv_vec a, nv_vec b) { return nv_phase(a, b, 1); }
 
 /* a[0] b[0] a[1] b[1] ... from the first (high = 0) or last half of each */
 static inline nv_vec nv_zip(nv_vec a, nv_vec b, int high) {
