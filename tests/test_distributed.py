@@ -229,7 +229,7 @@ def test_a_killed_worker_loses_and_duplicates_nothing(ray_local, tmp_path):
 
 
 @pytest.mark.ray
-@pytest.mark.parametrize("opt", ["sgd", "adam"])
+@pytest.mark.parametrize("opt", ["sgd", pytest.param("adam", marks=pytest.mark.slow)])  # CI's time
 def test_data_parallel_training_equals_one_process(ray_local, opt):
     pytest.importorskip("torch")
     import sys as _sys

@@ -131,7 +131,8 @@ def test_transformers_model_dynamic_batch(name):
             close(got, m(x))
 
 
-@pytest.mark.parametrize("name", ["bert", "gpt2", "t5"])
+@pytest.mark.parametrize("name", ["bert", pytest.param("gpt2", marks=pytest.mark.slow),
+                                  pytest.param("t5", marks=pytest.mark.slow)])   # (CI's time)
 def test_transformers_model_compile_backend(name, monkeypatch):
     from frontends.torch.backend import dlvm_backend
     monkeypatch.setenv("DLVM_TORCH_STRICT", "1")      # no silent fallback to torch
