@@ -31,15 +31,14 @@ from frontends.torch import import_torch  # noqa: E402
 
 EVERY = {**zm.ZOO, **MORE, **PROBE, **PROBE2, **PROBE3, **PROBE4, **PROBE5, **PROBE6, **PROBE7,
          **PROBE8}
-# the exports in the default run: the zoo's (the backend's cases below add one or two models per
-# kind); the rest (1-40 s each) run with the slow tests, as CI's time asks, and the ONNX path
-# checks them
-LATE = set(PROBE6) | set(PROBE7) | set(PROBE8)
 RTOL, ATOL = 1e-3, 1e-4
 # the backend's cases in the default run, one or two per kind (the rest run with the slow tests)
 BACKEND_FAST = {"small_cnn", "lstm", "encoder_small_post", "mixer", "style", "bigru", "llama_block",
                 "swin_block", "gat", "seq2seq_attn", "perceiver", "unet3d"}
-EXPORT_FAST = set(zm.ZOO) - LATE
+# the exports in the default run: one zoo model per kind (the backend's cases above add more);
+# the rest (1-40 s each) run with the slow tests, as CI's time asks, and the ONNX path checks
+# them
+EXPORT_FAST = {"small_cnn", "resnet18", "mobilenet", "mlp", "lstm", "encoder_small_post", "vit"}
 
 
 def _build(name):
