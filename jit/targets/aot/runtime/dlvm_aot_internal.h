@@ -251,19 +251,13 @@ typedef int32_t dw_idx __attribute__((vector_size(64)));
  * the depthwise convolutions' transposes were 4720 instructions, most of them scalar moves):
  * the transposes below go by 8 x 8 tiles of AVX registers. */
 #define DW_HALVES 1
-/* (memcpy of a half is a register to the compiler; a union, a vector subscript or a
- * length-changing shuffle went through the stack element by element) */
+/* (a memcpy into a half stays in a register; a union, a vector subscript or a length-changing
+ * shuffle went through the stack element by element) */
 static inline dw_vec dw_join(__m256 lo, __m256 hi) {
     dw_vec v;
     memcpy(&v, &lo, 32);
     memcpy((char *)&v + 32, &hi, 32);
     return v;
-}
-
-static inline __m256 dw_half(dw_vec v, int i) {
-    __m256 h;
-    memcpy(&h, (char *)&v + 32 * i, 32);
-    return h;
 }
 
 #endif
