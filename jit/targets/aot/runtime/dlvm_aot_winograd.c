@@ -373,9 +373,7 @@ static void winograd_phases(wg_job *j, int threads) {
 /* Tiles per unit: the unit's V and M (16 x (C + O) floats a tile) within about 1.5 MB, at
  * least 32 tiles (the products' columns) and at most 512. */
 static int64_t unit_tiles(int64_t c, int64_t o, int np) {
-    const char *env = getenv("DLVM_WG_KB");
-    int64_t kb = env && *env ? atoi(env) : 1536;
-    int64_t t = (kb * 1024) / (4 * np * (c + o));
+    int64_t t = (3 * 512 * 1024) / (4 * np * (c + o));
     return t < 32 ? 32 : t > 512 ? 512 : t;
 }
 
