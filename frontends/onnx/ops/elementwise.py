@@ -97,17 +97,15 @@ def _shape_arithmetic(ctx: NodeCtx, op: str, a: Value, b: Value, out: Value) -> 
     """Integer arithmetic on shape values (batch * heads, seq - 1) keeps their entries as
     expressions of the named dims, so the reshape they feed keeps its names."""
     from .shape import sym_value
-    entries = _entries
-    ea, eb = entries(a), entries(b)
+    ea, eb = _entries(a), _entries(b)
     if ea is None or eb is None or out.rank > 1 or not out.dtype.is_int or \
             not all(isinstance(d, int) for d in out.shape):
         return out
-    n = max(len(ea), len(eb))
-    if len(ea) not in (1, n) or len(eb) not in (1, n):
+    pair = _broadcast_entries(ea, eb)
+    if pair is None:
         return out
-    ea, eb = ea * (n // len(ea)), eb * (n // len(eb))
     derived = ctx.e.derived
-    res = [combine(derived, op, x, y) for x, y in zip(ea, eb)]
+    res = [combine(derived, op, x, y) for x, y in zip(*pair)]
     return sym_value(ctx.e, res, out, out.dtype, shape=out.shape)
 
 
