@@ -1492,6 +1492,36 @@ def test_resize_in_one_pass(tmp_path):
         compile_library(assembler.parse(named), tmp_path / "named")
 
 
+def test_resize_rows_of_every_width(tmp_path):
+    # the row pass's vector forms: rows under 8, 16 and 32 columns and wider ones, up- and
+    # downsampled, whose every 8 output columns read one window of 16 inputs (the AVX2 form's
+    # permutes, the window moved back from the row's end) or more than one (a 4x downsampling's:
+    # element by element)
+    cases = [(w, f, mode) for w in (1, 3, 8, 13, 16, 19, 24, 33, 70)
+             for f, mode in ((2.0, "linear"), (1.5, "cubic"), (3.0, "nearest"), (0.75, "linear"),
+                             (0.25, "cubic"))]
+    sigs, body, outs = [], [], []
+    for i, (w, f, mode) in enumerate(cases):
+        o = int(np.floor(w * f))
+        if o < 1:
+            continue
+        sigs.append((f"%x{i}: f32[N, 2, {w}]", f"f32[N, 2, {o}]"))
+        body.append(f'  %y{i} = resize %x{i}, @f{i} {{axes = [2], mode = "{mode}"}}\n')
+        outs.append(f"%y{i}")
+    consts = "".join(f"const @f{i} : f32[1] = [{f}]\n" for i, (w, f, mode) in enumerate(cases))
+    module = assembler.parse(
+        f"module rw\n{consts}func @main({', '.join(a for a, _ in sigs)}) -> "
+        f"({', '.join(r for _, r in sigs)}) {{\nentry:\n{''.join(body)}  ret {', '.join(outs)}\n}}\n")
+    compile_library(module, tmp_path)
+    lib, vm = aot.load(tmp_path), dlvmrt.VM(module, jit="off")
+    assert not lib.manifest.get("vm_instructions")
+    rng = np.random.default_rng(5)
+    for n in (1, 3):
+        args = [rng.standard_normal((n, 2, int(a.split("2, ")[1].rstrip("]")))).astype(np.float32)
+                for a, _ in sigs]
+        close(lib.run("main", *args), vm.run("main", *args), 1e-5)
+
+
 @pytest.mark.parametrize("nd, x_dtype, grid_dtype", [(1, "f64", "f32"), (2, "f32", "f32"),
                                                      (2, "f32", "f64"), (3, "f32", "f32")])
 def test_grid_sample_in_the_library(tmp_path, nd, x_dtype, grid_dtype):

@@ -1510,6 +1510,10 @@ typedef struct {
     int failed;
 } resample_job;
 
+#if defined(__AVX2__) && !defined(__AVX512F__)
+#define RESAMPLE_WINDOWS
+#endif
+
 static void resample_task(void *arg, int64_t lo, int64_t hi, int64_t part) {
     (void)part;
     resample_job *j = arg;
@@ -1522,7 +1526,26 @@ static void resample_task(void *arg, int64_t lo, int64_t hi, int64_t part) {
 #else
     int shuffle = 0;
 #endif
+#ifdef RESAMPLE_WINDOWS
+    /* every 8 output columns take their taps from one window of 16 input columns (an
+     * upsampling's, or a downsampling's by under 2x): two loads and, per tap, two permutes and
+     * a blend (no gather instruction: Zen 3's ran at the scalar loop's one element a cycle) */
+    int64_t nw = (o1 + 7) / 8;
+    int windows = 1;
+    for (int64_t v = 0; v < nw && windows; v++) {
+        int64_t lo_at = n1, hi_at = 0;
+        for (int64_t k = 0; k < k1; k++)
+            for (int64_t c = v * 8; c < o1 && c < v * 8 + 8; c++) {
+                int64_t at = j->i1[k * o1 + c];
+                lo_at = at < lo_at ? at : lo_at;
+                hi_at = at > hi_at ? at : hi_at;
+            }
+        windows = hi_at - lo_at < 16;
+    }
+    size_t bytes = (size_t)(n1 + 16) * 4 + (windows ? (size_t)(nw + 2 * k1 * nw * 8) * 4 : 0) + 64;
+#else
     size_t bytes = (size_t)(n1 + 16) * 4 + (shuffle ? (size_t)(2 * k1 * nv) * 64 : 0) + 64;
+#endif
     float *tmp = buffer_alloc(&bytes);
     if (!tmp) {
         __atomic_store_n(&j->failed, 1, __ATOMIC_RELAXED);
@@ -1542,6 +1565,38 @@ static void resample_task(void *arg, int64_t lo, int64_t hi, int64_t part) {
                     wts[k * nv + v][l] = c < o1 ? j->w1[k * o1 + c] : 0.0f;
                 }
     }
+#endif
+#ifdef RESAMPLE_WINDOWS
+    /* per window: its first column (within the row: a window ending past it starts earlier,
+     * its taps' offsets still under 16), then each tap's offsets and weights, 8 columns each */
+    int32_t *base = NULL, *offs = NULL;
+    float *wts8 = NULL;
+    if (windows) {
+        base = (int32_t *)(tmp + n1 + 16);
+        offs = base + nw;
+        wts8 = (float *)(offs + k1 * nw * 8);
+        for (int64_t v = 0; v < nw; v++) {
+            int64_t lo_at = n1;
+            for (int64_t k = 0; k < k1; k++)
+                for (int64_t c = v * 8; c < o1 && c < v * 8 + 8; c++)
+                    lo_at = j->i1[k * o1 + c] < lo_at ? j->i1[k * o1 + c] : lo_at;
+            if (n1 < 16) lo_at = 0;
+            else if (lo_at > n1 - 16) lo_at = n1 - 16;
+            base[v] = (int32_t)lo_at;
+            for (int64_t k = 0; k < k1; k++)
+                for (int64_t l = 0; l < 8; l++) {
+                    int64_t c = v * 8 + l;
+                    offs[(k * nw + v) * 8 + l] = c < o1 ? (int32_t)(j->i1[k * o1 + c] - lo_at) : 0;
+                    wts8[(k * nw + v) * 8 + l] = c < o1 ? j->w1[k * o1 + c] : 0.0f;
+                }
+        }
+    }
+    /* a row under 16 columns: its two registers loaded once, masked (no read past it) */
+    static const int32_t lanes_on[24] = {-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+                                         -1, -1};
+    __m256i row_lo = _mm256_loadu_si256((const __m256i *)(lanes_on + 16 - (n1 < 8 ? n1 : 8)));
+    __m256i row_hi = _mm256_loadu_si256((const __m256i *)(lanes_on + 16 - (n1 < 8 ? 0 : n1 < 16 ? n1 - 8 : 8)));
+    __m256i last = _mm256_loadu_si256((const __m256i *)(lanes_on + 16 - (o1 - (nw - 1) * 8)));
 #endif
     int ones = k1 == 1;         /* nearest: the permuted columns are the results */
     for (int64_t c = 0; c < o1 && ones; c++) ones = j->w1[c] == 1.0f;
@@ -1593,6 +1648,38 @@ static void resample_task(void *arg, int64_t lo, int64_t hi, int64_t part) {
                 __m512 out;
                 memcpy(&out, &acc, sizeof out);
                 _mm512_mask_storeu_ps(yr + v * 16, v + 1 < nv ? 0xFFFF : m_last, out);
+            }
+            continue;
+        }
+#endif
+#ifdef RESAMPLE_WINDOWS
+        if (windows) {
+            __m256 lo = _mm256_setzero_ps(), hi = lo;
+            if (n1 < 16) {
+                lo = _mm256_maskload_ps(src, row_lo);
+                hi = _mm256_maskload_ps(src + 8, row_hi);
+            }
+            for (int64_t v = 0; v < nw; v++) {
+                if (n1 >= 16) {
+                    lo = _mm256_loadu_ps(src + base[v]);
+                    hi = _mm256_loadu_ps(src + base[v] + 8);
+                }
+                __m256 acc = _mm256_setzero_ps();
+                for (int64_t k = 0; k < k1; k++) {
+                    __m256i at = _mm256_loadu_si256((const __m256i *)(offs + (k * nw + v) * 8));
+                    /* offsets 8-15 (bit 3, shifted to the sign) from the second register */
+                    __m256 t = _mm256_blendv_ps(_mm256_permutevar8x32_ps(lo, at),
+                                                _mm256_permutevar8x32_ps(hi, at),
+                                                _mm256_castsi256_ps(_mm256_slli_epi32(at, 28)));
+                    if (ones) {
+                        acc = t;
+                        break;
+                    }
+                    __m256 w = _mm256_loadu_ps(wts8 + (k * nw + v) * 8);
+                    acc = k ? _mm256_add_ps(acc, _mm256_mul_ps(t, w)) : _mm256_mul_ps(t, w);
+                }
+                if (v + 1 < nw) _mm256_storeu_ps(yr + v * 8, acc);
+                else _mm256_maskstore_ps(yr + v * 8, last, acc);
             }
             continue;
         }
