@@ -181,6 +181,7 @@ class _Run:
         self.kept: list = []          # shapes of its values the block keeps (its outputs)
         self.defined: set[str] = set()  # registers its instructions write
         self.reads: set = set()           # what it reads from outside: its inputs
+        self.reduced: list = []       # shapes of its reductions' operands
 
 
 # a native library's region kernel takes at most this many inputs and outputs: its runtime calls
@@ -276,6 +277,23 @@ def _fills(run: _Run, domain: list, ins, row, shape: _Shape, kept: set[str]) -> 
         if reduced is not None and _same_dims(s, reduced):
             continue
         return False
+    return True
+
+
+def _reductions_span(reduced: list, domain: list, inner: int | None) -> bool:
+    """Whether every reduction's operand spans the domain's trailing `inner` axes, which a
+    kernel's inner loops run over: a value broadcast along them (softmax over an axis of size
+    1, times a [.., 1, 40] operand: a product with K = 1 as the pipeline writes it) would have
+    its rows reduced over 40 elements that are not there; the plan declines it at every call
+    (jit/plan.py), and a native library's build failed on it."""
+    if not inner:
+        return True
+    n = len(domain)
+    for shape in reduced:
+        shape = [1] * max(n - len(shape), 0) + list(shape)
+        for d, have in zip(shape[len(shape) - inner:], domain[n - inner:]):
+            if d == 1 and have != 1:
+                return False
     return True
 
 
@@ -405,8 +423,12 @@ def form_regions(module: Module, func_name: str, types: FunctionTypes,
             domain = None
             if shape.fusible:
                 domain = _joined_domain(run.domain if joins else [], _value_shapes(ins, rows[ii]))
+                reduced = run.reduced + ([rows[ii].operands[0].shape]
+                                         if shape.inner is not None else []) if joins else []
                 if joins and (domain is None or
                               not _fills(run, domain, ins, rows[ii], shape, kept) or
+                              not _reductions_span(reduced, domain, shape.inner if
+                                                   shape.inner is not None else run.inner) or
                               _independent_misfit(run, ins, rows[ii]) or
                               _too_many_operands(run, ins, ii, last_read, live_out,
                                                  max_operands)):
@@ -424,6 +446,7 @@ def form_regions(module: Module, func_name: str, types: FunctionTypes,
                 run.heavy |= shape.heavy
                 if shape.inner is not None:
                     run.inner = shape.inner
+                    run.reduced.append(rows[ii].operands[0].shape)
                 if shape.ends:
                     run.closed = True
         close(run)

@@ -85,3 +85,59 @@ def test_and_the_native_library_runs_the_program():
         np.testing.assert_allclose(g, w, rtol=1e-6)
     if vm.native.state == "ready":
         assert vm.native.native_calls == 2, vm.native.status()
+
+
+# attention over one key (a decoder's first step): softmax over an axis of size 1, then the
+# product with the values, K = 1, which the pipeline writes as a broadcast multiply
+ONE_KEY = """module k
+func @main(%a: f32[N, 3, 1, 1], %v: f32[N, 3, 1, 40]) -> f32[N, 3, 1, 40] {
+  %s = softmax %a {axis = 3}
+  %y = mul %s, %v
+  %y = add %y, 1.0
+  ret %y
+}
+"""
+
+
+def test_a_reduction_is_not_fused_with_a_broadcast_along_its_axis():
+    # one kernel's inner loop would run over the 40 values while the softmax has 1
+    m = assembler.assemble(ONE_KEY)
+    regions = form_regions(m, "main", verify_module(m)["main"])
+    assert [(r.start, r.end) for r in regions] == [(0, 1), (1, 3)]
+
+
+def _one_key_args(n: int) -> list[np.ndarray]:
+    rng = np.random.default_rng(n)
+    a = rng.standard_normal((n, 3, 1, 1)).astype(np.float32)
+    a[0, 0, 0, 0] = np.inf                  # softmax over one element: NaN for an infinity
+    return [a, rng.standard_normal((n, 3, 1, 40)).astype(np.float32)]
+
+
+def test_and_the_one_key_attention_runs_compiled_and_native():
+    m = assembler.assemble(ONE_KEY)
+    ref = VM(m, jit="off")
+    jit_vm = VM(m, jit="always", profile=True)
+    native = VM(m, jit="auto", native="always")
+    for n in (1, 4, 4):
+        want = ref.run("main", *_one_key_args(n))
+        for vm in (jit_vm, native):
+            np.testing.assert_allclose(vm.run("main", *_one_key_args(n))[0], want[0], rtol=1e-6)
+    assert "fell back" not in jit_vm.profiler.table(jit_vm)
+    native.wait_compiled()
+    assert native.native.state == "ready", native.native.status()
+
+
+def test_a_region_without_a_plan_is_compiled_instruction_by_instruction(monkeypatch, tmp_path):
+    # a region no shape can take a kernel for (here, the former's check above switched off)
+    # is built one instruction at a time: the library builds, where it failed as a whole
+    import jit.regions
+    from dlvmrt import aot
+    from jit.targets.aot import compile_library
+    monkeypatch.setattr(jit.regions, "_reductions_span", lambda *a: True)
+    m = assembler.assemble(ONE_KEY)
+    assert [(r.start, r.end) for r in form_regions(m, "main", verify_module(m)["main"])] == [(0, 3)]
+    compile_library(m, tmp_path)
+    lib = aot.load(tmp_path)
+    args = _one_key_args(2)
+    np.testing.assert_allclose(lib.run("main", *args)[0], VM(m, jit="off").run("main", *args)[0],
+                               rtol=1e-6)

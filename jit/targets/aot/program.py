@@ -354,12 +354,19 @@ class ProgramCompiler:
                     for t in (row.operands + row.results) if row is not None else []:
                         if t.dtype not in C_TYPES:
                             raise Unsupported(_no_c_type(t.dtype))
-                    if region is not None:
-                        self._region(region, blk.instrs, types[bi], f"{where}, instructions {i}-"
-                                     f"{region.end - 1}")
-                        i = region.end
-                        continue
                     mark, scopes = len(self.w.lines), self._scopes
+                    if region is not None:
+                        try:
+                            self._region(region, blk.instrs, types[bi], f"{where}, instructions "
+                                         f"{i}-{region.end - 1}")
+                            i = region.end
+                            continue
+                        except Decline:
+                            # no shape the region can take has a plan: its instructions one by
+                            # one (the build failed, and the whole program stayed on the VM)
+                            del self.w.lines[mark:]
+                            self._scopes = scopes
+                            regions.pop((bi, i))
                     try:
                         self._instr(bi, i, blk.instrs[i], types[bi][i],
                                     f"{where}, instruction {i} ({blk.instrs[i].op})")
