@@ -1518,13 +1518,11 @@ static void resample_task(void *arg, int64_t lo, int64_t hi, int64_t part) {
     (void)part;
     resample_job *j = arg;
     int64_t n0 = j->n0, o0 = j->o0, n1 = j->n1, o1 = j->o1, k0 = j->k0, k1 = j->k1;
-    int64_t nv = (o1 + 15) / 16;
 #ifdef GATHER_BY_SHUFFLE
     /* rows of at most 32 columns sit in two vector registers: each tap's 16 columns are one
      * two-source permute (as gather_by_shuffle), times that tap's weights */
+    int64_t nv = (o1 + 15) / 16;
     int shuffle = n1 <= 32;
-#else
-    int shuffle = 0;
 #endif
 #ifdef RESAMPLE_WINDOWS
     /* every 8 output columns take their taps from one window of 16 input columns (an
@@ -1543,8 +1541,10 @@ static void resample_task(void *arg, int64_t lo, int64_t hi, int64_t part) {
         windows = hi_at - lo_at < 16;
     }
     size_t bytes = (size_t)(n1 + 16) * 4 + (windows ? (size_t)(nw + 2 * k1 * nw * 8) * 4 : 0) + 64;
-#else
+#elif defined(GATHER_BY_SHUFFLE)
     size_t bytes = (size_t)(n1 + 16) * 4 + (shuffle ? (size_t)(2 * k1 * nv) * 64 : 0) + 64;
+#else
+    size_t bytes = (size_t)(n1 + 16) * 4 + 64;
 #endif
     float *tmp = buffer_alloc(&bytes);
     if (!tmp) {
