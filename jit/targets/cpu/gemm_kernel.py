@@ -119,6 +119,10 @@ class _Builder:
     def _min(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
         return b.select(b.icmp_signed("<", x, y), x, y)
 
+    @staticmethod
+    def _max(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
+        return b.select(b.icmp_signed(">", x, y), x, y)
+
     def _function(self, name: str, args: list[tuple[str, ir.Type]], internal: bool = True,
                   ret: ir.Type | None = None):
         fn = ir.Function(self.mod, ir.FunctionType(ret or ir.VoidType(), [t for _, t in args]), name=name)
@@ -254,9 +258,47 @@ class _Builder:
         float at a time was a tenth of a small CNN's packing)."""
         zeros = ir.Constant(self.vec, [0.0] * self.s.vw)
         for v in range(0, self.s.nr, self.s.vw):
-            keep = self._lanes_below(b, v, width)
-            b.call(self.masked_store, [zeros, self._at(b, row, const(I64, v)), const(I32, 4),
-                                       b.not_(keep)])
+            self._store_lanes(b, zeros, self._at(b, row, const(I64, v)), b.sub(width, const(I64, v)),
+                              low=False)
+
+    def _store_lanes(self, b: ir.IRBuilder, x: ir.Value, at: ir.Value, n: ir.Value,
+                     low: bool = True) -> None:
+        """The first `n` lanes of `x` (`low`; else the lanes from `n` on; n may lie outside
+        [0, VW]) to `at`, in a packing buffer: this thread's, with SLACK floats after it.
+        AVX-512 stores under a mask register. With AVX, LLVM's masked store is VMASKMOVPS,
+        microcoded on AMD's Zen 2 and 3: a 12x12 map's convolution spent a quarter of its time
+        in the packing's tail stores (1.6x onnxruntime's time). There the vector is blended
+        (VBLENDVPS) with what the buffer holds and stored whole: the other lanes are written
+        back unchanged (nothing else writes the buffer meanwhile). The blend's mask is loaded
+        from a table: a mask LLVM can see is boolean turns the blend and store back into a
+        masked store."""
+        vw = self.s.vw
+        if vw != 8:
+            lanes = self._lanes_below(b, 0, n)
+            b.call(self.masked_store, [x, at, const(I32, 4), lanes if low else b.not_(lanes)])
+            return
+        n = self._min(b, self._max(b, n, const(I64, 0)), const(I64, vw))
+        table = self._lane_table()
+        first = b.sub(const(I64, 2 * vw if low else vw), n)
+        mask = b.load(b.gep(table, [const(I64, 0), first], source_etype=table.value_type),
+                      typ=ir.VectorType(I32, vw), align=4)
+        blend = self.mod.globals.get("llvm.x86.avx.blendv.ps.256") or ir.Function(
+            self.mod, ir.FunctionType(self.vec, [self.vec] * 3), name="llvm.x86.avx.blendv.ps.256")
+        old = b.load(at, typ=self.vec, align=4)
+        b.store(b.call(blend, [old, x, b.bitcast(mask, self.vec)]), at, align=4)
+
+    def _lane_table(self) -> ir.GlobalVariable:
+        """VW zeros, VW all-ones, VW zeros (i32): VW lanes from VW - n are n zeros then ones,
+        from 2 VW - n n ones then zeros."""
+        table = self.mod.globals.get("dlvm_gemm_lanes")
+        if table is None:
+            vw = self.s.vw
+            t = ir.ArrayType(I32, 3 * vw)
+            table = ir.GlobalVariable(self.mod, t, name="dlvm_gemm_lanes")
+            table.global_constant = True
+            table.linkage = "internal"
+            table.initializer = ir.Constant(t, [0] * vw + [-1] * vw + [0] * vw)
+        return table
 
     def _splat_i64(self, b: ir.IRBuilder, x: ir.Value) -> ir.Value:
         vw = self.s.vw
@@ -266,8 +308,8 @@ class _Builder:
         return b.shuffle_vector(v, ir.Constant(t, ir.Undefined), zeros)
 
     def _copy_rows(self, b: ir.IRBuilder, kc: ir.Value, koff: ir.Value, xp: ir.Value, start: ir.Value,
-                   to: ir.Value, whole: ir.Value, rem: ir.Value, mask: ir.Value, stride: int) -> None:
-        """Row k of one segment for every k: `whole` vectors, then `rem` floats under `mask`,
+                   to: ir.Value, whole: ir.Value, rem: ir.Value, stride: int) -> None:
+        """Row k of one segment for every k: `whole` vectors, then `rem` floats (_store_lanes),
         from xp + koff[k] + start (every `stride`-th float: 2 takes the even lanes of two
         loads, which may read past the segment; ConvPlan's buffer has slack after it)."""
         vw, nr = self.s.vw, self.s.nr
@@ -290,7 +332,7 @@ class _Builder:
             with b.if_then(b.icmp_signed("!=", rem, const(I64, 0))):
                 off = b.mul(whole, const(I64, vw))
                 x = load(self._at(b, src, b.mul(off, const(I64, stride))))
-                b.call(self.masked_store, [x, self._at(b, row, off), const(I32, 4), mask])
+                self._store_lanes(b, x, self._at(b, row, off), rem)
 
     def _copy_row_groups(self, b: ir.IRBuilder, kc: ir.Value, koff: ir.Value, xp: ir.Value,
                          segments: ir.Value, seg_src: ir.Value, panel: ir.Value, stride: int,
@@ -368,8 +410,6 @@ class _Builder:
             b.store(b.select(next_row, zero, q1), tap_q)
             b.store(b.select(next_c, zero, p1), tap_p)
             b.store(b.select(next_c, b.add(c, one), c), tap_c)
-        ivec = ir.VectorType(I64, vw)
-        lanes = ir.Constant(ivec, list(range(vw)))
         panels = b.sdiv(b.add(nc, const(I64, nr - 1)), const(I64, nr))
         with for_range(b, zero, panels, "q") as q:
             col0 = b.mul(q, const(I64, nr))
@@ -433,16 +473,15 @@ class _Builder:
                 rem = b.sub(ln, b.mul(whole, const(I64, vw)))
                 # the last, partial vector is stored under a mask: a whole-vector store past
                 # the segment's end would overwrite a row or segment already packed
-                mask = b.icmp_signed("<", lanes, self._splat_i64(b, rem))
                 unit = b.icmp_signed("==", sw, one)
                 two = b.icmp_signed("==", sw, const(I64, 2))
                 with b.if_else(b.or_(unit, two)) as (vector, other):
                     with vector:
                         with b.if_else(unit) as (by_one, by_two):
                             with by_one:
-                                self._copy_rows(b, kc, koff, xp, start, to, whole, rem, mask, 1)
+                                self._copy_rows(b, kc, koff, xp, start, to, whole, rem, 1)
                             with by_two:
-                                self._copy_rows(b, kc, koff, xp, start, to, whole, rem, mask, 2)
+                                self._copy_rows(b, kc, koff, xp, start, to, whole, rem, 2)
                     with other:      # other strides: element by element
                         with for_range(b, zero, kc, "ke") as k:
                             tap = b.load(b.gep(koff, [k], source_etype=I64), typ=I64)
