@@ -2,6 +2,7 @@
 products (the implicit GEMM), and onnxruntime, layer by layer.
 
     .venv/bin/python bench/winograd.py [--threads 2] [--batch 1] [--budget 1.0] [--only 56]
+    .venv/bin/python bench/winograd.py --layers 64->64@8,32->32@24     # other shapes
 
 Each layer is a torch.nn Conv2d (no bias) + BatchNorm2d + ReLU exported to ONNX, imported, and
 run on the native tier once it has settled. `$DLVM_WINOGRAD` is set to 1 or 0 around each call
@@ -60,6 +61,8 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=1)
     ap.add_argument("--budget", type=float, default=1.0)
     ap.add_argument("--only", default="", help="run the layers whose name contains this")
+    ap.add_argument("--layers", default="", help="other layers instead: C->O@HW, comma-separated "
+                    "(e.g. 64->64@8,32->32@24)")
     args = ap.parse_args()
     os.environ["DLVM_THREADS"] = str(args.threads)
     torch, ort = optional("torch"), optional("onnxruntime")
@@ -72,7 +75,14 @@ def main() -> None:
     nn = torch.nn
     torch.manual_seed(0)
     rows = []
-    for name, c, o, hw in LAYERS:
+    layers = LAYERS
+    if args.layers:
+        layers = []
+        for spec in args.layers.split(","):
+            chans, hw = spec.split("@")
+            c, o = chans.split("->")
+            layers.append((spec, int(c), int(o), int(hw)))
+    for name, c, o, hw in layers:
         if args.only not in name:
             continue
         net = nn.Sequential(nn.Conv2d(c, o, 3, 1, 1, bias=False), nn.BatchNorm2d(o), nn.ReLU()).eval()

@@ -415,8 +415,19 @@ HIDDEN int winograd_pays(int64_t n, int64_t c, int64_t o, int64_t ho, int64_t wo
      * 1.22-1.28x at 32 x 32 and 32 x 64 (probe17's DarkNet); at 8x8 and 12x12 maps 1.07-2.2x
      * below 128 x 128 channels (0.82-0.95x at 128); 16 and 24 channels 1.1-2.1x on small maps,
      * 0.65-0.93x from 48x48. */
+#if NV_LANES < 16
+    /* Without AVX-512 the direct products' register tiles are half as wide (16 columns, two
+     * AVX vectors) and their packing costs more; Winograd's products keep their width. On Zen 3
+     * (bench/README.md, 1 and 2 threads, batch 1 and 32) Winograd took 0.68-0.95x the direct
+     * time from 64 x 64 channels at 8x8 and 12x12 maps, and at 32 channels from rows of 8 tiles
+     * (0.73-0.95x at 16x16 and 24x24); 32 x 32 and 32 x 64 channels on 8x8 to 12x12 maps went
+     * either way (0.78-1.14x). */
+    if (c >= 32 && o >= 32)
+        return tw >= 8 || c * o >= 64 * 64;
+#else
     if (c >= 32 && o >= 32)
         return tw >= 16 || (tw >= 8 && c * o >= 64 * 64) || c * o >= 128 * 128;
+#endif
     return c >= 16 && o >= 16 && tw >= 24;
 }
 
