@@ -246,7 +246,8 @@ class NativeTier:
 
     def _solo(self) -> str:
         n = self.library.pool_solo_jobs() if self.library is not None else None
-        return f"; {n} parallel jobs ran on one thread (the machine was busy)" if n else ""
+        return (f"; {n} parallel jobs ran on one thread (the pool's workers did not pay for their "
+                f"hand-off: a busy machine, or jobs too small)" if n else "")
 
     def _allocations(self) -> str:
         """The system allocations of the native calls between the last two powers of two (the

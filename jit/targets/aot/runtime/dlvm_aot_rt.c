@@ -505,10 +505,11 @@ static struct {
     int64_t next;
 } pool_job;
 
-static void run_parts(void) {
-    for (;;) {
+/* the job's parts, claimed one by one until none is left; returns how many this thread ran */
+static int64_t run_parts(void) {
+    for (int64_t ran = 0;; ran++) {
         int64_t p = __atomic_fetch_add(&pool_job.next, 1, __ATOMIC_RELAXED);
-        if (p >= pool_job.parts) return;
+        if (p >= pool_job.parts) return ran;
         int64_t lo = pool_job.n * p / pool_job.parts, hi = pool_job.n * (p + 1) / pool_job.parts;
         if (lo < hi) pool_job.task(pool_job.arg, lo, hi, p);
     }
@@ -658,10 +659,13 @@ HIDDEN int dlvm_rt_threads(void) {
  * ours), a thread loses its core in the middle of its part and the others wait for the
  * scheduler to give it back: MobileNet at batch 1 on 2 threads beside one busy process ran 2.1x
  * slower, against 1.2x for onnxruntime, and slower than on one thread. So the caller watches
- * POOL_WINDOW parallel jobs at a time: if it waited for the workers longer than they saved it
- * (with an even split of `parts`, the caller alone would have run its parts' time `parts` times
- * over, so they saved it (parts - 1) times its own time), the next `solo_span` jobs run on the
- * caller alone. (Comparing the wait with the caller's own time alone, right for 2 threads, sent
+ * POOL_WINDOW parallel jobs at a time: if it waited for the workers and handed them the jobs
+ * for longer than they saved it (the parts they ran, each at the caller's own time per part),
+ * the next `solo_span` jobs run on the caller alone. (The parts the caller ran itself count:
+ * on a 2-vCPU VM the worker, asleep between calls and woken as one begins, came too late for
+ * most of a small CNN's jobs at batch 1; the caller ran their parts alone, paying the wake-ups,
+ * and the account, which took every part but the caller's first as the workers', kept the pool:
+ * 87 us a call against 34 us on one thread.) (Comparing the wait with the caller's own time alone, right for 2 threads, sent
  * 16 threads to one whenever the workers' wake-ups took a sixteenth of a job: UNet at batch 32 on
  * 16 cores ran 66 ms, against 9 ms on its 16 threads and 85 ms on one.) Then the pool is tried again; each failed try
  * doubles the span (up to POOL_SOLO_MAX), a good one resets it. All of it under pool_busy (one
@@ -670,7 +674,7 @@ HIDDEN int dlvm_rt_threads(void) {
 #define POOL_WINDOW 32
 #define POOL_SOLO_MIN 256
 #define POOL_SOLO_MAX 16384
-static double pool_win_busy, pool_win_wait;
+static double pool_win_gain;
 static int pool_win_jobs;
 static long pool_solo_span = POOL_SOLO_MIN;
 static int64_t pool_solo_jobs;       /* jobs run alone for this reason ({name}_pool_solo_jobs) */
@@ -692,17 +696,21 @@ static int pool_solo_forced(void) {
     return f;
 }
 
-static void pool_account(double busy, double wait, int64_t parts) {
-    pool_win_busy += busy * (double)(parts - 1);   /* what the workers saved the caller */
-    pool_win_wait += wait;
+/* One job's account: the caller ran `mine` of its `parts` in `busy` ns, then waited `wait` for
+ * the workers, after `handoff` ns of handing the job over (the lock, waking them). */
+static void pool_account(double handoff, double busy, double wait, int64_t mine, int64_t parts) {
+    /* the caller alone would have run `parts` parts at its own pace; the workers ran the rest
+     * (none of them its own: nothing to compare, the job counts for neither way) */
+    if (mine > 0)
+        pool_win_gain += busy / (double)mine * (double)(parts - mine) - wait - handoff;
     if (++pool_win_jobs < POOL_WINDOW) return;
-    if (pool_win_wait > pool_win_busy) {
+    if (pool_win_gain < 0.0) {
         __atomic_store_n(&pool_solo_left, pool_solo_span, __ATOMIC_RELAXED);
         pool_solo_span = pool_solo_span * 2 > POOL_SOLO_MAX ? POOL_SOLO_MAX : pool_solo_span * 2;
     } else {
         pool_solo_span = POOL_SOLO_MIN;
     }
-    pool_win_busy = pool_win_wait = 0.0;
+    pool_win_gain = 0.0;
     pool_win_jobs = 0;
 }
 
@@ -734,6 +742,7 @@ HIDDEN void dlvm_rt_parallel(dlvm_rt_task task, void *arg, int64_t n, int64_t pa
         return;
     }
     pthread_once(&fork_once, watch_forks);
+    double t_handoff = now_ns();
     pthread_mutex_lock(&pool_lock);
     while (pool_started < threads - 1) {          /* workers start on first use */
         pthread_t t;
@@ -756,13 +765,13 @@ HIDDEN void dlvm_rt_parallel(dlvm_rt_task task, void *arg, int64_t n, int64_t pa
     pthread_cond_broadcast(&pool_wake);
     pthread_mutex_unlock(&pool_lock);
     double t0 = now_ns();
-    run_parts();
+    int64_t mine = run_parts();
     double t1 = now_ns();
     spin_while_int(&pool_active, 1);      /* the usual case: one worker still finishing */
     pthread_mutex_lock(&pool_lock);
     while (pool_active > 0) pthread_cond_wait(&pool_done, &pool_lock);
     pthread_mutex_unlock(&pool_lock);
-    pool_account(t1 - t0, now_ns() - t1, parts);
+    pool_account(t0 - t_handoff, t1 - t0, now_ns() - t1, mine, parts);
     pthread_mutex_unlock(&pool_busy);
 }
 
