@@ -1594,8 +1594,9 @@ static void resample_task(void *arg, int64_t lo, int64_t hi, int64_t part) {
     /* a row under 16 columns: its two registers loaded once, masked (no read past it) */
     static const int32_t lanes_on[24] = {-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
                                          -1, -1};
-    __m256i row_lo = _mm256_loadu_si256((const __m256i *)(lanes_on + 16 - (n1 < 8 ? n1 : 8)));
-    __m256i row_hi = _mm256_loadu_si256((const __m256i *)(lanes_on + 16 - (n1 < 8 ? 0 : n1 < 16 ? n1 - 8 : 8)));
+    int64_t on_lo = n1 < 8 ? n1 : 8, on_hi = n1 < 8 ? 0 : n1 < 16 ? n1 - 8 : 8;
+    __m256i row_lo = _mm256_loadu_si256((const __m256i *)(lanes_on + 16 - on_lo));
+    __m256i row_hi = _mm256_loadu_si256((const __m256i *)(lanes_on + 16 - on_hi));
     __m256i last = _mm256_loadu_si256((const __m256i *)(lanes_on + 16 - (o1 - (nw - 1) * 8)));
 #endif
     int ones = k1 == 1;         /* nearest: the permuted columns are the results */
