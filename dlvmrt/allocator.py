@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import ctypes
 import os
-import threading
+
+from jit import ForkSafeLock
 
 M_TRIM_THRESHOLD = -1
 M_MMAP_THRESHOLD = -3
@@ -22,7 +23,7 @@ MMAP_THRESHOLD = 256 << 20
 TRIM_THRESHOLD = 1 << 30
 
 _done = False
-_lock = threading.Lock()
+_lock = ForkSafeLock()
 
 
 def tune() -> bool:

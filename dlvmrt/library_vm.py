@@ -19,7 +19,6 @@ runs the call on the VM, which gives the interpreter's result or error.
 from __future__ import annotations
 
 import ctypes
-import threading
 from typing import Any
 
 import numpy as np
@@ -27,6 +26,7 @@ import numpy as np
 from isa.module import Module
 from isa.narrow import touches_narrow, widened
 from isa.ops import OPS
+from jit import ForkSafeLock
 
 from .aot import _BY_CODE, MAX_RANK
 
@@ -42,7 +42,7 @@ VM_FN = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_int32, ctypes.POINTER(ctypes.P
                          ctypes.c_int32, ctypes.POINTER(Value), ctypes.c_int32,
                          ctypes.c_void_p, ctypes.c_int32)
 _attached: dict[str, Any] = {}       # library directory -> its callback (kept: see above)
-_lock = threading.Lock()
+_lock = ForkSafeLock()
 
 
 def attach(lib: ctypes.CDLL, name: str, directory: str, table: list, module: Module) -> None:

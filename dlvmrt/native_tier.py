@@ -49,6 +49,7 @@ import numpy as np
 
 from isa.errors import SettingError
 from isa.ops import OPS
+from jit import ForkSafeLock
 
 if TYPE_CHECKING:
     from .vm import VM
@@ -128,7 +129,7 @@ STEP_RETRIES = 3
 # the smallest block budget any VM asked of a loaded library (a library is loaded once per
 # process, its budget is one number; a tighter budget only sends more calls back to the VM)
 _budgets: dict[str, int] = {}
-_budgets_lock = threading.Lock()
+_budgets_lock = ForkSafeLock()
 
 Interpret = Callable[[str, list], tuple]
 

@@ -11,15 +11,15 @@ user's own instructions stay in `module` (the REPL and the debugger show and ste
 """
 from __future__ import annotations
 
-import threading
 import warnings
 from dataclasses import dataclass, field
 
 from isa.errors import InternalError
 from isa.module import Module
 from isa.verify import FunctionTypes, verify_module
+from jit import ForkSafeLock
 
-_optimize_lock = threading.Lock()
+_optimize_lock = ForkSafeLock()
 
 
 @dataclass

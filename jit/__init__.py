@@ -16,7 +16,8 @@ from .api import (
     native_library,
     prepare_native_runtime,
 )
+from .fork_safe import ForkSafeLock
 
 __all__ = ["Jit", "Region", "RegionRunner", "compile_program", "default_threads", "form_regions",
            "native_library", "native_available", "prepare_native_runtime", "NativeUnavailable",
-           "c_compiler", "cache_root"]
+           "c_compiler", "cache_root", "ForkSafeLock"]

@@ -92,3 +92,39 @@ def test_one_thread_while_the_background_compiler_works(two_blas_threads):
     assert c.wait(30)
     assert seen == [1] and blas_threads.current() == 2      # restored once the queue is empty
     c.close()
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs fork")
+def test_a_fork_while_another_thread_limits_openblas(two_blas_threads):
+    # another thread is inside `limited(1)` (as the background compiler's thread is while it
+    # works) when the process forks: the child does not hang on the block's lock, and its
+    # OpenBLAS is back at the count that thread would have restored
+    import os
+    import signal
+    import threading
+
+    inside, leave = threading.Event(), threading.Event()
+
+    def hold():
+        with blas_threads.limited(1):
+            inside.set()
+            leave.wait(20)
+    t = threading.Thread(target=hold)
+    t.start()
+    try:
+        assert inside.wait(20) and blas_threads.current() == 1
+        pid = os.fork()
+        if pid == 0:
+            signal.alarm(10)
+            ok = blas_threads.current() == 2
+            with blas_threads.limited(1):
+                ok &= blas_threads.current() == 1
+            ok &= blas_threads.current() == 2
+            os._exit(0 if ok else 3)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+        assert blas_threads.current() == 1      # the parent's block is still in force
+    finally:
+        leave.set()
+        t.join()
+    assert blas_threads.current() == 2

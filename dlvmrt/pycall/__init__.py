@@ -15,15 +15,16 @@ import subprocess
 import sys
 import sysconfig
 import tempfile
-import threading
 from pathlib import Path
 from types import ModuleType
 
 import numpy as np
 
+from jit import ForkSafeLock
+
 SOURCE = Path(__file__).with_name("dlvm_pycall.c")
 
-_lock = threading.Lock()
+_lock = ForkSafeLock()
 _state: dict[str, object] = {}        # "module" or "reason", once decided
 
 

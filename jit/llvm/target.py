@@ -7,14 +7,15 @@ cache) loads without running LLVM's optimizer or code generator again.
 """
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass
 from functools import cache
 
 import llvmlite
 import llvmlite.binding as llvm
 
-_lock = threading.Lock()
+from jit.fork_safe import ForkSafeLock
+
+_lock = ForkSafeLock()
 
 
 @dataclass(frozen=True)

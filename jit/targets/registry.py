@@ -17,11 +17,12 @@ from __future__ import annotations
 import importlib
 import os
 import pkgutil
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from jit.fork_safe import ForkSafeLock
 
 
 class DeviceUnavailable(Exception):
@@ -74,7 +75,7 @@ class Target:
 
 _targets: dict[str, Target] = {}
 _loaded = False
-_lock = threading.Lock()
+_lock = ForkSafeLock()
 
 
 def register(target: Target) -> Target:

@@ -27,6 +27,7 @@ from pathlib import Path
 from isa.module import Module
 from jit import background
 from jit.errors import NativeUnavailable
+from jit.fork_safe import ForkSafeLock
 
 from .cnames import ident
 from .header import public_header
@@ -156,7 +157,7 @@ def _runtime_object_names() -> tuple[str, ...]:
 
 # one build of the runtime at a time in this process: the native tier starts one as it asks for
 # its first library (prepare_runtime), and that library waits for it instead of building its own
-_runtime_lock = threading.Lock()
+_runtime_lock = ForkSafeLock()
 
 
 def runtime_objects(cc: str) -> Path:
@@ -306,14 +307,14 @@ def prepare_runtime() -> None:
 
 
 _prepared: set[tuple[str, str]] = set()
-_prepared_lock = threading.Lock()
+_prepared_lock = ForkSafeLock()
 
 
 # the C compiler and archiver runs in flight, which exit kills (a library that a background
 # tier-up builds is of no use once the process ends; `cc` on a large program takes seconds).
 # Each runs in a process group of its own, so that its children (cc1, as, ld) die with it.
 _running: set[subprocess.Popen] = set()
-_running_lock = threading.Lock()
+_running_lock = ForkSafeLock()
 _exiting = False
 
 
@@ -381,14 +382,11 @@ def _stop_builds() -> None:
 
 
 def _forget_builds_in_child() -> None:
-    # a forked child's builds are its own: the parent's are not its to kill at its exit, a lock
-    # a parent's thread held at the fork stays held (the runtime's build on its own thread), and
-    # the parent's private runtime and started builds are not the child's
-    global _running_lock, _running, _runtime_lock, _prepared_lock
-    _running_lock = threading.Lock()
+    # a forked child's builds are its own: the parent's are not its to kill at its exit, and
+    # the parent's private runtime and started builds are not the child's (the locks a parent's
+    # thread held at the fork, the runtime's build on its own thread, are free: ForkSafeLock)
+    global _running
     _running = set()
-    _runtime_lock = threading.Lock()
-    _prepared_lock = threading.Lock()
     _prepared.clear()
     _private_runtimes.clear()
 

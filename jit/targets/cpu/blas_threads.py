@@ -15,18 +15,24 @@ The library is found among the loaded shared objects (NumPy's wheels bundle
 from __future__ import annotations
 
 import ctypes
+import os
 import re
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from jit.fork_safe import ForkSafeLock
+
 _NAMES = ("scipy_openblas_{}_num_threads64_", "scipy_openblas_{}_num_threads",
           "openblas_{}_num_threads64_", "openblas_{}_num_threads")
 
-_lock = threading.Lock()
+_lock = ForkSafeLock()
 _found: tuple | None = None
 _searched = False
-_depth = 0          # blocks inside `limited` now (nested or in other threads)
+# who is inside a `limited` block now, and how deeply: a thread (its ident) or the background
+# compiler's busy spell ("compiling", entered and left on different threads). A forked child
+# keeps only the forking thread's blocks: the others' threads do not exist there.
+_holders: dict[object, int] = {}
 _saved: int | None = None   # the count to restore when the last one leaves
 
 
@@ -68,46 +74,80 @@ def limited(threads: int | None) -> Iterator[None]:
     """OpenBLAS at no more than `threads` threads inside the block (None: unchanged). Nested
     and concurrent blocks share one limit: the first to enter sets it, the last to leave
     restores what was there before."""
-    global _depth, _saved
     lib = _openblas() if threads is not None else None
     if lib is None:
         yield
         return
+    me = threading.get_ident()
+    _enter(me, threads, lib)
+    try:
+        yield
+    finally:
+        _leave(me, lib)
+
+
+def _enter(holder: object, threads: int, lib: tuple) -> None:
+    global _saved
     get, set_ = lib
     with _lock:
-        if _depth == 0:
+        if not _holders:
             before = get()
             _saved = before if before > threads else None
             if _saved is not None:
                 set_(threads)
-        _depth += 1
-    try:
-        yield
-    finally:
-        with _lock:
-            _depth -= 1
-            if _depth == 0 and _saved is not None:
-                set_(_saved)
-                _saved = None
+        _holders[holder] = _holders.get(holder, 0) + 1
+
+
+def _leave(holder: object, lib: tuple) -> None:
+    global _saved
+    with _lock:
+        _forget(holder)
+        if not _holders and _saved is not None:
+            lib[1](_saved)
+            _saved = None
+
+
+def _forget(holder: object) -> None:
+    left = _holders.pop(holder, 0) - 1
+    if left > 0:
+        _holders[holder] = left
 
 
 # While the background compiler works, OpenBLAS keeps to one thread: the compile takes a core,
 # and the interpreter's products (the calls before a program's kernels are in) ran with two
 # OpenBLAS threads fighting it for the other. MiniLM over varying lengths, calls 11-40 with
 # default settings: 7-12 s -> 1.9 s (onnxruntime: 1 s).
-_compiling: list = []       # the `limited(1)` block held while the compiler is busy
+_COMPILING = "compiling"
 
 
 def _while_compiling(busy: bool) -> None:
-    if busy and not _compiling:
-        block = limited(1)
-        block.__enter__()
-        _compiling.append(block)
-    elif not busy and _compiling:
-        _compiling.pop().__exit__(None, None, None)
+    lib = _openblas()
+    if lib is None or busy == (_COMPILING in _holders):
+        return
+    if busy:
+        _enter(_COMPILING, 1, lib)
+    else:
+        _leave(_COMPILING, lib)
+
+
+def _after_fork_in_child() -> None:
+    # the blocks of threads other than the forking one never end here (their threads are gone,
+    # and the child's compiler is a new one): drop them, restoring OpenBLAS's count if none is
+    # left (a child of a process that forked mid-compile ran its products on one thread)
+    global _saved
+    me = threading.get_ident()
+    for holder in [h for h in _holders if h != me]:
+        del _holders[holder]
+    if not _holders and _saved is not None:
+        lib = _openblas()
+        if lib is not None:
+            lib[1](_saved)
+        _saved = None
 
 
 def _register() -> None:
+    if hasattr(os, "register_at_fork"):
+        os.register_at_fork(after_in_child=_after_fork_in_child)
     from jit import background
     if _while_compiling not in background.busy_hooks:
         background.busy_hooks.append(_while_compiling)

@@ -3,11 +3,11 @@ the in-memory and on-disk code caches."""
 from __future__ import annotations
 
 import ctypes
-import threading
 import time
 from dataclasses import dataclass, field
 
 from jit.cache import DiskCache, cache_key
+from jit.fork_safe import ForkSafeLock
 from jit.kernel_ir import Kernel
 from jit.plan import Spec
 
@@ -26,7 +26,7 @@ class Compiled:
 
 
 _memory: dict[str, Compiled] = {}
-_memory_lock = threading.Lock()
+_memory_lock = ForkSafeLock()
 
 
 def lower_to_llvm(kernel: Kernel, spec: Spec) -> tuple[str, int]:

@@ -19,8 +19,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from jit.cache import DiskCache
+from jit.fork_safe import ForkSafeLock
 
-from .once import ForkSafeLock, PerProcess, compile_or_load
+from .once import PerProcess, compile_or_load
 from .threads import Job
 
 if TYPE_CHECKING:

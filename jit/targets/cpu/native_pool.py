@@ -21,8 +21,9 @@ import threading
 import numpy as np
 
 from jit.cache import DiskCache
+from jit.fork_safe import ForkSafeLock
 
-from .once import ForkSafeLock, compile_or_load
+from .once import compile_or_load
 
 DEFAULT_SPIN = 2000
 

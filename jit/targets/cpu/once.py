@@ -2,31 +2,13 @@
 object code compiled or loaded from the disk code cache, and the one object made thread-safely."""
 from __future__ import annotations
 
-import os
-import threading
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
 from jit.cache import DiskCache, cache_key
+from jit.fork_safe import ForkSafeLock
 
 T = TypeVar("T")
-
-
-class ForkSafeLock:
-    """A lock that a forked child gets fresh: one that another thread held at the fork would
-    stay locked in the child forever (that thread does not exist there)."""
-
-    def __init__(self):
-        self._pid = os.getpid()
-        self._lock = threading.Lock()
-
-    def __enter__(self) -> bool:
-        if self._pid != os.getpid():
-            self._pid, self._lock = os.getpid(), threading.Lock()
-        return self._lock.__enter__()
-
-    def __exit__(self, *exc) -> None:
-        self._lock.__exit__(*exc)
 
 
 class PerProcess(Generic[T]):

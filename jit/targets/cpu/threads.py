@@ -16,6 +16,8 @@ import queue
 import threading
 from collections.abc import Callable
 
+from jit.fork_safe import ForkSafeLock
+
 
 class WorkerPool:
     def __init__(self, threads: int):
@@ -85,7 +87,7 @@ def default_threads() -> int:
 
 
 _pools: dict[int, WorkerPool] = {}
-_pools_lock = threading.Lock()
+_pools_lock = ForkSafeLock()
 
 
 def pool(threads: int) -> WorkerPool:
@@ -158,10 +160,9 @@ _forks = 0      # forks this process descends from: a Job made before one prepar
 
 def _after_fork_in_child() -> None:
     """The parent's Python workers do not exist in the child: it makes pools of its own."""
-    global _forks, _pools_lock
+    global _forks
     _forks += 1
     _pools.clear()
-    _pools_lock = threading.Lock()
 
 
 if hasattr(os, "register_at_fork"):
