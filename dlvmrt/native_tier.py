@@ -446,12 +446,11 @@ class NativeTier:
         from jit import background as bg
         # the libraries' runtime, on a machine whose cache has none yet: seconds of C compiling
         # that need not wait behind the regions' kernels (not as the VM is made: a process that
-        # runs a program once, as `dlvm run` does, would start it only to kill it at exit). On
-        # a thread of its own: importing the library builder (LLVM's bindings, the program
-        # compiler) took 65-135 ms, which this call, an interpreted one, waited for (an
-        # encoder layer's seventh call: 0.6 ms -> 74-163 ms)
-        threading.Thread(target=jit.prepare_native_runtime, name="dlvm-runtime-prepare",
-                         daemon=True).start()
+        # runs a program once, as `dlvm run` does, would start it only to kill it at exit).
+        # Returns at once: the library builder's import is on the same thread (it took
+        # 65-135 ms, which this call, an interpreted one, waited for: an encoder layer's seventh
+        # call went 0.6 ms -> 74-163 ms)
+        jit.prepare_native_runtime()
         # after the regions' kernels queued meanwhile: the VM runs faster with those while the
         # library builds (seconds of C compiling, more while the runtime is not cached yet)
         if not bg.compiler().submit(("native", id(self)), self._build, last=True):

@@ -10,6 +10,7 @@ Importing this module does not import llvmlite; compiling does.
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 
 from isa.module import Module
@@ -139,9 +140,17 @@ def native_library(module: Module, cache_dir: str | os.PathLike | None = None) -
 def prepare_native_runtime() -> None:
     """Start building the native libraries' runtime (compiled once per machine and kept in the
     code cache) on a background thread, unless it is built or there is no C compiler: the first
-    library a process builds on a new machine then waits seconds less."""
-    from jit.targets.aot.build import prepare_runtime
-    prepare_runtime()
+    library a process builds on a new machine then waits seconds less. Returns at once: the
+    library builder's import (LLVM's bindings, the program compiler: 65-135 ms) is on that
+    thread too, and a fork waits for it (a child would find the module half-imported, its import
+    lock held by a thread it does not have, and hang on its first import of it)."""
+    from . import background
+
+    def prepare() -> None:
+        with background.import_guard:
+            from jit.targets.aot.build import prepare_runtime
+        prepare_runtime()
+    threading.Thread(target=prepare, name="dlvm-runtime-prepare", daemon=True).start()
 
 
 def native_available() -> bool:

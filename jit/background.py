@@ -192,12 +192,19 @@ def _busy(now: bool) -> None:
             pass
 
 
+# held by a thread importing a module of ours off the caller's thread (jit.api's
+# prepare_native_runtime): a fork waits for the import, whose module lock a child would find held
+import_guard = threading.Lock()
+
+
 def _before_fork() -> None:
     # a fork in the middle of a task would give the child a VM, a runner or LLVM half-way
     # through a change, and their locks held forever: the fork waits for the task in flight
-    # (then for another thread's compile: LLVM's own lock)
+    # (then for another thread's compile: LLVM's own lock, and for an import in progress)
     _compiler.task_lock.acquire()
     _held_over_fork.append(_compiler.task_lock)
+    import_guard.acquire()
+    _held_over_fork.append(import_guard)
     lock = _llvm_lock()
     if lock is not None:
         lock.acquire()

@@ -344,3 +344,27 @@ def test_a_task_queued_last_waits_a_bounded_time(monkeypatch):
     assert c.wait(30)
     assert ran.index("library") < 20           # before the last region: it did not wait them all
     c.close()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_fork_waits_for_an_import_off_the_callers_thread():
+    # the native tier imports the library builder on a thread of its own, under the import
+    # guard: a fork in the middle would leave the child the module's import lock, held by a
+    # thread it does not have. The fork waits for the guard instead.
+    held, start = threading.Event(), time.perf_counter()
+
+    def importing():
+        with background.import_guard:
+            held.set()
+            time.sleep(0.3)
+    t = threading.Thread(target=importing)
+    t.start()
+    assert held.wait(20)
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0 if not background.import_guard.locked() else 3)
+    waited = time.perf_counter() - start
+    _, status = os.waitpid(pid, 0)
+    t.join()
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert waited >= 0.25, waited
