@@ -844,8 +844,13 @@ def test_convolution_reading_the_image_in_place(tmp_path, monkeypatch, k, pads, 
     w = (rng.standard_normal((24, 20, *k)) * 0.2).astype(np.float32)
     for threads in (1, 2):
         lib.set_threads(threads)
-        # (1, 401), (1, 400): one image over 256 KB, padded and copied out across the pool
-        for n, width in ((1, 37), (2, 37), (5, 37), (1, 32), (3, 32), (2, 33), (1, 401), (1, 400)):
+        # (1, 401), (1, 400): one image over 256 KB, padded and copied out across the pool;
+        # outputs 8 and 16 wide, one AVX2 or AVX-512 vector: the image's rows side by side in
+        # the register tile (the GEMM's columns by vectors)
+        one_vector = [(n, wo - pads[1] - pads[3] + dil[1] * (k[1] - 1)) for wo in (8, 16)
+                      for n in (1, 3)]
+        for n, width in ((1, 37), (2, 37), (5, 37), (1, 32), (3, 32), (2, 33), (1, 401), (1, 400),
+                         *one_vector):
             x = rng.standard_normal((n, 20, 9, width)).astype(np.float32)
             want = vm.run("main", x, w)
             got = {}

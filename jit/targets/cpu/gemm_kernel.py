@@ -16,8 +16,11 @@ convolution's patch matrix read from the padded input B with the geometry at add
 (pack_b_conv; columns from b_col0), 8 = B is read in place, unpacked: row k of the call's
 columns starts at B + b_col0 + rows[k], rows an i64 table at address sbk (a stride-1
 convolution's padded input, multiplied one output row at a time or over the padded width; a
-pointwise one's image). A small M reuses a packed panel only M / MR times, so packing it was a fifth of a
-16-channel convolution's time. Reads may run VW - 1 floats past a row's last column.
+pointwise one's image). With sbn > 0 as well, the columns are vectors of VW, each sbn floats
+after the one before (b_col0 a multiple of VW): a convolution whose output rows are one vector
+wide reads every output row of the image from its padded input row. A small M reuses a packed
+panel only M / MR times, so packing it was a fifth of a 16-channel convolution's time. Reads
+may run VW - 1 floats past a row's last column.
 
 A and B may have any element strides (a transposed operand is only a pair of swapped strides);
 C is row-major with row stride `ldc`. The structure is the one Goto and BLIS made standard:
@@ -558,13 +561,15 @@ class _Builder:
         Row k of B's tile starts at pb + koff[k]: k * NR in a packed panel (the `panel_rows`
         table), or where an unpacked B has it (flag 8: a stride-1 convolution's padded input, a
         pointwise one's image). One table lookup per k beside 24 FMAs costs nothing measurable,
-        and one kernel serves both. It reads up to VW - 1 floats past column nr."""
+        and one kernel serves both. Vector v of the row is `vstep` floats after vector v - 1:
+        VW where the columns are contiguous, a padded row where each vector is one output row
+        of a convolution's VW-wide map. It reads up to VW - 1 floats past column nr."""
         s, vec = self.s, self.vec
         width = nvec * s.vw
         fn, b = self._function(f"micro{nvec}_{rows}", [("kc", I64), ("pa", PTR), ("pb", PTR), ("c", PTR),
                                       ("ldc", I64), ("mr", I64), ("nr", I64), ("beta", I64),
-                                      ("bias", PTR), ("epi", I64), ("koff", PTR)])
-        kc, pa, pb, c, ldc, mr, nr, beta, bias, epi, koff = fn.args
+                                      ("bias", PTR), ("epi", I64), ("koff", PTR), ("vstep", I64)])
+        kc, pa, pb, c, ldc, mr, nr, beta, bias, epi, koff, vstep = fn.args
         acc = [[b.alloca(vec, name=f"acc{i}_{v}") for v in range(nvec)] for i in range(rows)]
         zero = ir.Constant(vec, [0.0] * s.vw)
         for row in acc:
@@ -572,7 +577,8 @@ class _Builder:
                 b.store(zero, slot)
         with for_range(b, const(I64, 0), kc, "k") as k:
             bp = self._at(b, pb, b.load(b.gep(koff, [k], source_etype=I64), typ=I64))
-            bv = [b.load(self._at(b, bp, const(I64, v * s.vw)), typ=vec, align=4) for v in range(nvec)]
+            bv = [b.load(self._at(b, bp, b.mul(vstep, const(I64, v))), typ=vec, align=4)
+                  for v in range(nvec)]
             ap = self._at(b, pa, b.mul(k, const(I64, s.mr)))
             for i in range(rows):
                 ai = self._splat(b, b.load(self._at(b, ap, const(I64, i)), typ=F32))
@@ -747,6 +753,11 @@ class _Builder:
         b_conv = b.icmp_signed("!=", b.and_(flags, const(I64, 4)), zero)
         b_direct = b.icmp_signed("!=", b.and_(flags, const(I64, 8)), zero)
         b_rows = b.inttoptr(sbk, PTR)       # flag 8: row k of B starts at B + b_rows[k]
+        # flag 8 with sbn > 0: the call's columns are vectors `sbn` floats apart (a stride-1
+        # convolution of VW-wide output rows, each vector one row of its padded input); every
+        # column offset is then a multiple of VW
+        by_vectors = b.and_(b_direct, b.icmp_signed(">", sbn, zero))
+        vstep = b.select(by_vectors, sbn, const(I64, s.vw))
         with for_range(b, zero, n, "jc", step=const(I64, s.nc)) as jc:
             nc = self._min(b, b.sub(n, jc), const(I64, s.nc))
             with for_range(b, zero, k, "pc", step=const(I64, s.kc)) as pc:
@@ -776,7 +787,9 @@ class _Builder:
                     pka_i = b.select(a_ready, a_here, pka)
                     with for_range(b, zero, nc, "jr", step=const(I64, s.nr)) as jr:
                         nr = self._min(b, b.sub(nc, jr), const(I64, s.nr))
-                        pb = b.select(b_direct, self._at(b, bb, b.add(b.add(b_col0, jc), jr)),
+                        col = b.add(b.add(b_col0, jc), jr)
+                        col = b.select(by_vectors, b.mul(b.sdiv(col, const(I64, s.vw)), vstep), col)
+                        pb = b.select(b_direct, self._at(b, bb, col),
                                       self._at(b, pkb_k, b.mul(jr, kc)))
                         koff = b.select(b_direct, b.gep(b_rows, [pc], source_etype=I64),
                                         b.bitcast(panel_rows, PTR))
@@ -794,12 +807,13 @@ class _Builder:
                             with for_range(b, zero, mc, "ir", step=const(I64, s.mr)) as ir_:
                                 mr = self._min(b, b.sub(mc, ir_), const(I64, s.mr))
                                 pa, tile, bias_t = tile_at(ir_)
-                                args = [kc, pa, pb, tile, ldc, mr, head, beta_k, bias_t, epi_k, koff]
+                                args = [kc, pa, pb, tile, ldc, mr, head, beta_k, bias_t, epi_k, koff,
+                                        vstep]
                                 self._call_whole(b, micros, head, mr, args)
                         if self.columns:
                             with b.if_then(tail):
                                 self._call_columns(b, t, head, mc, tile_at,
-                                                   [kc, pb, ldc, beta_k, epi_k, koff])
+                                                   [kc, pb, ldc, beta_k, epi_k, koff, vstep])
         b.ret(const(I32, 0))      # the status word of every kernel: nothing can fail here
         return fn
 
@@ -839,7 +853,9 @@ class _Builder:
                       tile_at, shared: list[ir.Value]) -> None:
         """The last t columns (from `whole`) of every row of the block, by the narrowest
         column kernel of at least t columns, column_panels() row panels a call."""
-        kc, pb, ldc, beta, epi, koff = shared
+        kc, pb, ldc, beta, epi, koff, vstep = shared
+        # the tail's vector: `whole` columns (whole vectors) past the tile's first
+        tail_at = self._at(b, pb, b.mul(b.sdiv(whole, const(I64, self.s.vw)), vstep))
         col_bias = b.icmp_signed("!=", b.and_(epi, const(I64, 2)), const(I64, 0))
         widths = sorted(self.columns)
         done = b.append_basic_block("columns.done")
@@ -856,7 +872,7 @@ class _Builder:
                 rows = self._min(b, b.sub(mc, ir_), step)
                 pa, tile, bias_t = tile_at(ir_)
                 bias_t = b.select(col_bias, b.gep(bias_t, [whole], source_etype=F32), bias_t)
-                b.call(self.columns[w], [kc, pa, self._at(b, pb, whole), self._at(b, tile, whole),
+                b.call(self.columns[w], [kc, pa, tail_at, self._at(b, tile, whole),
                                          ldc, rows, t, beta, bias_t, epi, koff])
             b.branch(done)
             if n + 1 < len(widths):

@@ -86,6 +86,7 @@ typedef struct gemm_call {
     const int64_t *b_rows;     /* non-NULL: b read in place, row k at b + b_rows[k] (flag 8) */
     int64_t ldc;               /* c's row stride (0: n) */
     int64_t a_row0;            /* rows of the prepacked a before the call's first (a group's) */
+    int64_t b_vstep;           /* > 0 with b_rows: b's columns are vectors this many floats apart */
 } gemm_call;
 
 typedef struct few_rows_call {

@@ -1167,8 +1167,9 @@ HIDDEN void gemm_task(void *arg, int64_t lo, int64_t hi, int64_t part) {
     const float *bias = g->bias ? g->bias + r0 : NULL;
     int64_t epi = (g->bias ? 1 : 0) | (g->relu ? 4 : 0);
     int64_t ldc = g->ldc ? g->ldc : g->n;
-    if (g->b_rows) {        /* B unpacked: its rows where the table says, columns contiguous */
-        dlvm_sgemm(rows, cols, g->k, a, g->k, 1, g->b, (int64_t)(intptr_t)g->b_rows, 0,
+    if (g->b_rows) {        /* B unpacked: its rows where the table says, columns contiguous
+                             * (or vectors b_vstep apart) */
+        dlvm_sgemm(rows, cols, g->k, a, g->k, 1, g->b, (int64_t)(intptr_t)g->b_rows, g->b_vstep,
                    g->c + r0 * ldc + c0, ldc, pa, pb, 0, 8 | a_flag, g->a_row0 + r0, g->a_padded, c0, 0,
                    bias, epi);
     }

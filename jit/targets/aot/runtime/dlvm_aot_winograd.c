@@ -421,9 +421,11 @@ HIDDEN int winograd_pays(int64_t n, int64_t c, int64_t o, int64_t ho, int64_t wo
      * (bench/README.md, 1 and 2 threads, batch 1 and 32) Winograd took 0.68-0.95x the direct
      * time from 64 x 64 channels at 8x8 and 12x12 maps, and at 32 channels from rows of 8 tiles
      * (0.73-0.95x at 16x16 and 24x24); 32 x 32 and 32 x 64 channels on 8x8 to 12x12 maps went
-     * either way (0.78-1.14x). */
+     * either way (0.78-1.14x). Maps narrower than 8 (tile rows of 2 or 3 of the transforms'
+     * 16 lanes) are left to the direct products: 64 x 64 channels at 4x4, batch 32, took 1.7x
+     * onnxruntime's time against 1.0x direct; 128 x 128 1.17x against 1.11x. */
     if (c >= 32 && o >= 32)
-        return tw >= 8 || c * o >= 64 * 64;
+        return tw >= 8 || (tw >= 4 && c * o >= 64 * 64);
 #else
     if (c >= 32 && o >= 32)
         return tw >= 16 || (tw >= 8 && c * o >= 64 * 64) || c * o >= 128 * 128;
