@@ -863,6 +863,31 @@ def test_convolution_reading_the_image_in_place(tmp_path, monkeypatch, k, pads, 
                 np.testing.assert_array_equal(a, b)
 
 
+@pytest.mark.parametrize("pads", [(1, 1, 1, 1), (0, 1, 0, 1), (2, 0, 0, 3), (0, 0, 1, 0),
+                                  (0, 0, 0, 0)])
+def test_padding_rows_of_every_short_width(tmp_path, pads):
+    # the padded copy of each image (dlvm_aot_conv.c: pad_task) stores rows of up to 32 floats
+    # as whole vectors, their last lanes running into the rows after: widths 1 to 30, border
+    # rows above and below or none, one image (each plane zeroed as it is copied, across the
+    # pool) and several (a buffer zeroed once), against the interpreter
+    rng = np.random.default_rng(sum(pads))
+    mb = ModuleBuilder("pads")
+    wc = mb.constant("wc", (rng.standard_normal((8, 3, 3, 3)) * 0.3).astype(np.float32))
+    f = mb.function("main", [("x", "f32[N, 3, H, W]")], ["f32[N, 8, ?, ?]"])
+    f.ret(f.conv2d(f.arg("x"), wc, strides=[1, 1], pads=list(pads), dilations=[1, 1], groups=1))
+    module = mb.finish()
+    compile_library(module, tmp_path)
+    lib, vm = aot.load(tmp_path), dlvmrt.VM(module, jit="off")
+    for threads in (1, 2):
+        lib.set_threads(threads)
+        for width in range(1, 31):
+            for n, h in ((1, 5), (3, 4)):
+                if h + pads[0] + pads[2] < 3 or width + pads[1] + pads[3] < 3:
+                    continue
+                x = rng.standard_normal((n, 3, h, width)).astype(np.float32)
+                close(lib.run("main", x), vm.run("main", x), 1e-5)
+
+
 @pytest.mark.parametrize("n,c,o,h,w,pads", [
     (2, 40, 48, 9, 11, (1, 1, 1, 1)),      # odd sizes: the last tile row and column keep one
     (1, 64, 64, 14, 14, (1, 1, 1, 1)),     # few tiles: phased across the pool at 2 threads

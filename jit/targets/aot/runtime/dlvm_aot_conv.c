@@ -302,6 +302,20 @@ static void pad_task(void *arg, int64_t lo, int64_t hi, int64_t part) {
             if (at < wp) out_mask[v] |= (__mmask16)(1u << l);
             if (at >= left && at < left + wd) in_mask[v] |= (__mmask16)(1u << l);
         }
+#elif defined(__AVX2__)
+    /* rows of up to 32 floats; the last vector's lanes past a plane's last row land in border
+     * rows (this plane's bottom, the next one's top: zeros), so there must be enough of them */
+    int nv = wp <= 32 && left >= 0 && right >= 0 && (wp + 7) / 8 * 8 - wp <= (top + bottom) * wp ?
+             (int)((wp + 7) / 8) : 0;
+    __m256i in_mask[4];
+    for (int v = 0; v < 4; v++) {
+        int32_t lanes[8];
+        for (int l = 0; l < 8; l++) {
+            int64_t at = 8 * v + l;
+            lanes[l] = at >= left && at < left + wd ? -1 : 0;
+        }
+        in_mask[v] = _mm256_loadu_si256((const __m256i *)lanes);
+    }
 #endif
     for (int64_t ci = lo; ci < hi; ci++) {      /* image ci / c, channel ci % c */
         float *plane = j->padded + ci * hp * wp;
@@ -326,6 +340,22 @@ static void pad_task(void *arg, int64_t lo, int64_t hi, int64_t part) {
                 for (int v = 0; v < nv; v++) {
                     const void *at = (const void *)(from + 64 * (uintptr_t)v);
                     _mm512_mask_storeu_ps(to + 16 * v, out_mask[v], _mm512_maskz_loadu_ps(in_mask[v], at));
+                }
+            }
+            continue;
+        }
+#elif defined(__AVX2__)
+        if (nv) {
+            /* as above with AVX2's masked loads; its masked stores are microcoded on AMD (5-7
+             * ns), so each row is stored as whole vectors: the last one's lanes past the row
+             * hold zeros and run into the next row, written after it, or into border rows
+             * (nv's condition), whose zeros they are */
+            for (int64_t i = 0; i < h; i++) {
+                uintptr_t from = (uintptr_t)(rows + i * wd) - (uintptr_t)left * 4;
+                float *to = plane + (i + top) * wp;
+                for (int v = 0; v < nv; v++) {
+                    const float *at = (const float *)(from + 32 * (uintptr_t)v);
+                    _mm256_storeu_ps(to + 8 * v, _mm256_maskload_ps(at, in_mask[v]));
                 }
             }
             continue;
