@@ -26,6 +26,7 @@ and onnxruntime on the same thread count, timed interleaved call by call in one 
     .venv/bin/python bench/zoo.py --set probe19             # bench/zoo_probe19.py's 16 models
     .venv/bin/python bench/zoo.py --set probe20             # bench/zoo_probe20.py's 15 models
     .venv/bin/python bench/zoo.py --set probe21             # bench/zoo_probe21.py's 15 models
+    .venv/bin/python bench/zoo.py --set probe22             # bench/zoo_probe22.py's 15 models
 
 Each model of `bench/zoo_models.py` (torch.nn, seeded random weights, no downloads) is exported
 with the TorchScript-based exporter (`dynamic_axes` on the batch) and with `dynamo=True` (a
@@ -75,6 +76,7 @@ from zoo_probe18 import PROBE18  # noqa: E402
 from zoo_probe19 import PROBE19  # noqa: E402
 from zoo_probe20 import PROBE20  # noqa: E402
 from zoo_probe21 import PROBE21  # noqa: E402
+from zoo_probe22 import PROBE22  # noqa: E402
 
 
 def _first_call(module, jit: str | None, args: list) -> tuple[object, float]:
@@ -139,9 +141,9 @@ def main(argv: list[str] | None = None) -> int:
                                                     "probe8", "probe9", "probe10", "probe11",
                                                     "probe12", "probe13", "probe14", "probe15",
                                                     "probe16", "probe17", "probe18", "probe19",
-                                                    "probe20", "probe21", "all"],
+                                                    "probe20", "probe21", "probe22", "all"],
                     help="the zoo (zoo_models.py), the more models of zoo_more.py, the probes' "
-                         "of zoo_probe.py to zoo_probe21.py, or all of them")
+                         "of zoo_probe.py to zoo_probe22.py, or all of them")
     ap.add_argument("--models", default="", help="comma-separated names (default: the set)")
     ap.add_argument("--exporters", default=",".join(zm.EXPORTERS))
     ap.add_argument("--batches", default="1,32")
@@ -168,11 +170,11 @@ def main(argv: list[str] | None = None) -> int:
             "probe11": PROBE11, "probe12": PROBE12, "probe13": PROBE13,
             "probe14": PROBE14, "probe15": PROBE15, "probe16": PROBE16, "probe17": PROBE17,
             "probe18": PROBE18, "probe19": PROBE19, "probe20": PROBE20,
-            "probe21": PROBE21}
+            "probe21": PROBE21, "probe22": PROBE22}
     every = {**zm.ZOO, **MORE, **PROBE, **PROBE2, **PROBE3, **PROBE4, **PROBE5, **PROBE6,
              **PROBE7, **PROBE8, **PROBE9, **PROBE10, **PROBE11, **PROBE12, **PROBE13,
              **PROBE14, **PROBE15, **PROBE16, **PROBE17, **PROBE18, **PROBE19, **PROBE20,
-             **PROBE21}
+             **PROBE21, **PROBE22}
     known = every if a.set == "all" else sets[a.set]
     for name in (a.models.split(",") if a.models else list(known)):
         if name not in every:
@@ -187,7 +189,8 @@ def main(argv: list[str] | None = None) -> int:
                      f"probe14: {', '.join(PROBE14)}; probe15: {', '.join(PROBE15)}; "
                      f"probe16: {', '.join(PROBE16)}; probe17: {', '.join(PROBE17)}; "
                      f"probe18: {', '.join(PROBE18)}; probe19: {', '.join(PROBE19)}; "
-                     f"probe20: {', '.join(PROBE20)}; probe21: {', '.join(PROBE21)})")
+                     f"probe20: {', '.join(PROBE20)}; probe21: {', '.join(PROBE21)}; "
+                     f"probe22: {', '.join(PROBE22)})")
         model = every[name]
         try:
             net = model.build(a.size)

@@ -58,6 +58,8 @@ from zoo_probe20 import PROBE20  # noqa: E402
 from zoo_probe20 import TOLERANCES as _TOLERANCES20  # noqa: E402
 from zoo_probe21 import PROBE21  # noqa: E402
 from zoo_probe21 import TOLERANCES as _TOLERANCES21  # noqa: E402
+from zoo_probe22 import PROBE22  # noqa: E402
+from zoo_probe22 import TOLERANCES as _TOLERANCES22  # noqa: E402
 
 import dlvmrt  # noqa: E402
 from frontends.onnx import import_onnx  # noqa: E402
@@ -66,15 +68,17 @@ pytestmark = pytest.mark.onnx
 
 MORE = {**_MORE, **PROBE, **PROBE2, **PROBE3, **PROBE4, **PROBE5, **PROBE6, **PROBE7,
         **PROBE8, **PROBE9, **PROBE10, **PROBE11, **PROBE12, **PROBE13, **PROBE14,
-        **PROBE15, **PROBE16, **PROBE17, **PROBE18, **PROBE19, **PROBE20, **PROBE21}
+        **PROBE15, **PROBE16, **PROBE17, **PROBE18, **PROBE19, **PROBE20, **PROBE21,
+        **PROBE22}
 # the latest probes' dynamo exports (2-4 s each) run with the slow tests: CI's time
 LATE = (set(PROBE6) | set(PROBE7) | set(PROBE8) | set(PROBE9) | set(PROBE10) | set(PROBE11)
         | set(PROBE12) | set(PROBE13) | set(PROBE14) | set(PROBE15) | set(PROBE16)
-        | set(PROBE17) | set(PROBE18) | set(PROBE19) | set(PROBE20) | set(PROBE21))
+        | set(PROBE17) | set(PROBE18) | set(PROBE19) | set(PROBE20) | set(PROBE21)
+        | set(PROBE22))
 # and the newest probes' native libraries (a compile of 5-20 s each)
 LATE_NATIVE = (set(PROBE11) | set(PROBE12) | set(PROBE13) | set(PROBE14) | set(PROBE15)
                | set(PROBE16) | set(PROBE17) | set(PROBE18) | set(PROBE19)
-               | set(PROBE20) | set(PROBE21))
+               | set(PROBE20) | set(PROBE21) | set(PROBE22))
 # torch's TorchScript-based exporter fails on these (torch 2.13, opset 17): affine_grid and
 # bilinear have no ONNX symbolic there, and max_unpool2d's export trips over a tensor condition;
 # they are checked through the dynamo exporter
@@ -112,7 +116,7 @@ AS_WRITTEN = {"fakequant_cnn"}
 ATOL, RTOL = 1e-4, 1e-4
 TOLERANCES = {**_TOLERANCES12, **_TOLERANCES13, **_TOLERANCES14, **_TOLERANCES15,
               **_TOLERANCES16, **_TOLERANCES17, **_TOLERANCES18, **_TOLERANCES19,
-              **_TOLERANCES20, **_TOLERANCES21}
+              **_TOLERANCES20, **_TOLERANCES21, **_TOLERANCES22}
 # the dynamo exporter writes these with ONNX sequences built in a loop (DLRM's EmbeddingBag: a
 # Loop of SequenceInsert per bag, then ConcatFromSequence): the stacked sequences of
 # frontends/onnx/ops/sequence.py, also compiled (--jit always) and as a native library
