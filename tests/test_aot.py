@@ -863,6 +863,44 @@ def test_convolution_reading_the_image_in_place(tmp_path, monkeypatch, k, pads, 
                 np.testing.assert_array_equal(a, b)
 
 
+@pytest.mark.parametrize("k,s,pads", [((3, 3), (2, 2), (1, 1, 1, 1)), ((8, 8), (4, 4), (0, 0, 0, 0)),
+                                      ((4, 4), (2, 2), (1, 0, 2, 1)), ((3, 5), (2, 3), (0, 2, 1, 0)),
+                                      ((5, 3), (1, 2), (2, 1, 2, 1)), ((7, 7), (2, 2), (3, 3, 3, 3))])
+def test_strided_convolution_reading_its_phases_in_place(tmp_path, monkeypatch, k, s, pads):
+    # strided convolutions read in place from the padded images' stride x stride phases
+    # (dlvm_aot_conv.c: phase_task, conv_phases_pay): forced on (phases), off (patch panels)
+    # and chosen, bit for bit the same products; output widths of one vector, of whole vectors
+    # and others (the padded phase width, kept columns copied out); one image, several; 1 and
+    # 2 threads; constant weights and weights that are arguments (no in-place reading)
+    rng = np.random.default_rng(sum(k) * 10 + sum(s))
+    mb = ModuleBuilder("phases")
+    wc = mb.constant("wc", (rng.standard_normal((20, 6, *k)) * 0.2).astype(np.float32))
+    bc = mb.constant("bc", rng.standard_normal(20).astype(np.float32))
+    f = mb.function("main", [("x", "f32[N, 6, H, W]"), ("w", f"f32[20, 6, {k[0]}, {k[1]}]")],
+                    ["f32[N, 20, ?, ?]", "f32[N, 20, ?, ?]"])
+    attrs = {"strides": list(s), "pads": list(pads), "dilations": [1, 1], "groups": 1}
+    f.ret(f.relu(f.conv2d(f.arg("x"), wc, bc, **attrs)), f.conv2d(f.arg("x"), f.arg("w"), **attrs))
+    module = mb.finish()
+    compile_library(module, tmp_path)
+    lib, vm = aot.load(tmp_path), dlvmrt.VM(module, jit="off")
+    w = (rng.standard_normal((20, 6, *k)) * 0.2).astype(np.float32)
+
+    def width_for(wo: int) -> int:         # the input width giving `wo` outputs
+        return (wo - 1) * s[1] + k[1] - pads[1] - pads[3]
+    for threads in (1, 2):
+        lib.set_threads(threads)
+        for n, h, wo in ((1, 21, 8), (3, 21, 8), (2, 19, 16), (1, 40, 13), (3, 17, 9), (1, 30, 32)):
+            x = rng.standard_normal((n, 6, h, width_for(wo))).astype(np.float32)
+            want = vm.run("main", x, w)
+            got = {}
+            for in_place in ("1", "0", ""):
+                monkeypatch.setenv("DLVM_CONV_IN_PLACE", in_place)
+                got[in_place] = lib.run("main", x, w)
+                close(got[in_place], want, 1e-4)
+            for a, b in zip(got["1"], got["0"]):
+                np.testing.assert_array_equal(a, b)
+
+
 @pytest.mark.parametrize("pads", [(1, 1, 1, 1), (0, 1, 0, 1), (2, 0, 0, 3), (0, 0, 1, 0),
                                   (0, 0, 0, 0)])
 def test_padding_rows_of_every_short_width(tmp_path, pads):

@@ -227,6 +227,8 @@ typedef struct {
                                  * the patch matrix at b_rows[k] (conv_reads_in_place) */
     int64_t x_image, y_image;   /* floats from one image to the next in x and y: C*H*W and
                                  * O*Ho*Wo, or the whole tensor's for one group's channels */
+    int phased;                 /* strided, read in place: each padded plane copied as its
+                                 * stride x stride phases (phase_task), b_rows into them */
 } conv_images;
 
 /* y = max(y, 0) with NaN kept (the ISA's relu) */
@@ -376,6 +378,54 @@ static void pad_task(void *arg, int64_t lo, int64_t hi, int64_t part) {
     }
 }
 
+/* A strided convolution read in place: plane ci of the padded images copied as its sh x sw
+ * phases, phase (a, b) holding padded[y * sh + a][x * sw + b] for y < hph, x < wph (zeros past
+ * the padded plane). Tap (c, p, q) of output (i, j) is then element (i + p / sh, j + q / sw) of
+ * phase (p % sh, q % sw): a stride-1 read, which the GEMM multiplies in place (flag 8) like a
+ * stride-1 convolution's padded image, where packing the patches took a loop trip per element
+ * at strides above 2 (the Nature DQN's 8x8 / 4 convolution: 40% of its time). */
+typedef struct {
+    const float *x;
+    float *phases;
+    int64_t h, wd, hp, wp, sh, sw, hph, wph;
+    const int64_t *p;
+    int64_t c, x_image;
+} phase_job;
+
+static void phase_task(void *arg, int64_t lo, int64_t hi, int64_t part) {
+    (void)part;
+    const phase_job *j = arg;
+    int64_t sh = j->sh, sw = j->sw, hph = j->hph, wph = j->wph, top = j->p[0], left = j->p[1];
+    for (int64_t ci = lo; ci < hi; ci++) {      /* image ci / c, channel ci % c */
+        const float *img = j->x + ci / j->c * j->x_image + ci % j->c * j->h * j->wd;
+        float *out = j->phases + ci * sh * sw * hph * wph;
+        for (int64_t a = 0; a < sh; a++)
+            for (int64_t b = 0; b < sw; b++) {
+                /* the phase's columns that fall in the image: x * sw + b - left in [0, wd) */
+                int64_t x0 = left - b > 0 ? (left - b + sw - 1) / sw : 0;
+                int64_t x1 = left + j->wd - b > 0 ? (left + j->wd - b + sw - 1) / sw : 0;
+                if (x1 > wph) x1 = wph;
+                if (x0 > x1) x0 = x1;
+                for (int64_t y = 0; y < hph; y++, out += wph) {
+                    int64_t iy = y * sh + a - top;
+                    if (iy < 0 || iy >= j->h) {
+                        zero_f32(out, wph);
+                        continue;
+                    }
+                    const float *row = img + iy * j->wd + b - left;
+                    zero_f32(out, x0);
+                    if (sw == 1)
+                        copy_f32(out + x0, row + x0, x1 - x0);
+                    else if (sw == 2)
+                        take_even(out + x0, row + 2 * x0, x1 - x0);
+                    else
+                        for (int64_t x = x0; x < x1; x++) out[x] = row[x * sw];
+                    zero_f32(out + x1, wph - x1);
+                }
+            }
+    }
+}
+
 /* rows [lo, hi) of (channel, output row) of a product on the padded width copied out */
 typedef struct {
     const float *wide;
@@ -429,11 +479,17 @@ static void conv_images_task(void *arg, int64_t lo, int64_t hi, int64_t part) {
     int64_t c = j->c, h = j->h, wd = j->wd, o = j->o;
     int64_t kk = c * j->kh * j->kw, px = j->ho * j->wo;
     int64_t hp = h + p[0] + p[2], wp = wd + p[1] + p[3], plane = c * hp * wp;
+    /* a strided convolution read in place multiplies its phases (phase_task): rows of wph */
+    int64_t hph = (hp + s[0] - 1) / s[0], wph = (wp + s[1] - 1) / s[1], rw = wp;
+    if (j->phased) {
+        plane = c * s[0] * s[1] * hph * wph;
+        rw = wph;
+    }
     int64_t group = j->group < hi - lo ? j->group : hi - lo;
     size_t padded_bytes = ((size_t)(group * plane + DLVM_GEMM_SLACK + 16) * 4 + 63) / 64 * 64;
     /* read in place, the product runs over the padded width: output rows [Ho, Wp], of which
      * the first Wo columns are kept (wide_n columns: the last row's padding is not computed) */
-    int wide = j->b_rows && !j->pointwise && wp != j->wo;
+    int wide = j->b_rows && !j->pointwise && rw != j->wo;
     /* output rows of whole vectors: one product per output row, straight into the output (no
      * padding columns computed, nothing copied out): 0.80-0.93x the time of the padded width
      * at 16 to 64 pixels a row. Rows of 14 or 28 (vectors and a tail) were slower. */
@@ -443,7 +499,7 @@ static void conv_images_task(void *arg, int64_t lo, int64_t hi, int64_t part) {
     int by_vectors = wide && j->wo == DLVM_GEMM_VW;
     if (by_vectors) by_rows = 0;
     if (by_rows || by_vectors) wide = 0;
-    int64_t wide_n = (j->ho - 1) * wp + j->wo;
+    int64_t wide_n = (j->ho - 1) * rw + j->wo;
     size_t out_bytes = group > 1 ? (size_t)(o * group * px) * 4 : wide ? (size_t)(o * wide_n) * 4 : 0;
     float *padded = j->pointwise ? NULL : buffer_alloc(&padded_bytes);
     float *staging = out_bytes ? buffer_alloc(&out_bytes) : NULL;
@@ -475,7 +531,15 @@ static void conv_images_task(void *arg, int64_t lo, int64_t hi, int64_t part) {
             rc = conv_product(j, px, kk, j->x + b * j->x_image, NULL, j->b_rows, 0, yb);
         } else {
             const float *src = j->x + b * j->x_image;
-            if (!j->pointwise) {
+            if (j->phased) {
+                src = padded;
+                phase_job ph = {j->x + b * j->x_image, padded, h, wd, hp, wp, s[0], s[1], hph, wph,
+                                p, c, j->x_image};
+                if (j->split && (size_t)(g * plane) * 4 >= PARALLEL_COPY_BYTES)
+                    dlvm_rt_parallel(phase_task, &ph, g * c, dlvm_rt_threads());
+                else
+                    phase_task(&ph, 0, g * c, 0);
+            } else if (!j->pointwise) {
                 src = padded;
                 pad_job pj = {j->x + b * j->x_image, padded, h, wd, hp, wp, p, j->split, c,
                               j->x_image};
@@ -485,7 +549,7 @@ static void conv_images_task(void *arg, int64_t lo, int64_t hi, int64_t part) {
                     pad_task(&pj, 0, g * c, 0);
             }
             if (by_rows) {          /* in place, output row by output row */
-                conv_rows rows = {j, src, yb, kk, wp, 0};
+                conv_rows rows = {j, src, yb, kk, rw, 0};
                 if (j->split)       /* one image: its rows split across the pool */
                     dlvm_rt_parallel(conv_rows_task, &rows, j->ho, dlvm_rt_threads());
                 else
@@ -493,9 +557,9 @@ static void conv_images_task(void *arg, int64_t lo, int64_t hi, int64_t part) {
                 rc = rows.failed;
             } else if (j->b_rows) { /* in place: one image, on the padded width where it has one */
                 rc = conv_product(j, wide ? wide_n : px, kk, src, NULL, j->b_rows,
-                                  by_vectors ? wp : 0, wide ? staging : yb);
+                                  by_vectors ? rw : 0, wide ? staging : yb);
                 if (!rc && wide) {
-                    kept_job kj = {staging, yb, j->ho, j->wo, wp, wide_n};
+                    kept_job kj = {staging, yb, j->ho, j->wo, rw, wide_n};
                     if (j->split && (size_t)(o * px) * 4 >= PARALLEL_COPY_BYTES)
                         dlvm_rt_parallel(kept_task, &kj, o * j->ho, dlvm_rt_threads());
                     else
@@ -738,6 +802,18 @@ static int conv_reads_in_place(int64_t o, int64_t kk, int64_t wo, int64_t wp, in
     return conv_rows_whole(wo) || wo == DLVM_GEMM_VW || (kk >= 64 && (wp - wo) * o <= 4 * wo);
 }
 
+/* A strided convolution read in place from its phases (phase_task). Above stride 2 the
+ * packing copies element by element: the Nature DQN's 8x8 / 4 convolution at batch 32, 2
+ * threads, 1.67-1.77x onnxruntime's time packed, 1.24-1.32x from its phases. At stride 2 the
+ * packing takes the even lanes of two loads, and the phases paid only with 4 taps or more per
+ * phase (7x7 / 2 stem 0.85-0.91x against 0.96-0.98x, 5x5 1.14-1.23x against 1.28-1.29x, 4x4
+ * even); 3x3 ones ran 1.17-1.37x against 1.04-1.18x. */
+static int conv_phases_pay(int64_t kh, int64_t kw, const int64_t *s) {
+    const char *env = getenv("DLVM_CONV_IN_PLACE");
+    if (env && *env) return env[0] != '0';
+    return s[0] > 2 || s[1] > 2 || kh * kw >= 4 * s[0] * s[1];
+}
+
 /* A grouped convolution of several input channels per group (ResNeXt's and RegNet's stages: 8
  * and more) as one product per (group, images): the per-plane form sums cg * kH * kW taps per
  * output from phase images, 1.1-1.9x onnxruntime's time at 16 channels a group on 7x7 and 14x14
@@ -895,15 +971,25 @@ static int conv2d(dlvm_ctx *ctx, const dlvm_val *x, const dlvm_val *w, const dlv
          * image, or channel k of a pointwise convolution's image */
         int64_t hp = h + p[0] + p[2], wp = wd + p[1] + p[3], *b_rows = NULL;
         size_t rows_bytes = (size_t)kk * 8;
-        if (job.w_packed && job.group == 1 && s[0] == 1 && s[1] == 1 &&
-            conv_reads_in_place(o, kk, wo, pointwise ? wo : wp, pointwise) &&
+        int strided = s[0] > 1 || s[1] > 1;
+        int64_t hph = (hp + s[0] - 1) / s[0], wph = (wp + s[1] - 1) / s[1];
+        /* (every phase holds taps: a 1x1 stride-2 convolution would copy four phases for one) */
+        job.phased = strided && !pointwise && d[0] == 1 && d[1] == 1 && kh >= s[0] && kw >= s[1] &&
+                     conv_phases_pay(kh, kw, s);
+        if (job.w_packed && job.group == 1 && (job.phased || (!strided &&
+            conv_reads_in_place(o, kk, wo, pointwise ? wo : wp, pointwise))) &&
             (b_rows = buffer_alloc(&rows_bytes)) != NULL) {
             for (int64_t k = 0; k < kk; k++) {
                 int64_t ci = k / (kh * kw), ky = k / kw % kh, kx = k % kw;
-                b_rows[k] = pointwise ? k * px : (ci * hp + ky * d[0]) * wp + kx * d[1];
+                if (job.phased)     /* phase (ky % sh, kx % sw), from (ky / sh, kx / sw) */
+                    b_rows[k] = ((ci * s[0] + ky % s[0]) * s[1] + kx % s[1]) * hph * wph +
+                                ky / s[0] * wph + kx / s[1];
+                else
+                    b_rows[k] = pointwise ? k * px : (ci * hp + ky * d[0]) * wp + kx * d[1];
             }
             job.b_rows = b_rows;
         }
+        if (!job.b_rows) job.phased = 0;
         if (n >= 2 && threads > 1) {
             /* images split across the pool, each image's product on one thread: no pool hand-off
              * per product (a batch of small images made 64 of them per call) */
