@@ -148,6 +148,9 @@ def prepare_native_runtime() -> None:
 
     def prepare() -> None:
         with background.import_guard:
+            # (and what the runtime's build, on a thread of its own, goes on to import)
+            import jit.llvm.target  # noqa: F401
+            import jit.targets.cpu.gemm_kernel  # noqa: F401
             from jit.targets.aot.build import prepare_runtime
         prepare_runtime()
     threading.Thread(target=prepare, name="dlvm-runtime-prepare", daemon=True).start()

@@ -871,7 +871,8 @@ def test_strided_convolution_reading_its_phases_in_place(tmp_path, monkeypatch, 
     # (dlvm_aot_conv.c: phase_task, conv_phases_pay): forced on (phases), off (patch panels)
     # and chosen, bit for bit the same products; output widths of one vector, of whole vectors
     # and others (the padded phase width, kept columns copied out); one image, several; 1 and
-    # 2 threads; constant weights and weights that are arguments (no in-place reading)
+    # 2 threads; constant weights (packed once) and weights that are arguments (packed per
+    # call; one image's product packs them itself and reads its patches packed)
     rng = np.random.default_rng(sum(k) * 10 + sum(s))
     mb = ModuleBuilder("phases")
     wc = mb.constant("wc", (rng.standard_normal((20, 6, *k)) * 0.2).astype(np.float32))

@@ -136,13 +136,14 @@ def _after_fork_in_child() -> None:
     # left (a child of a process that forked mid-compile ran its products on one thread)
     global _saved
     me = threading.get_ident()
-    for holder in [h for h in _holders if h != me]:
-        del _holders[holder]
-    if not _holders and _saved is not None:
-        lib = _openblas()
-        if lib is not None:
-            lib[1](_saved)
-        _saved = None
+    with _lock:         # (renewed in the child by then: jit.fork_safe registered first)
+        for holder in [h for h in _holders if h != me]:
+            del _holders[holder]
+        if not _holders and _saved is not None:
+            lib = _openblas()
+            if lib is not None:
+                lib[1](_saved)
+            _saved = None
 
 
 def _register() -> None:

@@ -495,9 +495,10 @@ static void conv_images_task(void *arg, int64_t lo, int64_t hi, int64_t part) {
      * at 16 to 64 pixels a row. Rows of 14 or 28 (vectors and a tail) were slower. */
     int by_rows = wide && conv_rows_whole(j->wo);
     /* output rows of exactly one vector: one product over the image, each vector of a tile one
-     * output row read from its padded row (the GEMM's columns by vectors, flag 8 with sbn) */
-    int by_vectors = wide && j->wo == DLVM_GEMM_VW;
-    if (by_vectors) by_rows = 0;
+     * output row read from its padded row (the GEMM's columns by vectors, flag 8 with sbn).
+     * Measured with AVX2 (8-wide rows); AVX-512's 16-wide rows keep the row-by-row form, which
+     * was measured there */
+    int by_vectors = wide && j->wo == DLVM_GEMM_VW && !by_rows;
     if (by_rows || by_vectors) wide = 0;
     int64_t wide_n = (j->ho - 1) * rw + j->wo;
     size_t out_bytes = group > 1 ? (size_t)(o * group * px) * 4 : wide ? (size_t)(o * wide_n) * 4 : 0;
