@@ -526,23 +526,28 @@ def test_narrower_tiles_compute_the_same(features):
         np.testing.assert_allclose(out, ref, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("per_row", [1, 3])
 @pytest.mark.parametrize("features", ["host", "+avx,+avx2,+fma", "+sse2"])
-def test_columns_read_in_place_by_vectors(features):
-    """Flag 8 with sbn > 0 (dlvm_aot_conv.c's convolutions of one-vector output rows): row k of
-    B at rows[k], its columns vectors of VW floats `sbn` apart, from column b_col0 on. Two K
-    blocks, an edge row panel, an edge column panel of one vector; added to C (beta) with a
-    row bias and relu, and written fresh."""
+def test_columns_read_in_place_by_vectors(features, per_row):
+    """Flag 8 with sbn > 0 (dlvm_aot_conv.c's convolutions of whole-vector output rows): row k
+    of B at rows[k], its columns vectors of VW floats, `per_row` of them (n_pad) a row, rows
+    `sbn` apart, from column b_col0 on. Two K blocks, an edge row panel, an edge column panel
+    of one vector; added to C (beta) with a row bias and relu, and written fresh."""
     from jit.llvm import target
     from jit.targets.cpu.gemm_kernel import shape_for
     shape = shape_for(target.host().features if features == "host" else features)
+    if per_row > 1 and shape.nr != 2 * shape.vw:
+        pytest.skip("rows of several vectors are read by tiles of two vectors only")
     g = Gemm(None, shape)
     vw, rng = shape.vw, np.random.default_rng(12)
-    m, k, vectors, vstep, col0 = 2 * shape.mr + 1, shape.kc + 40, 2 * shape.nr // vw + 1, vw + 5, vw
+    m, k, vectors, col0 = 2 * shape.mr + 1, shape.kc + 40, 2 * shape.nr // vw + 5, vw
+    vstep = per_row * vw + 5
     rows = (np.arange(k, dtype=np.int64) * 7 * vw) % 4001        # anywhere in B, overlapping
     mem = rand(rng, 4001 + (col0 // vw + vectors) * vstep + vw)
     a, bias = rand(rng, m, k), rand(rng, m)
     n = vectors * vw
-    cols = (col0 + np.arange(n)) // vw * vstep + (col0 + np.arange(n)) % vw
+    q = (col0 + np.arange(n)) // vw                                # each column's vector
+    cols = q // per_row * vstep + q % per_row * vw + (col0 + np.arange(n)) % vw
     b = mem[rows[:, None] + cols[None, :]].astype(np.float64)    # the B the kernel should see
     pa, pb = _aligned(shape.mc * shape.kc), _aligned(16)
     for beta, bits in ((0, 0), (1, 1 | 4)):
@@ -551,7 +556,7 @@ def test_columns_read_in_place_by_vectors(features):
         if bits:
             want = np.maximum(want + bias[:, None], 0)
         g._fn(m, n, k, a.ctypes.data, k, 1, mem.ctypes.data, rows.ctypes.data, vstep,
-              c.ctypes.data, n, pa.ctypes.data, pb.ctypes.data, beta, 8, 0, 0, col0, 0,
+              c.ctypes.data, n, pa.ctypes.data, pb.ctypes.data, beta, 8, 0, 0, col0, per_row,
               bias.ctypes.data if bits else None, bits)
         np.testing.assert_allclose(c, want, rtol=1e-4, atol=1e-3)
 

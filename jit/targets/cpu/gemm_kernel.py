@@ -18,7 +18,9 @@ columns starts at B + b_col0 + rows[k], rows an i64 table at address sbk (a stri
 convolution's padded input, multiplied one output row at a time or over the padded width; a
 pointwise one's image). With sbn > 0 as well, the columns are vectors of VW, each sbn floats
 after the one before (b_col0 a multiple of VW): a convolution whose output rows are one vector
-wide reads every output row of the image from its padded input row. A small M reuses a packed
+wide reads every output row of the image from its padded input row; with n_pad > 0 too, n_pad
+vectors make one output row and rows are sbn apart (only for tiles of two vectors: each tile
+reads its second vector one step from its first). A small M reuses a packed
 panel only M / MR times, so packing it was a fifth of a 16-channel convolution's time. Reads
 may run VW - 1 floats past a row's last column.
 
@@ -757,7 +759,15 @@ class _Builder:
         # convolution of VW-wide output rows, each vector one row of its padded input); every
         # column offset is then a multiple of VW
         by_vectors = b.and_(b_direct, b.icmp_signed(">", sbn, zero))
-        vstep = b.select(by_vectors, sbn, const(I64, s.vw))
+        # ... and n_pad > 0 (unused by flag 8 otherwise): that many vectors make one output row,
+        # rows sbn floats apart (a tile's two vectors may then lie in two rows: with AVX2's two
+        # vectors a tile its second is one step from the first, whatever that step is)
+        vpr = b.select(b.and_(by_vectors, b.icmp_signed(">", n_pad, zero)), n_pad, const(I64, 1))
+
+        def vector_at(q: ir.Value) -> ir.Value:
+            """Where vector q of the columns starts, by vectors: (q / vpr) rows, q % vpr on."""
+            row = b.sdiv(q, vpr)
+            return b.add(b.mul(row, sbn), b.mul(b.sub(q, b.mul(row, vpr)), const(I64, s.vw)))
         with for_range(b, zero, n, "jc", step=const(I64, s.nc)) as jc:
             nc = self._min(b, b.sub(n, jc), const(I64, s.nc))
             with for_range(b, zero, k, "pc", step=const(I64, s.kc)) as pc:
@@ -788,7 +798,11 @@ class _Builder:
                     with for_range(b, zero, nc, "jr", step=const(I64, s.nr)) as jr:
                         nr = self._min(b, b.sub(nc, jr), const(I64, s.nr))
                         col = b.add(b.add(b_col0, jc), jr)
-                        col = b.select(by_vectors, b.mul(b.sdiv(col, const(I64, s.vw)), vstep), col)
+                        q0 = b.sdiv(col, const(I64, s.vw))
+                        first_v = vector_at(q0)
+                        vstep = b.select(by_vectors, b.sub(vector_at(b.add(q0, const(I64, 1))), first_v),
+                                         const(I64, s.vw))
+                        col = b.select(by_vectors, first_v, col)
                         pb = b.select(b_direct, self._at(b, bb, col),
                                       self._at(b, pkb_k, b.mul(jr, kc)))
                         koff = b.select(b_direct, b.gep(b_rows, [pc], source_etype=I64),

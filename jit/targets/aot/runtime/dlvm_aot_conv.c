@@ -240,8 +240,8 @@ static void relu_in_place(float *y, int64_t n) {
  * + bias per row (NULL: none), then relu where asked */
 static int gemm_here(int64_t m, int64_t n, int64_t k, const float *a, const float *a_packed,
                      int64_t a_padded, int64_t a_row0, const float *b, const int64_t *geometry,
-                     const int64_t *b_rows, int64_t b_vstep, const float *bias, int relu, float *c,
-                     int64_t ldc) {
+                     const int64_t *b_rows, int64_t b_vstep, int64_t b_vpr, const float *bias,
+                     int relu, float *c, int64_t ldc) {
     if (!geometry && !b_rows && !a_packed && m < DLVM_GEMM_MIN_ROWS) {
         few_rows(m, n, k, a, b, c);
         if (bias)
@@ -251,19 +251,20 @@ static int gemm_here(int64_t m, int64_t n, int64_t k, const float *a, const floa
         return 0;
     }
     gemm_call g = {m, n, k, a, b, c, 1, 0, 0, geometry, a_packed, a_padded, bias, relu, b_rows, ldc,
-                   a_row0, b_vstep};
+                   a_row0, b_vstep, b_vpr};
     gemm_task(&g, 0, (m + DLVM_GEMM_MR - 1) / DLVM_GEMM_MR, 0);
     return g.failed;
 }
 
 /* one image's product: out [O, px] = w x (the image, or its patches with geometry, or read in
- * place with b_rows, by vectors b_vstep apart where that is > 0) + bias, on this thread or split
- * across the pool */
+ * place with b_rows, by vectors where b_vstep > 0: b_vpr of them a row, rows b_vstep apart) +
+ * bias, on this thread or split across the pool */
 static int conv_product(conv_images *j, int64_t px, int64_t kk, const float *b,
-                        const int64_t *geometry, const int64_t *b_rows, int64_t b_vstep, float *yb) {
+                        const int64_t *geometry, const int64_t *b_rows, int64_t b_vstep,
+                        int64_t b_vpr, float *yb) {
     if (!j->split)
         return gemm_here(j->o, px, kk, j->w, j->w_packed, j->w_padded, j->w_row0, b, geometry,
-                         b_rows, b_vstep, j->bias, j->relu, yb, 0);
+                         b_rows, b_vstep, b_vpr, j->bias, j->relu, yb, 0);
     if (!geometry && !b_rows && !j->w_packed && j->o < DLVM_GEMM_MIN_ROWS) {
         int rc = sgemm(j->ctx, j->o, px, kk, j->w, b, yb);
         if (!rc && j->bias)
@@ -273,7 +274,7 @@ static int conv_product(conv_images *j, int64_t px, int64_t kk, const float *b,
         return rc;
     }
     gemm_call g = {j->o, px, kk, j->w, b, yb, 1, 0, 0, geometry, j->w_packed, j->w_padded, j->bias,
-                   j->relu, b_rows, 0, j->w_row0, b_vstep};
+                   j->relu, b_rows, 0, j->w_row0, b_vstep, b_vpr};
     return gemm_split(j->ctx, &g, b_rows ? 1 : geometry ? 2 : 3);
 }
 
@@ -456,7 +457,7 @@ static void conv_rows_task(void *arg, int64_t lo, int64_t hi, int64_t part) {
     for (int64_t y = lo; y < hi; y++)
         if (gemm_here(j->o, j->wo, r->kk, j->w, j->w_packed, j->w_padded, j->w_row0,
                       r->src + y * r->wp, NULL,
-                      j->b_rows, 0, j->bias, j->relu, r->yb + y * j->wo, j->ho * j->wo)) {
+                      j->b_rows, 0, 0, j->bias, j->relu, r->yb + y * j->wo, j->ho * j->wo)) {
             __atomic_store_n(&r->failed, 1, __ATOMIC_RELAXED);
             return;
         }
@@ -494,11 +495,14 @@ static void conv_images_task(void *arg, int64_t lo, int64_t hi, int64_t part) {
      * padding columns computed, nothing copied out): 0.80-0.93x the time of the padded width
      * at 16 to 64 pixels a row. Rows of 14 or 28 (vectors and a tail) were slower. */
     int by_rows = wide && conv_rows_whole(j->wo);
-    /* output rows of exactly one vector: one product over the image, each vector of a tile one
-     * output row read from its padded row (the GEMM's columns by vectors, flag 8 with sbn).
-     * Measured with AVX2 (8-wide rows); AVX-512's 16-wide rows keep the row-by-row form, which
-     * was measured there */
-    int by_vectors = wide && j->wo == DLVM_GEMM_VW && !by_rows;
+    /* output rows of whole vectors as one product over the image, each vector of a tile read
+     * from its output row's padded row (the GEMM's columns by vectors, flag 8 with sbn): rows of
+     * one vector (8x8 maps with AVX2), and with AVX2's tiles of two vectors any whole-vector
+     * rows, whose row-by-row products of 24 or 56 columns left a one-vector tile per row.
+     * Measured with AVX2; AVX-512's 16-wide rows keep the row-by-row form measured there */
+    int by_vectors = wide && j->wo % DLVM_GEMM_VW == 0 &&
+                     (DLVM_GEMM_NR == 2 * DLVM_GEMM_VW || (j->wo == DLVM_GEMM_VW && !by_rows));
+    if (by_vectors) by_rows = 0;
     if (by_rows || by_vectors) wide = 0;
     int64_t wide_n = (j->ho - 1) * rw + j->wo;
     size_t out_bytes = group > 1 ? (size_t)(o * group * px) * 4 : wide ? (size_t)(o * wide_n) * 4 : 0;
@@ -529,7 +533,7 @@ static void conv_images_task(void *arg, int64_t lo, int64_t hi, int64_t part) {
         float *yb = j->y + b * j->y_image;
         int rc;
         if (j->pointwise && g == 1) {
-            rc = conv_product(j, px, kk, j->x + b * j->x_image, NULL, j->b_rows, 0, yb);
+            rc = conv_product(j, px, kk, j->x + b * j->x_image, NULL, j->b_rows, 0, 0, yb);
         } else {
             const float *src = j->x + b * j->x_image;
             if (j->phased) {
@@ -558,7 +562,7 @@ static void conv_images_task(void *arg, int64_t lo, int64_t hi, int64_t part) {
                 rc = rows.failed;
             } else if (j->b_rows) { /* in place: one image, on the padded width where it has one */
                 rc = conv_product(j, wide ? wide_n : px, kk, src, NULL, j->b_rows,
-                                  by_vectors ? rw : 0, wide ? staging : yb);
+                                  by_vectors ? rw : 0, j->wo / DLVM_GEMM_VW, wide ? staging : yb);
                 if (!rc && wide) {
                     kept_job kj = {staging, yb, j->ho, j->wo, rw, wide_n};
                     if (j->split && (size_t)(o * px) * 4 >= PARALLEL_COPY_BYTES)
@@ -567,7 +571,7 @@ static void conv_images_task(void *arg, int64_t lo, int64_t hi, int64_t part) {
                         kept_task(&kj, 0, o * j->ho, 0);
                 }
             } else
-                rc = conv_product(j, g * px, kk, src, geometry, NULL, 0, g > 1 ? staging : yb);
+                rc = conv_product(j, g * px, kk, src, geometry, NULL, 0, 0, g > 1 ? staging : yb);
             if (!rc && g > 1 && !j->b_rows)       /* [O, g * px] to g images of [O, px] */
                 for (int64_t q = 0; q < g; q++)
                     for (int64_t oc = 0; oc < o; oc++)

@@ -87,6 +87,7 @@ typedef struct gemm_call {
     int64_t ldc;               /* c's row stride (0: n) */
     int64_t a_row0;            /* rows of the prepacked a before the call's first (a group's) */
     int64_t b_vstep;           /* > 0 with b_rows: b's columns are vectors this many floats apart */
+    int64_t b_vpr;             /* > 0 with b_vstep: vectors per row, rows b_vstep apart */
 } gemm_call;
 
 typedef struct few_rows_call {

@@ -1170,7 +1170,8 @@ HIDDEN void gemm_task(void *arg, int64_t lo, int64_t hi, int64_t part) {
     if (g->b_rows) {        /* B unpacked: its rows where the table says, columns contiguous
                              * (or vectors b_vstep apart) */
         dlvm_sgemm(rows, cols, g->k, a, g->k, 1, g->b, (int64_t)(intptr_t)g->b_rows, g->b_vstep,
-                   g->c + r0 * ldc + c0, ldc, pa, pb, 0, 8 | a_flag, g->a_row0 + r0, g->a_padded, c0, 0,
+                   g->c + r0 * ldc + c0, ldc, pa, pb, 0, 8 | a_flag, g->a_row0 + r0, g->a_padded, c0,
+                   g->b_vstep ? g->b_vpr : 0,
                    bias, epi);
     }
     else if (g->geometry)   /* implicit GEMM: the patch matrix is read from the image in place */
