@@ -852,15 +852,21 @@ def test_convolution_reading_the_image_in_place(tmp_path, monkeypatch, k, pads, 
         for n, width in ((1, 37), (2, 37), (5, 37), (1, 32), (3, 32), (2, 33), (1, 401), (1, 400),
                          *one_vector):
             x = rng.standard_normal((n, 20, 9, width)).astype(np.float32)
-            want = vm.run("main", x, w)
-            got = {}
-            for in_place in ("1", "0", ""):
-                monkeypatch.setenv("DLVM_CONV_IN_PLACE", in_place)
-                got[in_place] = lib.run("main", x, w)
-                close(got[in_place], want, 1e-4)
-            # the same products in the same order: the same bits either way
-            for a, b in zip(got["1"], got["0"]):
-                np.testing.assert_array_equal(a, b)
+            _check_in_place_forced_and_chosen(lib, vm, monkeypatch, x, w)
+
+
+def _check_in_place_forced_and_chosen(lib, vm, monkeypatch, *args) -> None:
+    """The library's results with DLVM_CONV_IN_PLACE forced on, forced off and unset, each
+    against the interpreter's; on and off bit for bit the same (the same products in the same
+    order)."""
+    want = vm.run("main", *args)
+    got = {}
+    for in_place in ("1", "0", ""):
+        monkeypatch.setenv("DLVM_CONV_IN_PLACE", in_place)
+        got[in_place] = lib.run("main", *args)
+        close(got[in_place], want, 1e-4)
+    for a, b in zip(got["1"], got["0"]):
+        np.testing.assert_array_equal(a, b)
 
 
 @pytest.mark.parametrize("k,s,pads", [((3, 3), (2, 2), (1, 1, 1, 1)), ((8, 8), (4, 4), (0, 0, 0, 0)),
@@ -892,14 +898,7 @@ def test_strided_convolution_reading_its_phases_in_place(tmp_path, monkeypatch, 
         lib.set_threads(threads)
         for n, h, wo in ((1, 21, 8), (3, 21, 8), (2, 19, 16), (1, 40, 13), (3, 17, 9), (1, 30, 32)):
             x = rng.standard_normal((n, 6, h, width_for(wo))).astype(np.float32)
-            want = vm.run("main", x, w)
-            got = {}
-            for in_place in ("1", "0", ""):
-                monkeypatch.setenv("DLVM_CONV_IN_PLACE", in_place)
-                got[in_place] = lib.run("main", x, w)
-                close(got[in_place], want, 1e-4)
-            for a, b in zip(got["1"], got["0"]):
-                np.testing.assert_array_equal(a, b)
+            _check_in_place_forced_and_chosen(lib, vm, monkeypatch, x, w)
 
 
 @pytest.mark.parametrize("pads", [(1, 1, 1, 1), (0, 1, 0, 1), (2, 0, 0, 3), (0, 0, 1, 0),
